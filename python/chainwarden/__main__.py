@@ -1,0 +1,3 @@
+from chainwarden.cli import main
+
+raise SystemExit(main())

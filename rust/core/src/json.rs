@@ -1,0 +1,1 @@
+//! JSON encoding shared by the engines, byte-compatible with Python's `json.dumps` defaults.

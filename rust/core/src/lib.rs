@@ -1,0 +1,6 @@
+//! chainwarden-core: the pure-Rust engines behind the `chainwarden` Python package.
+//!
+//! Nothing here knows about Python; `rust/py` translates at the edge.
+
+pub mod json;
+pub mod recorder;

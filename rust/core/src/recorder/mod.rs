@@ -1,0 +1,1 @@
+//! Call-graph recorder (seeds 000, 002).
