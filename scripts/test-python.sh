@@ -2,4 +2,12 @@
 # Runs the Python test-suite. Servers the tests need are started here (see scripts/ for each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec .venv/bin/pytest -q "$@"
+
+# A throwaway PostgreSQL for the ledger tests; a developer without one may set CHAINWARDEN_NO_POSTGRES=1
+# (those tests then skip). Without that variable a server that cannot start fails the run.
+if [[ "${CHAINWARDEN_NO_POSTGRES:-}" != 1 ]]; then
+    pgdir="$(scripts/postgres-up.sh)"
+    trap 'scripts/postgres-down.sh "$pgdir"' EXIT
+    export CHAINWARDEN_TEST_POSTGRES_DSN="host=$pgdir port=5432 user=postgres dbname=postgres"
+fi
+.venv/bin/pytest -q "$@"

@@ -1,0 +1,356 @@
+"""The one ledger writer (ONE_LEDGER_WRITER): the only code that writes receipts, balances and ledger entries.
+
+Stores (`SqliteLedger`, `PostgresLedger`) only supply a connection, the schema and value codecs; every write
+statement lives here, so one CI check (tests/billing/test_one_ledger_writer.py) can prove nobody else writes.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from decimal import Decimal
+from types import TracebackType
+from typing import Any, Self
+
+from chainwarden.billing.facts import UsageFact, compute_idempotency_key, with_usage_unit_id
+from chainwarden.billing.metrics import METRICS
+from chainwarden.billing.pricing import MAX_CREDITS, Pricing
+from chainwarden.billing.records import ChargeReceipt, LedgerEntry
+
+logger = logging.getLogger("chainwarden.billing")
+
+REASON_CHARGE = "charge_receipt"
+REASON_OPENING = "opening_balance"
+# Lock waits and deadlock victims are normal under concurrent writers; retrying the whole transaction is safe
+# because it is idempotent (the receipt insert decides everything).
+_MAX_TRANSACTION_ATTEMPTS = 8
+
+_RECEIPT_COLUMNS = (
+    "source_system, source_reference, run_id, attempt, usage_unit_id, billing_account_id, virtual_key_id, "
+    "request_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
+    "charged_credits, response_cost_usd, created_at"
+)
+_INSERT_RECEIPT = (
+    f"INSERT INTO charge_receipts ({_RECEIPT_COLUMNS}) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+    "ON CONFLICT (source_system, source_reference) DO NOTHING"
+)
+_ENSURE_ACCOUNT = (
+    "INSERT INTO billing_accounts (id, balance_credits, created_at) VALUES (%s, 0, %s) "
+    "ON CONFLICT (id) DO NOTHING"
+)
+_CREATE_ACCOUNT = (
+    "INSERT INTO billing_accounts (id, balance_credits, created_at) VALUES (%s, %s, %s) "
+    "ON CONFLICT (id) DO NOTHING"
+)
+_DEBIT = "UPDATE billing_accounts SET balance_credits = balance_credits - %s WHERE id = %s"
+_READ_BALANCE = "SELECT balance_credits FROM billing_accounts WHERE id = %s"
+_INSERT_ENTRY = (
+    "INSERT INTO credit_ledger (billing_account_id, amount, balance_after, reason, reference, created_at) "
+    "VALUES (%s, %s, %s, %s, %s, %s)"
+)
+_SELECT_RECEIPTS = (
+    "SELECT source_system, source_reference, run_id, attempt, billing_account_id, virtual_key_id, "
+    "request_id, provider, model, input_tokens, output_tokens, charged_credits, response_cost_usd, "
+    "created_at FROM charge_receipts"
+)
+_SELECT_ENTRIES = (
+    "SELECT billing_account_id, amount, balance_after, reason, reference, created_at FROM credit_ledger "
+    "WHERE billing_account_id = %s ORDER BY id"
+)
+
+
+def _check_account_id(billing_account_id: object) -> str:
+    if not isinstance(billing_account_id, str):
+        raise TypeError(f"billing_account_id must be a str, got {type(billing_account_id).__name__}")
+    if not billing_account_id:
+        raise ValueError("billing_account_id must not be empty")
+    return billing_account_id
+
+
+class Ledger(abc.ABC):
+    """Credits ledger: exactly-once charge receipts, account balances and an append-only entry log.
+
+    Thread-safe (one lock around the connection); usable as a context manager.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # --- what a store provides -------------------------------------------------------------------------
+    @abc.abstractmethod
+    def _begin(self) -> Any:
+        """Starts a write transaction and returns a DB-API cursor."""
+
+    @abc.abstractmethod
+    def _commit(self, cursor: Any) -> None: ...
+
+    @abc.abstractmethod
+    def _rollback(self, cursor: Any) -> None: ...
+
+    @abc.abstractmethod
+    def _read_cursor(self) -> Any:
+        """A cursor for a consistent read (no write lock)."""
+
+    @abc.abstractmethod
+    def _sql(self, statement: str) -> str:
+        """Translates the `%s` placeholders used here to the store's paramstyle."""
+
+    @abc.abstractmethod
+    def _is_transient(self, error: Exception) -> bool:
+        """True for lock timeouts / deadlock victims: the transaction may simply be retried."""
+
+    @abc.abstractmethod
+    def _encode_time(self, value: datetime) -> Any: ...
+
+    @abc.abstractmethod
+    def _decode_time(self, value: Any) -> datetime: ...
+
+    @abc.abstractmethod
+    def _encode_decimal(self, value: Decimal | None) -> Any: ...
+
+    @abc.abstractmethod
+    def _decode_decimal(self, value: Any) -> Decimal | None: ...
+
+    @abc.abstractmethod
+    def _close_connection(self) -> None: ...
+
+    # --- transactions ----------------------------------------------------------------------------------
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        cursor = self._begin()
+        try:
+            yield cursor
+        except BaseException:
+            self._rollback(cursor)
+            raise
+        self._commit(cursor)
+
+    def _run_write(self, body: Any) -> Any:
+        """Runs `body(cursor)` in one transaction, retrying transient lock failures."""
+        with self._lock:
+            self._check_open()
+            for attempt in range(_MAX_TRANSACTION_ATTEMPTS):
+                try:
+                    with self._transaction() as cursor:
+                        return body(cursor)
+                except Exception as error:
+                    if attempt + 1 < _MAX_TRANSACTION_ATTEMPTS and self._is_transient(error):
+                        logger.warning("ledger transaction retried after %s", type(error).__name__)
+                        continue
+                    raise
+            raise AssertionError("unreachable")
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("ledger is closed")
+
+    # --- writes ----------------------------------------------------------------------------------------
+    def create_account(self, billing_account_id: str, balance_credits: int = 0) -> None:
+        """Creates an account; `ValueError` if it exists. A non-zero opening balance is a ledger entry."""
+        account = _check_account_id(billing_account_id)
+        if isinstance(balance_credits, bool) or not isinstance(balance_credits, int):
+            raise TypeError(f"balance_credits must be an int, got {type(balance_credits).__name__}")
+        if abs(balance_credits) > MAX_CREDITS:
+            raise ValueError("balance_credits does not fit a ledger column")
+        now = self._encode_time(datetime.now(UTC))
+
+        def body(cursor: Any) -> None:
+            cursor.execute(self._sql(_CREATE_ACCOUNT), (account, balance_credits, now))
+            if cursor.rowcount != 1:
+                raise ValueError(f"billing account {account!r} already exists")
+            if balance_credits != 0:
+                cursor.execute(
+                    self._sql(_INSERT_ENTRY),
+                    (
+                        account,
+                        balance_credits,
+                        balance_credits,
+                        REASON_OPENING,
+                        f"{REASON_OPENING}:{account}",
+                        now,
+                    ),
+                )
+
+        self._run_write(body)
+
+    def commit_usage_fact(
+        self,
+        fact: UsageFact,
+        *,
+        call_index: int,
+        pricing: Pricing,
+        ingress_request_id: str | None = None,
+    ) -> ChargeReceipt | None:
+        """Commits one fact as receipt + debit + ledger entry in one transaction; None when it is a duplicate.
+
+        Post-call billing never refuses: an unknown account is created at 0 and a balance may go negative.
+        """
+        if not isinstance(pricing, Pricing):
+            raise TypeError(f"pricing must be a Pricing, got {type(pricing).__name__}")
+        if ingress_request_id is not None and not isinstance(ingress_request_id, str):
+            raise TypeError(
+                f"ingress_request_id must be a str or None, got {type(ingress_request_id).__name__}"
+            )
+        fact = with_usage_unit_id(fact, call_index)
+        key = compute_idempotency_key(fact)
+        cost = fact.cost_decimal
+        if cost is None:
+            # Under-billing must be visible: the receipt says 0 credits and the log says why.
+            METRICS.increment("billing.missing_cost_usd")
+            logger.error("billing.missing_cost_usd source_reference=%s model=%s", key, fact.model)
+            user_cost, charged = None, 0
+        else:
+            user_cost, charged = pricing.user_cost_usd(cost), pricing.credits_for(cost)
+        created_at = datetime.now(UTC)
+        receipt = ChargeReceipt(
+            source_system=fact.source,
+            source_reference=key,
+            run_id=fact.run_id,
+            attempt=fact.attempt,
+            billing_account_id=fact.billing_account_id,
+            virtual_key_id=fact.virtual_key_id,
+            ingress_request_id=ingress_request_id,
+            provider=fact.provider,
+            model=fact.model,
+            input_tokens=fact.input_tokens,
+            output_tokens=fact.output_tokens,
+            charged_credits=charged,
+            response_cost_usd=user_cost,
+            created_at=created_at,
+        )
+        now = self._encode_time(created_at)
+        row = (
+            fact.source,
+            key,
+            fact.run_id,
+            fact.attempt,
+            fact.usage_unit_id,
+            fact.billing_account_id,
+            fact.virtual_key_id,
+            ingress_request_id,
+            fact.provider,
+            fact.model,
+            fact.input_tokens,
+            fact.output_tokens,
+            fact.cache_read_tokens,
+            fact.cache_write_tokens,
+            charged,
+            self._encode_decimal(user_cost),
+            now,
+        )
+
+        def body(cursor: Any) -> int | None:
+            # The receipt goes first: its unique key decides duplicates before any lock on the account is
+            # taken, so concurrent writers never wait on each other in opposite orders.
+            cursor.execute(self._sql(_INSERT_RECEIPT), row)
+            if cursor.rowcount != 1:
+                return None
+            cursor.execute(self._sql(_ENSURE_ACCOUNT), (fact.billing_account_id, now))
+            cursor.execute(self._sql(_DEBIT), (charged, fact.billing_account_id))
+            cursor.execute(self._sql(_READ_BALANCE), (fact.billing_account_id,))
+            balance_after = int(cursor.fetchone()[0])
+            cursor.execute(
+                self._sql(_INSERT_ENTRY),
+                (fact.billing_account_id, -charged, balance_after, REASON_CHARGE, key, now),
+            )
+            return balance_after
+
+        balance_after = self._run_write(body)
+        if balance_after is None:
+            return None
+        if balance_after < 0:
+            METRICS.increment("billing.negative_balance")
+            logger.warning(
+                "billing.negative_balance billing_account_id=%s balance=%s",
+                fact.billing_account_id,
+                balance_after,
+            )
+        return receipt
+
+    # --- reads -----------------------------------------------------------------------------------------
+    def _read(self, statement: str, params: tuple[Any, ...]) -> list[Any]:
+        with self._lock:
+            self._check_open()
+            cursor = self._read_cursor()
+            try:
+                cursor.execute(self._sql(statement), params)
+                return list(cursor.fetchall())
+            finally:
+                cursor.close()
+
+    def receipts(self, *, run_id: str | None = None) -> list[ChargeReceipt]:
+        """Receipts in commit order, optionally for one run."""
+        if run_id is None:
+            rows = self._read(_SELECT_RECEIPTS + " ORDER BY id", ())
+        elif isinstance(run_id, str):
+            rows = self._read(_SELECT_RECEIPTS + " WHERE run_id = %s ORDER BY id", (run_id,))
+        else:
+            raise TypeError(f"run_id must be a str or None, got {type(run_id).__name__}")
+        return [
+            ChargeReceipt(
+                source_system=r[0],
+                source_reference=r[1],
+                run_id=r[2],
+                attempt=int(r[3]),
+                billing_account_id=r[4],
+                virtual_key_id=r[5],
+                ingress_request_id=r[6],
+                provider=r[7],
+                model=r[8],
+                input_tokens=r[9],
+                output_tokens=r[10],
+                charged_credits=int(r[11]),
+                response_cost_usd=self._decode_decimal(r[12]),
+                created_at=self._decode_time(r[13]),
+            )
+            for r in rows
+        ]
+
+    def balance(self, billing_account_id: str) -> int:
+        """The account's balance in credits; `KeyError` for an unknown account."""
+        account = _check_account_id(billing_account_id)
+        rows = self._read(_READ_BALANCE, (account,))
+        if not rows:
+            raise KeyError(account)
+        return int(rows[0][0])
+
+    def ledger_entries(self, billing_account_id: str) -> list[LedgerEntry]:
+        """The account's entries, oldest first; `KeyError` for an unknown account."""
+        account = _check_account_id(billing_account_id)
+        if not self._read(_READ_BALANCE, (account,)):
+            raise KeyError(account)
+        return [
+            LedgerEntry(
+                billing_account_id=r[0],
+                amount=int(r[1]),
+                balance_after=int(r[2]),
+                reason=r[3],
+                reference=r[4],
+                created_at=self._decode_time(r[5]),
+            )
+            for r in self._read(_SELECT_ENTRIES, (account,))
+        ]
+
+    # --- lifetime --------------------------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._close_connection()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,40 @@
+"""What the ledger returns: charge receipts and balance-changing ledger entries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+
+@dataclass(frozen=True)
+class ChargeReceipt:
+    """One committed charge; `(source_system, source_reference)` is unique across the ledger."""
+
+    source_system: str
+    source_reference: str
+    run_id: str
+    attempt: int
+    billing_account_id: str
+    virtual_key_id: str
+    ingress_request_id: str | None
+    provider: str | None
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    charged_credits: int
+    # None when the adapter reported no cost: the receipt exists (so replays stay idempotent) but bills 0.
+    response_cost_usd: Decimal | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One change of an account's balance; `balance_after` is the balance once this entry applied."""
+
+    billing_account_id: str
+    amount: int
+    balance_after: int
+    reason: str
+    reference: str
+    created_at: datetime

@@ -1,0 +1,47 @@
+"""Run execution: the executor port, the in-process executor, the event relay and AiRuntime."""
+
+from chainwarden.runtime.ai_runtime import AiRuntime, Run
+from chainwarden.runtime.containment_port import Containment, LlmCallGuard, RunLimits
+from chainwarden.runtime.events import (
+    AiEvent,
+    AssistantFinal,
+    Done,
+    Error,
+    ErrorCode,
+    TextDelta,
+    ToolCallResult,
+    ToolCallStart,
+    UsageReport,
+)
+from chainwarden.runtime.inproc import GraphFn, InProcGraphExecutor, LlmCallRefused, LlmResult, RunContext
+from chainwarden.runtime.port import GraphExecutor, GraphFinal, GraphRunRequest, GraphRunResult, Usage
+from chainwarden.runtime.relay import DEFAULT_UI_BUFFER, RunEventRelay
+
+__all__ = [
+    "DEFAULT_UI_BUFFER",
+    "AiEvent",
+    "AiRuntime",
+    "AssistantFinal",
+    "Containment",
+    "Done",
+    "Error",
+    "ErrorCode",
+    "GraphExecutor",
+    "GraphFinal",
+    "GraphFn",
+    "GraphRunRequest",
+    "GraphRunResult",
+    "InProcGraphExecutor",
+    "LlmCallGuard",
+    "LlmCallRefused",
+    "LlmResult",
+    "Run",
+    "RunContext",
+    "RunEventRelay",
+    "RunLimits",
+    "TextDelta",
+    "ToolCallResult",
+    "ToolCallStart",
+    "Usage",
+    "UsageReport",
+]

@@ -1,0 +1,66 @@
+"""How the in-process executor reaches `chainwarden.containment.ExecutionContext`.
+
+The executor needs `ExecutionConfig`, `ExecutionContext` (`wrap_llm_call(fn, options=...) -> Decision`,
+`close()`) and `WrapOptions` from one containment implementation. `Containment` bundles them; by default
+they come from `chainwarden.containment`, imported when a run needs them so that `chainwarden.runtime`
+itself imports without it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class LlmCallGuard(Protocol):
+    """The part of ExecutionContext the executor uses."""
+
+    def wrap_llm_call(self, fn: Callable[[], Any], options: Any = None) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """Per-run containment limits, passed to ExecutionConfig."""
+
+    max_cost_usd: float = 10.0
+    max_steps: int = 100
+    max_retries_total: int = 10
+    timeout_ms: int = 0
+
+
+class Containment:
+    """One containment implementation: a module (or namespace) exporting the three names above."""
+
+    def __init__(self, module: Any = None) -> None:
+        self._module = module
+
+    def _resolve(self) -> Any:
+        if self._module is None:
+            self._module = importlib.import_module("chainwarden.containment")
+        return self._module
+
+    def new_context(self, limits: RunLimits) -> LlmCallGuard:
+        module = self._resolve()
+        config = module.ExecutionConfig(
+            max_cost_usd=limits.max_cost_usd,
+            max_steps=limits.max_steps,
+            max_retries_total=limits.max_retries_total,
+            timeout_ms=limits.timeout_ms,
+        )
+        guard: LlmCallGuard = module.ExecutionContext(config=config)
+        return guard
+
+    def wrap_options(self, operation_name: str, cost_estimate_hint: float) -> Any:
+        return self._resolve().WrapOptions(
+            operation_name=operation_name, cost_estimate_hint=cost_estimate_hint
+        )
+
+
+def decision_name(decision: object) -> str:
+    """The decision's name ("ALLOW", "HALT", "RETRY", ...), whatever enum class the context returns."""
+    value = getattr(decision, "value", decision)
+    return str(value).upper()

@@ -1,0 +1,294 @@
+"""In-process executor: runs an async graph function whose LLM calls go through an ExecutionContext."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from chainwarden.billing import UsageFact
+from chainwarden.runtime.containment_port import Containment, LlmCallGuard, RunLimits, decision_name
+from chainwarden.runtime.events import AiEvent, AssistantFinal, Done, Error, ErrorCode, UsageReport
+from chainwarden.runtime.once import Once
+from chainwarden.runtime.port import GraphFinal, GraphRunRequest, GraphRunResult, Usage
+
+logger = logging.getLogger("chainwarden.runtime")
+
+SOURCE_SYSTEM = "inproc"
+
+
+@dataclass(frozen=True)
+class LlmResult:
+    """What a model client returns for one call; `usage_unit_id` is the provider's call id when it has one."""
+
+    content: str
+    model: str | None = None
+    provider: str | None = None
+    usage_unit_id: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cost_usd: float | Decimal | None = None
+
+
+class LlmCallRefused(Exception):
+    """The ExecutionContext did not let the call through (limit reached, breaker open, retries spent)."""
+
+    def __init__(self, decision: str, cause: BaseException | None = None) -> None:
+        super().__init__(f"LLM call refused by containment: {decision}")
+        self.decision = decision
+        self.cause = cause
+
+    @property
+    def code(self) -> ErrorCode:
+        return "timeout" if self.cause is not None and isinstance(self.cause, TimeoutError) else "aborted"
+
+
+class RunContext:
+    """What a graph function gets: run identity, event emission and contained LLM calls."""
+
+    def __init__(
+        self,
+        req: GraphRunRequest,
+        run_id: str,
+        guard: LlmCallGuard,
+        containment: Containment,
+        emit: Callable[[AiEvent], None],
+    ):
+        self.request = req
+        self.run_id = run_id
+        self.attempt = req.attempt
+        self.guard = guard
+        self._containment = containment
+        self._emit = emit
+        self._llm_calls = 0
+
+    def emit(self, event: AiEvent) -> None:
+        """Streams an event to the run's subscribers (Done/Error are the executor's, not the graph's)."""
+        if isinstance(event, Done | Error | UsageReport):
+            raise TypeError(f"a graph may not emit {type(event).__name__}; the executor does")
+        self._emit(event)
+
+    async def call_llm(
+        self,
+        call: Callable[[], Awaitable[LlmResult]],
+        *,
+        operation_name: str = "llm",
+        cost_estimate_hint: float = 0.0,
+    ) -> LlmResult:
+        """Runs one LLM call under the run's ExecutionContext and reports its usage.
+
+        The context's API is synchronous (limits are checked before `fn` runs), so it is driven from a worker
+        thread while the call's coroutine runs on this loop.
+        """
+        loop = asyncio.get_running_loop()
+        options = self._containment.wrap_options(operation_name, cost_estimate_hint)
+        while True:
+            attempt = _BridgedCall(call, loop)
+            try:
+                decision = await asyncio.to_thread(self.guard.wrap_llm_call, attempt.invoke, options)
+            except asyncio.CancelledError:
+                attempt.cancel()
+                raise
+            name = decision_name(decision)
+            if name == "ALLOW" and attempt.outcome:
+                return self._report(attempt.outcome[0])
+            if name == "RETRY":
+                continue
+            raise LlmCallRefused(name, attempt.failure[0] if attempt.failure else None)
+
+    def _report(self, result: LlmResult) -> LlmResult:
+        index = self._llm_calls
+        self._llm_calls += 1
+        req = self.request
+        # The provider's id when there is one; otherwise the call's position in the run, which is the same
+        # on a replay of the same graph, so a replay never bills twice.
+        unit = result.usage_unit_id or f"llm-{index}"
+        self._emit(
+            UsageReport(
+                UsageFact(
+                    run_id=self.run_id,
+                    attempt=req.attempt,
+                    source=SOURCE_SYSTEM,
+                    billing_account_id=req.billing_account_id,
+                    virtual_key_id=req.virtual_key_id,
+                    usage_unit_id=unit,
+                    provider=result.provider,
+                    model=result.model or req.model,
+                    input_tokens=result.input_tokens,
+                    output_tokens=result.output_tokens,
+                    cache_read_tokens=result.cache_read_tokens,
+                    cache_write_tokens=result.cache_write_tokens,
+                    cost_usd=result.cost_usd,
+                )
+            )
+        )
+        return result
+
+
+class _BridgedCall:
+    """One attempt of an async LLM call, invoked from the context's worker thread and run on the loop."""
+
+    def __init__(self, call: Callable[[], Awaitable[LlmResult]], loop: asyncio.AbstractEventLoop) -> None:
+        self._call = call
+        self._loop = loop
+        self._future: concurrent.futures.Future[LlmResult] | None = None
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self.outcome: list[LlmResult] = []
+        self.failure: list[BaseException] = []
+
+    def invoke(self) -> None:
+        with self._lock:
+            # The awaiting task may have been cancelled before this thread got here: start nothing then.
+            if self._cancelled:
+                raise asyncio.CancelledError
+            future = self._future = asyncio.run_coroutine_threadsafe(_call(self._call), self._loop)
+        try:
+            self.outcome.append(future.result())
+        except BaseException as error:
+            self.failure.append(error)
+            raise
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            if self._future is not None:
+                self._future.cancel()
+
+
+async def _call(call: Callable[[], Awaitable[LlmResult]]) -> LlmResult:
+    result = await call()
+    if not isinstance(result, LlmResult):
+        raise TypeError(f"an LLM call must return LlmResult, got {type(result).__name__}")
+    return result
+
+
+GraphFn = Callable[[RunContext], Awaitable[str | None]]
+
+
+def new_run_id() -> str:
+    return f"run_{uuid.uuid4().hex}"
+
+
+_END = object()
+
+
+class InProcGraphExecutor:
+    """Runs `graph_fn` (or one of a mapping of them, by graph name) in this process.
+
+    The graph function returns the final assistant content (or None); every `ctx.call_llm` emits one
+    UsageReport with a stable usage_unit_id.
+    """
+
+    def __init__(
+        self,
+        graph_fn: GraphFn | Mapping[str, GraphFn],
+        *,
+        limits: RunLimits | None = None,
+        containment: Containment | None = None,
+    ) -> None:
+        if isinstance(graph_fn, Mapping):
+            self._graphs: Mapping[str, GraphFn] | None = dict(graph_fn)
+            self._single: GraphFn | None = None
+        elif callable(graph_fn):
+            self._graphs, self._single = None, graph_fn
+        else:
+            raise TypeError("graph_fn must be an async function or a mapping of names to them")
+        self._limits = limits or RunLimits()
+        self._containment = containment or Containment()
+
+    def _lookup(self, graph_id: str) -> GraphFn | None:
+        if self._single is not None:
+            return self._single
+        assert self._graphs is not None
+        return self._graphs.get(graph_id.partition(":")[2])
+
+    def run_graph(self, req: GraphRunRequest) -> GraphRunResult:
+        if not isinstance(req, GraphRunRequest):
+            raise TypeError(f"expected a GraphRunRequest, got {type(req).__name__}")
+        run_id = req.run_id or new_run_id()
+        final: Once[GraphFinal] = Once()
+        return GraphRunResult(stream=self._stream(req, run_id, final), final=final)
+
+    async def _stream(
+        self, req: GraphRunRequest, run_id: str, final: Once[GraphFinal]
+    ) -> AsyncIterator[AiEvent]:
+        request_id = req.ingress_request_id or run_id
+        usage = [0, 0]
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+
+        def emit(event: AiEvent) -> None:
+            if isinstance(event, UsageReport):
+                usage[0] += event.fact.input_tokens or 0
+                usage[1] += event.fact.output_tokens or 0
+            queue.put_nowait(event)
+
+        def finish(ok: bool, error: ErrorCode | None = None, content: str | None = None) -> None:
+            final.set(
+                GraphFinal(
+                    ok=ok,
+                    run_id=run_id,
+                    request_id=request_id,
+                    usage=Usage(prompt_tokens=usage[0], completion_tokens=usage[1]),
+                    finish_reason="stop" if ok else "error",
+                    error=error,
+                    content=content,
+                )
+            )
+            if error is not None:
+                queue.put_nowait(Error(error))
+            queue.put_nowait(Done())
+            queue.put_nowait(_END)
+
+        async def drive(fn: GraphFn) -> None:
+            try:
+                guard = self._containment.new_context(self._limits)
+            except Exception:
+                logger.exception("run %s: could not create its ExecutionContext", run_id)
+                finish(False, "internal")
+                return
+            try:
+                content = await fn(RunContext(req, run_id, guard, self._containment, emit))
+                if content is not None and not isinstance(content, str):
+                    raise TypeError(f"a graph must return str or None, got {type(content).__name__}")
+                if content is not None:
+                    emit(AssistantFinal(content))
+                finish(True, content=content)
+            except LlmCallRefused as refused:
+                logger.warning("run %s: %s", run_id, refused)
+                finish(False, refused.code)
+            except asyncio.CancelledError:
+                finish(False, "aborted")
+                raise
+            except Exception:
+                logger.exception("run %s: graph function failed", run_id)
+                finish(False, "internal")
+            finally:
+                guard.close()
+
+        fn = self._lookup(req.graph_id)
+        if fn is None:
+            finish(False, "not_found")
+            task = None
+        else:
+            task = asyncio.create_task(drive(fn), name=f"chainwarden-graph-{run_id}")
+        try:
+            while (event := await queue.get()) is not _END:
+                yield event
+        finally:
+            # Closing the stream early (cancel, or a consumer that stops) cancels the graph: nobody would
+            # see what it does next.
+            if task is not None and not task.done():
+                task.cancel()
+            if task is not None:
+                await asyncio.gather(task, return_exceptions=True)
+            if not final.done():
+                finish(False, "aborted")

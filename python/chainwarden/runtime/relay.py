@@ -1,0 +1,220 @@
+"""RunEventRelay: one pump per run reads the executor's stream to the end and fans it out.
+
+Subscribers:
+- billing gets every UsageReport through an unbounded hand-off (billing never drops, even after Done);
+- any number of UI subscribers read the run's event log (usage reports are never shown to them).
+
+UI buffering and overflow policy: a live UI subscriber has a bounded buffer (`ui_buffer` events). The pump
+only appends to buffers and never waits, so a slow subscriber cannot slow it. A subscriber whose buffer is
+full when the pump has a new event is cut off: it still receives what it had buffered, then
+`Error("rate_limit")` and `Done`, and nothing more. The run and its billing are unaffected, and the client may
+subscribe again: a new subscriber replays the run's log from the start (read in place, not buffered).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from typing import TypeGuard
+
+from chainwarden.billing import UsageFact
+from chainwarden.runtime.events import (
+    AI_EVENT_TYPES,
+    AiEvent,
+    AssistantFinal,
+    Done,
+    Error,
+    ErrorCode,
+    UsageReport,
+)
+
+logger = logging.getLogger("chainwarden.runtime")
+
+DEFAULT_UI_BUFFER = 1024
+
+
+class _Subscriber:
+    __slots__ = ("buffer", "overrun", "wake")
+
+    def __init__(self) -> None:
+        self.buffer: deque[AiEvent] = deque()
+        self.overrun = False
+        self.wake = asyncio.Event()
+
+
+class RunEventRelay:
+    """Pumps one upstream stream; see the module docstring for the fan-out rules."""
+
+    def __init__(
+        self,
+        upstream: AsyncIterator[AiEvent],
+        *,
+        on_usage: Callable[[UsageFact], None],
+        on_close: Callable[[], None],
+        ui_buffer: int = DEFAULT_UI_BUFFER,
+        name: str = "run",
+    ) -> None:
+        if isinstance(ui_buffer, bool) or not isinstance(ui_buffer, int) or ui_buffer < 1:
+            raise ValueError(f"ui_buffer must be a positive int, got {ui_buffer!r}")
+        self._upstream = upstream
+        self._on_usage = on_usage
+        self._on_close = on_close
+        self._ui_buffer = ui_buffer
+        self._log: list[AiEvent] = []
+        self._live: set[_Subscriber] = set()
+        self._terminal = False
+        self._started = False
+        self._cancel_requested = False
+        self.error: ErrorCode | None = None
+        self.aborted = False
+        self.content: str | None = None
+        self.usage_reports = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self._task = asyncio.get_running_loop().create_task(self._pump(), name=f"chainwarden-pump-{name}")
+
+    # --- pump ------------------------------------------------------------------------------------------
+    async def _pump(self) -> None:
+        self._started = True
+        try:
+            try:
+                if not self._cancel_requested:
+                    async for event in self._upstream:
+                        self._accept(event)
+                        if self._cancel_requested:
+                            break
+            finally:
+                await _aclose(self._upstream)
+        except asyncio.CancelledError:
+            self._end("aborted")
+            task = asyncio.current_task()
+            # Our own cancel() is a normal ending; anyone else's (loop shutdown) must still propagate.
+            if not self._cancel_requested or task is None or task.uncancel() > 0:
+                raise
+        except Exception:
+            logger.exception("upstream stream of the run failed")
+            self._end("internal")
+        else:
+            self._end("aborted" if self._cancel_requested else None)
+        finally:
+            self._on_close()
+
+    def _accept(self, event: object) -> None:
+        if not _is_event(event):
+            logger.error("upstream sent %r, which is not an AiEvent; ignored", type(event).__name__)
+            return
+        if isinstance(event, UsageReport):
+            # Billing first and always, including after the terminal event (decisions §18).
+            self.usage_reports += 1
+            self.prompt_tokens += event.fact.input_tokens or 0
+            self.completion_tokens += event.fact.output_tokens or 0
+            self._on_usage(event.fact)
+            return
+        if self._terminal:
+            # After an Error the relay has already written the Done the upstream owes, so the upstream's own
+            # Done is expected then; anything else is a protocol slip worth a log line.
+            if not (isinstance(event, Done) and self.error is not None):
+                logger.warning("upstream sent %s after its terminal event; not shown", event.type)
+            return
+        if isinstance(event, Error):
+            self.error = event.code
+            self._publish(event)
+            self._publish(Done())
+            self._terminal = True
+            return
+        if isinstance(event, AssistantFinal):
+            self.content = event.content
+        self._publish(event)
+        if isinstance(event, Done):
+            self._terminal = True
+
+    def _end(self, code: ErrorCode | None) -> None:
+        """Guarantees the log ends with exactly one Done (preceded by Error when the run failed)."""
+        if code == "aborted":
+            self.aborted = True
+        if self._terminal:
+            return
+        if code is not None:
+            self.error = code
+            self._publish(Error(code))
+        self._publish(Done())
+        self._terminal = True
+
+    def _publish(self, event: AiEvent) -> None:
+        self._log.append(event)
+        for sub in tuple(self._live):
+            if len(sub.buffer) >= self._ui_buffer:
+                sub.overrun = True
+                self._live.discard(sub)
+            else:
+                sub.buffer.append(event)
+            sub.wake.set()
+
+    # --- control ---------------------------------------------------------------------------------------
+    def cancel(self) -> None:
+        """Stops reading upstream (closing it); subscribers see Error("aborted") then Done."""
+        if self._task.done() or self._cancel_requested:
+            return
+        self._cancel_requested = True
+        # Before its first step the pump checks the flag itself; cancelling an unstarted task would skip the
+        # code that writes Done.
+        if self._started:
+            self._task.cancel()
+
+    async def wait(self) -> None:
+        """Returns once the pump has finished (never raises for the run's own failures)."""
+        await asyncio.shield(self._task)
+
+    @property
+    def finished(self) -> bool:
+        return self._task.done()
+
+    # --- UI subscribers --------------------------------------------------------------------------------
+    async def subscribe(self) -> AsyncIterator[AiEvent]:
+        """The run's UI events from the start, ending after Done; leaving early only detaches."""
+        cursor = 0
+        sub: _Subscriber | None = None
+        try:
+            while True:
+                if sub is None:
+                    if cursor < len(self._log):
+                        event = self._log[cursor]
+                        cursor += 1
+                    else:
+                        # Caught up with the log: from here on the pump feeds a bounded buffer. No await
+                        # between the check and the registration, so no event can fall in between.
+                        sub = _Subscriber()
+                        self._live.add(sub)
+                        continue
+                elif sub.buffer:
+                    event = sub.buffer.popleft()
+                elif sub.overrun:
+                    yield Error("rate_limit")
+                    yield Done()
+                    return
+                else:
+                    sub.wake.clear()
+                    await sub.wake.wait()
+                    continue
+                yield event
+                if isinstance(event, Done):
+                    return
+        finally:
+            if sub is not None:
+                self._live.discard(sub)
+
+
+def _is_event(value: object) -> TypeGuard[AiEvent]:
+    return isinstance(value, AI_EVENT_TYPES)
+
+
+async def _aclose(stream: AsyncIterator[AiEvent]) -> None:
+    close = getattr(stream, "aclose", None)
+    if close is None:
+        return
+    try:
+        await close()
+    except Exception:
+        logger.exception("closing the upstream stream failed")

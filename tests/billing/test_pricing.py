@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+from chainwarden.billing import CREDITS_PER_USD, Pricing, cents_to_credits, usd_to_credits
+from hypothesis import given
+from hypothesis import strategies as st
+
+
+def test_credit_unit_is_fixed() -> None:
+    assert CREDITS_PER_USD == 10_000_000
+    assert usd_to_credits(1) == 10_000_000
+    assert cents_to_credits(1) == 100_000
+    assert Pricing().markup == 2.0
+
+
+def test_the_float_overcharge_is_gone() -> None:
+    # What the reference computes in floats: one credit too many.
+    assert math.ceil(0.00001 * 2.0 * CREDITS_PER_USD) == 201
+    assert Pricing(markup=2.0).credits_for(0.00001) == 200
+
+
+@pytest.mark.parametrize(
+    ("cost", "markup", "credits"),
+    [
+        (0.00001, 2.0, 200),
+        (Decimal("0.00001"), Decimal("2.0"), 200),
+        (0.001, 2.0, 20_000),
+        (0, 2.0, 0),
+        (Decimal("0.00000001"), 1.0, 1),  # a tenth of a credit rounds up to one
+        (Decimal("0.0000001"), 1.0, 1),
+        (Decimal("0.00000015"), 1.0, 2),
+        (0.0000015, 1.5, 23),  # 22.5 → 23
+        (3, 1, 30_000_000),
+        (Decimal("1.23456789"), Decimal("1.1"), 13_580_247),  # 13580246.79 → 13580247
+    ],
+)
+def test_credits_for(cost: float | Decimal, markup: float | Decimal, credits: int) -> None:
+    assert Pricing(markup=markup).credits_for(cost) == credits
+
+
+def test_user_cost_is_exact() -> None:
+    assert Pricing(markup=2.0).user_cost_usd(0.1) == Decimal("0.2")
+    assert Pricing(markup=Decimal("1.25")).user_cost_usd(Decimal("0.0000003")) == Decimal("0.000000375")
+
+
+@given(
+    cost=st.decimals(min_value=0, max_value=10_000, allow_nan=False, allow_infinity=False, places=12),
+    markup=st.decimals(min_value=1, max_value=100, allow_nan=False, allow_infinity=False, places=4),
+)
+def test_credits_are_the_exact_ceiling(cost: Decimal, markup: Decimal) -> None:
+    exact = Fraction(cost) * Fraction(markup) * CREDITS_PER_USD
+    assert Pricing(markup=markup).credits_for(cost) == math.ceil(exact)
+
+
+@given(cents=st.integers(min_value=0, max_value=10**12))
+def test_cents_are_whole_credits(cents: int) -> None:
+    assert cents_to_credits(cents) == cents * 100_000
+
+
+@pytest.mark.parametrize(
+    "markup", [0.99, 0, -1, float("nan"), float("inf"), Decimal("NaN"), Decimal("-Infinity")]
+)
+def test_bad_markup_is_rejected(markup: float | Decimal) -> None:
+    with pytest.raises(ValueError):
+        Pricing(markup=markup)
+
+
+@pytest.mark.parametrize("markup", ["2.0", None, True])
+def test_markup_of_the_wrong_type_is_rejected(markup: object) -> None:
+    with pytest.raises(TypeError):
+        Pricing(markup=markup)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "amount", [-0.01, -1, Decimal("-0.000001"), float("nan"), float("inf"), float("-inf"), Decimal("sNaN")]
+)
+def test_bad_amounts_are_rejected(amount: float | Decimal) -> None:
+    with pytest.raises(ValueError):
+        Pricing().credits_for(amount)
+    with pytest.raises(ValueError):
+        usd_to_credits(amount)
+
+
+@pytest.mark.parametrize("amount", ["0.1", None, True, [1]])
+def test_amounts_of_the_wrong_type_are_rejected(amount: object) -> None:
+    with pytest.raises(TypeError):
+        Pricing().credits_for(amount)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        usd_to_credits(amount)  # type: ignore[arg-type]
+
+
+def test_cents_must_be_a_non_negative_int() -> None:
+    with pytest.raises(ValueError):
+        cents_to_credits(-1)
+    for bad in (1.5, True, "1", Decimal(1)):
+        with pytest.raises(TypeError):
+            cents_to_credits(bad)  # type: ignore[arg-type]
+
+
+def test_a_charge_too_large_for_the_ledger_is_rejected() -> None:
+    with pytest.raises(ValueError, match="more credits"):
+        Pricing().credits_for(Decimal("1e20"))
