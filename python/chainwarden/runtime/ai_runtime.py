@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -48,7 +49,9 @@ class Run:
             ui_buffer=ui_buffer,
             name=self.run_id,
         )
-        self._finisher = self._relay._task.get_loop().create_task(self._resolve_final())
+        self._finisher = asyncio.get_running_loop().create_task(
+            self._resolve_final(), name=f"chainwarden-final-{self.run_id}"
+        )
 
     @property
     def final(self) -> Once[GraphFinal]:
@@ -84,7 +87,7 @@ class Run:
         """Pump, final and billing all finished: no task of this run is left."""
         await self._relay.wait()
         await self._sink.settled()
-        await self._final.wait()
+        await asyncio.shield(self._finisher)
 
     async def _resolve_final(self) -> None:
         relay = self._relay

@@ -1,0 +1,116 @@
+"""Committed usage facts per second, SQLite vs PostgreSQL, one writer and 4 concurrent writer processes.
+
+Run: .venv/bin/pytest benches/bench_billing.py --benchmark-only -p no:randomly
+(PostgreSQL: uses CHAINWARDEN_TEST_POSTGRES_DSN, else starts a throwaway server with scripts/postgres-up.sh.)
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from bench_billing_writer import PRICING, make_facts, open_ledger
+from psycopg.conninfo import make_conninfo
+
+ROOT = Path(__file__).resolve().parents[1]
+WRITER = Path(__file__).with_name("bench_billing_writer.py")
+FACTS_PER_ROUND = 300
+CONCURRENT_FACTS = 1_000
+PROCESSES = 4
+
+
+@pytest.fixture(scope="module")
+def postgres_dsn() -> Iterator[str]:
+    dsn = os.environ.get("CHAINWARDEN_TEST_POSTGRES_DSN")
+    if dsn:
+        yield dsn
+        return
+    datadir = subprocess.run(
+        [str(ROOT / "scripts" / "postgres-up.sh")], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    try:
+        yield f"host={datadir} port=5432 user=postgres dbname=postgres"
+    finally:
+        subprocess.run([str(ROOT / "scripts" / "postgres-down.sh"), datadir], check=True)
+
+
+class Targets:
+    """Fresh, empty ledger locations, one per benchmark round."""
+
+    def __init__(self, tmp: Path, dsn: str) -> None:
+        self.tmp, self.dsn = tmp, dsn
+
+    def new(self, kind: str) -> str:
+        if kind == "sqlite":
+            return str(self.tmp / f"{uuid.uuid4().hex}.sqlite3")
+        schema = f"b_{uuid.uuid4().hex[:16]}"
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {schema}")
+        return make_conninfo(self.dsn, options=f"-c search_path={schema}")
+
+
+@pytest.fixture
+def targets(tmp_path: Path, postgres_dsn: str) -> Targets:
+    return Targets(tmp_path, postgres_dsn)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_single_writer_commits(benchmark: Any, targets: Targets, kind: str) -> None:
+    facts = make_facts(FACTS_PER_ROUND)
+    opened: list[Any] = []
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        ledger = open_ledger(kind, targets.new(kind))
+        opened.append(ledger)
+        return (ledger,), {}
+
+    def commit_all(ledger: Any) -> int:
+        return sum(ledger.commit_usage_fact(f, call_index=0, pricing=PRICING) is not None for f in facts)
+
+    committed = benchmark.pedantic(commit_all, setup=setup, rounds=5, iterations=1)
+    for ledger in opened:
+        ledger.close()
+    assert committed == FACTS_PER_ROUND
+    benchmark.extra_info["facts_per_round"] = FACTS_PER_ROUND
+    benchmark.extra_info["facts_per_second"] = round(FACTS_PER_ROUND / benchmark.stats.stats.mean)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_four_writer_processes_commit(benchmark: Any, targets: Targets, kind: str) -> None:
+    writers: list[subprocess.Popen[str]] = []
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        target = targets.new(kind)
+        open_ledger(kind, target).close()  # schema first: the timed part is the commits
+        writers.clear()
+        for seed in range(PROCESSES):
+            w = subprocess.Popen(
+                [sys.executable, str(WRITER), kind, target, str(seed), str(CONCURRENT_FACTS)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            assert w.stdout is not None and w.stdout.readline().strip() == "ready"
+            writers.append(w)
+        return (), {}
+
+    def race() -> int:
+        for w in writers:
+            assert w.stdin is not None
+            w.stdin.write("go\n")
+            w.stdin.flush()
+        return sum(int(w.communicate()[0].split()[-1]) for w in writers)
+
+    committed = benchmark.pedantic(race, setup=setup, rounds=3, iterations=1)
+    assert committed == CONCURRENT_FACTS
+    benchmark.extra_info["receipts_per_second"] = round(CONCURRENT_FACTS / benchmark.stats.stats.mean)
+    benchmark.extra_info["attempts_per_second"] = round(
+        PROCESSES * CONCURRENT_FACTS / benchmark.stats.stats.mean
+    )
