@@ -159,6 +159,29 @@ async def test_containment_limits_stop_the_graph(ledger: SqliteLedger, containme
     assert [r.source_reference for r in ledger.receipts()] == [f"run-loop/0/u{i}" for i in range(3)]
 
 
+async def test_chain_timeout_ends_the_run_with_timeout(
+    ledger: SqliteLedger, containment: Containment
+) -> None:
+    calls = 0
+
+    async def slow(ctx: RunContext) -> str:
+        nonlocal calls
+
+        async def call() -> object:
+            await asyncio.sleep(0.01)
+            return await llm("x", f"u{calls}")()
+
+        while True:
+            await ctx.call_llm(call)  # type: ignore[arg-type]
+            calls += 1
+
+    rt = runtime(ledger, containment, slow, limits=RunLimits(timeout_ms=50, max_steps=10_000))
+    async with rt.run(request(run_id="run-slow")) as run:
+        assert [e async for e in run.ui_events()] == [Error("timeout"), Done()]
+    assert calls >= 1
+    assert len(ledger.receipts()) == calls
+
+
 async def test_a_failing_llm_call_is_retried_within_the_budget(
     ledger: SqliteLedger, containment: Containment
 ) -> None:
@@ -219,6 +242,8 @@ async def test_no_task_outlives_the_run_block(ledger: SqliteLedger, containment:
 def test_bad_requests_are_typed_errors() -> None:
     with pytest.raises(TypeError):
         request(messages="hi")
+    with pytest.raises(TypeError):
+        request(messages=["hi"])
     with pytest.raises(ValueError):
         request(attempt=-1)
     with pytest.raises(TypeError):

@@ -9,12 +9,12 @@ from __future__ import annotations
 import abc
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from decimal import Decimal
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from chainwarden.billing.facts import UsageFact, compute_idempotency_key, with_usage_unit_id
 from chainwarden.billing.metrics import METRICS
@@ -22,6 +22,7 @@ from chainwarden.billing.pricing import MAX_CREDITS, Pricing
 from chainwarden.billing.records import ChargeReceipt, LedgerEntry
 
 logger = logging.getLogger("chainwarden.billing")
+T = TypeVar("T")
 
 REASON_CHARGE = "charge_receipt"
 REASON_OPENING = "opening_balance"
@@ -131,7 +132,7 @@ class Ledger(abc.ABC):
             raise
         self._commit(cursor)
 
-    def _run_write(self, body: Any) -> Any:
+    def _run_write(self, body: Callable[[Any], T]) -> T:
         """Runs `body(cursor)` in one transaction, retrying transient lock failures."""
         with self._lock:
             self._check_open()

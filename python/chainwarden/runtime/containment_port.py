@@ -60,6 +60,19 @@ class Containment:
         )
 
 
+def refusal_is_timeout(guard: LlmCallGuard) -> bool:
+    """True when the context's latest safety event says the chain ran out of time."""
+    snapshot_of = getattr(guard, "get_snapshot", None)
+    if snapshot_of is None:
+        return False
+    try:
+        events = tuple(snapshot_of().events)
+    except Exception:
+        # The snapshot only refines the error code; a failure here must not hide the refusal itself.
+        return False
+    return bool(events) and "TIMEOUT" in str(getattr(events[-1], "event_type", "")).upper()
+
+
 def decision_name(decision: object) -> str:
     """The decision's name ("ALLOW", "HALT", "RETRY", ...), whatever enum class the context returns."""
     value = getattr(decision, "value", decision)

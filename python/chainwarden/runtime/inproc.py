@@ -13,7 +13,13 @@ from decimal import Decimal
 from typing import Any
 
 from chainwarden.billing import UsageFact
-from chainwarden.runtime.containment_port import Containment, LlmCallGuard, RunLimits, decision_name
+from chainwarden.runtime.containment_port import (
+    Containment,
+    LlmCallGuard,
+    RunLimits,
+    decision_name,
+    refusal_is_timeout,
+)
 from chainwarden.runtime.events import AiEvent, AssistantFinal, Done, Error, ErrorCode, UsageReport
 from chainwarden.runtime.once import Once
 from chainwarden.runtime.port import GraphFinal, GraphRunRequest, GraphRunResult, Usage
@@ -41,14 +47,16 @@ class LlmResult:
 class LlmCallRefused(Exception):
     """The ExecutionContext did not let the call through (limit reached, breaker open, retries spent)."""
 
-    def __init__(self, decision: str, cause: BaseException | None = None) -> None:
+    def __init__(self, decision: str, cause: BaseException | None = None, *, timed_out: bool = False) -> None:
         super().__init__(f"LLM call refused by containment: {decision}")
         self.decision = decision
         self.cause = cause
+        self.timed_out = timed_out
 
     @property
     def code(self) -> ErrorCode:
-        return "timeout" if self.cause is not None and isinstance(self.cause, TimeoutError) else "aborted"
+        """The run's Error code when the graph lets this propagate."""
+        return "timeout" if self.timed_out else "aborted"
 
 
 class RunContext:
@@ -102,7 +110,11 @@ class RunContext:
                 return self._report(attempt.outcome[0])
             if name == "RETRY":
                 continue
-            raise LlmCallRefused(name, attempt.failure[0] if attempt.failure else None)
+            raise LlmCallRefused(
+                name,
+                attempt.failure[0] if attempt.failure else None,
+                timed_out=refusal_is_timeout(self.guard),
+            )
 
     def _report(self, result: LlmResult) -> LlmResult:
         index = self._llm_calls

@@ -34,8 +34,8 @@ class GraphRunRequest:
             _check_str(name, getattr(self, name))
         _check_str("run_id", self.run_id, optional=True)
         _check_str("ingress_request_id", self.ingress_request_id, optional=True)
-        if not isinstance(self.messages, list):
-            raise TypeError(f"messages must be a list, got {type(self.messages).__name__}")
+        if not isinstance(self.messages, list) or not all(isinstance(m, dict) for m in self.messages):
+            raise TypeError("messages must be a list of dicts")
         if isinstance(self.attempt, bool) or not isinstance(self.attempt, int):
             raise TypeError(f"attempt must be an int, got {type(self.attempt).__name__}")
         if self.attempt < 0:
