@@ -266,3 +266,44 @@ async def test_bad_runtime_configuration_is_rejected(ledger: SqliteLedger) -> No
     rt = AiRuntime(executors={}, ledger=ledger)
     with pytest.raises(TypeError):
         rt.run_graph({"graph_id": "inproc:agent"})  # type: ignore[arg-type]
+
+
+async def test_many_runs_have_llm_calls_in_flight_together(
+    ledger: SqliteLedger, containment: Containment
+) -> None:
+    runs = 20
+    in_flight = 0
+    all_in = asyncio.Event()
+
+    async def waits_for_the_others() -> object:
+        nonlocal in_flight
+        in_flight += 1
+        if in_flight == runs:
+            all_in.set()
+        # Only returns once every run has a call in flight: needs more threads than the default executor has.
+        await all_in.wait()
+        return await llm("x", "u")()
+
+    async def graph(ctx: RunContext) -> str:
+        await ctx.call_llm(waits_for_the_others)  # type: ignore[arg-type]
+        return "ok"
+
+    executor = InProcGraphExecutor(graph, containment=containment, max_concurrent_llm_calls=runs)
+    rt = AiRuntime(executors={"inproc": executor}, ledger=ledger)
+    started = [rt.run_graph(request(run_id=f"run-{i}")) for i in range(runs)]
+    # A guard against a hang on regression, not a timing assertion.
+    async with asyncio.timeout(60):
+        finals = [await run.final for run in started]
+        for run in started:
+            await run.wait()
+    executor.close()
+    assert all(f.ok for f in finals)
+    assert len(ledger.receipts()) == runs
+
+
+def test_executor_rejects_a_bad_thread_count() -> None:
+    for bad in (0, -1, True, 2.5):
+        with pytest.raises(ValueError):
+            InProcGraphExecutor(two_step_agent, max_concurrent_llm_calls=bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        InProcGraphExecutor("not a function")  # type: ignore[arg-type]

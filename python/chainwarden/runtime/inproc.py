@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
+import functools
 import logging
 import threading
 import uuid
@@ -69,6 +71,8 @@ class RunContext:
         guard: LlmCallGuard,
         containment: Containment,
         emit: Callable[[AiEvent], None],
+        *,
+        llm_threads: concurrent.futures.Executor | None = None,
     ):
         self.request = req
         self.run_id = run_id
@@ -76,6 +80,7 @@ class RunContext:
         self.guard = guard
         self._containment = containment
         self._emit = emit
+        self._llm_threads = llm_threads
         self._llm_calls = 0
 
     def emit(self, event: AiEvent) -> None:
@@ -101,7 +106,11 @@ class RunContext:
         while True:
             attempt = _BridgedCall(call, loop)
             try:
-                decision = await asyncio.to_thread(self.guard.wrap_llm_call, attempt.invoke, options)
+                # A copied context keeps the containment's ContextVar nesting per call, as to_thread does.
+                wrapped = functools.partial(
+                    contextvars.copy_context().run, self.guard.wrap_llm_call, attempt.invoke, options
+                )
+                decision = await loop.run_in_executor(self._llm_threads, wrapped)
             except asyncio.CancelledError:
                 attempt.cancel()
                 raise
@@ -206,6 +215,7 @@ class InProcGraphExecutor:
         *,
         limits: RunLimits | None = None,
         containment: Containment | None = None,
+        max_concurrent_llm_calls: int = 64,
     ) -> None:
         if isinstance(graph_fn, Mapping):
             self._graphs: Mapping[str, GraphFn] | None = dict(graph_fn)
@@ -214,8 +224,25 @@ class InProcGraphExecutor:
             self._graphs, self._single = None, graph_fn
         else:
             raise TypeError("graph_fn must be an async function or a mapping of names to them")
+        if (
+            isinstance(max_concurrent_llm_calls, bool)
+            or not isinstance(max_concurrent_llm_calls, int)
+            or max_concurrent_llm_calls < 1
+        ):
+            raise ValueError(
+                f"max_concurrent_llm_calls must be a positive int, got {max_concurrent_llm_calls!r}"
+            )
         self._limits = limits or RunLimits()
         self._containment = containment or Containment()
+        # The context's wrap is synchronous and holds a thread for the whole provider call. A pool of our own
+        # keeps slow LLM calls from starving the loop's default executor, which billing commits use.
+        self._llm_threads = concurrent.futures.ThreadPoolExecutor(
+            max_workers=max_concurrent_llm_calls, thread_name_prefix="chainwarden-llm"
+        )
+
+    def close(self) -> None:
+        """Stops the LLM-call threads once the calls in flight are done."""
+        self._llm_threads.shutdown(wait=True)
 
     def _lookup(self, graph_id: str) -> GraphFn | None:
         if self._single is not None:
@@ -268,7 +295,9 @@ class InProcGraphExecutor:
                 finish(False, "internal")
                 return
             try:
-                content = await fn(RunContext(req, run_id, guard, self._containment, emit))
+                content = await fn(
+                    RunContext(req, run_id, guard, self._containment, emit, llm_threads=self._llm_threads)
+                )
                 if content is not None and not isinstance(content, str):
                     raise TypeError(f"a graph must return str or None, got {type(content).__name__}")
                 if content is not None:
