@@ -2,8 +2,15 @@
 
 use pyo3::prelude::*;
 
+mod bench_floor;
+mod convert;
+mod errors;
+mod recorder;
+
 #[pymodule(gil_used = false)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    recorder::register(m)?;
+    bench_floor::register(m)?;
     Ok(())
 }

@@ -1,0 +1,300 @@
+//! Python dicts for `snapshot()`, `node()`, `aggregates()` and divergence events.
+//! Keys and repeated labels are created once and shared; everything mutable is fresh.
+
+use chainwarden_core::recorder::divergence::DivergenceEvent;
+use chainwarden_core::recorder::graph::{now_ms, Graph, State};
+use chainwarden_core::recorder::ids::{format_id, NodeId};
+use chainwarden_core::recorder::node::Node;
+use chainwarden_core::recorder::{AggregatesView, Kind, Status};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyString};
+
+use crate::convert::metadata_to_py;
+
+struct Keys {
+    node: [Py<PyString>; 15],
+    /// Every node key mapped to None: copying it gives a dict already sized and keyed.
+    template: Py<PyDict>,
+    kinds: [Py<PyString>; 5],
+    statuses: [Py<PyString>; 5],
+}
+
+const NODE_KEYS: [&str; 15] = [
+    "node_id",
+    "parent_id",
+    "kind",
+    "name",
+    "start_ts_ms",
+    "end_ts_ms",
+    "status",
+    "model",
+    "retries_used",
+    "cost_usd",
+    "tokens_in",
+    "tokens_out",
+    "stop_reason",
+    "error_class",
+    "metadata",
+];
+
+static KEYS: PyOnceLock<Keys> = PyOnceLock::new();
+
+fn keys(py: Python<'_>) -> &Keys {
+    KEYS.get_or_init(py, || {
+        let node = NODE_KEYS.map(|k| PyString::intern(py, k).unbind());
+        let template = PyDict::new(py);
+        for k in &node {
+            template
+                .set_item(k.bind(py), py.None())
+                .expect("str keys always insert");
+        }
+        Keys {
+            node,
+            template: template.unbind(),
+            kinds: Kind::ALL.map(|k| PyString::intern(py, k.as_str()).unbind()),
+            statuses: Status::ALL.map(|s| PyString::intern(py, s.as_str()).unbind()),
+        }
+    })
+}
+
+pub fn id_str(py: Python<'_>, id: NodeId) -> Bound<'_, PyString> {
+    PyString::new(py, format_id(id, &mut [0; 24]))
+}
+
+/// Per-call cache of label strings, indexed by interned symbol.
+struct Labels<'py, 'a> {
+    py: Python<'py>,
+    st: &'a State,
+    cache: Vec<Option<Bound<'py, PyString>>>,
+    last_parent: Option<(NodeId, Bound<'py, PyString>)>,
+}
+
+impl<'py> Labels<'py, '_> {
+    fn get(&mut self, sym: u32) -> Bound<'py, PyString> {
+        let py = self.py;
+        let st = self.st;
+        self.cache[sym as usize]
+            .get_or_insert_with(|| PyString::new(py, st.names.resolve(sym)))
+            .clone()
+    }
+
+    /// Siblings share a parent, so the last parent id string is reused.
+    fn parent(&mut self, id: NodeId) -> Bound<'py, PyString> {
+        match &self.last_parent {
+            Some((last, s)) if *last == id => s.clone(),
+            _ => {
+                let s = id_str(self.py, id);
+                self.last_parent = Some((id, s.clone()));
+                s
+            }
+        }
+    }
+}
+
+/// Stores `value` (a new reference, or null after a failed constructor) under `key`.
+fn put(d: &Bound<'_, PyDict>, key: &Py<PyString>, value: *mut ffi::PyObject) -> PyResult<()> {
+    let py = d.py();
+    if value.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: `d` and `key` are live objects; `value` is an owned, non-null reference that
+    // PyDict_SetItem borrows (it takes its own reference), so we release ours afterwards.
+    let rc = unsafe {
+        let rc = ffi::PyDict_SetItem(d.as_ptr(), key.as_ptr(), value);
+        ffi::Py_DECREF(value);
+        rc
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(PyErr::fetch(py))
+    }
+}
+
+fn put_obj(d: &Bound<'_, PyDict>, key: &Py<PyString>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    put(d, key, value.clone().into_ptr())
+}
+
+fn node_dict<'py>(
+    py: Python<'py>,
+    n: &Node,
+    id: &Bound<'py, PyString>,
+    labels: &mut Labels<'py, '_>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let keys = keys(py);
+    let k = &keys.node;
+    let d = keys.template.bind(py).copy()?;
+    // Keys whose value is None are already right in the template.
+    put_obj(&d, &k[0], id.as_any())?;
+    if let Some(p) = n.parent_id() {
+        put_obj(&d, &k[1], labels.parent(p).as_any())?;
+    }
+    put_obj(&d, &k[2], keys.kinds[n.kind as usize].bind(py))?;
+    put_obj(&d, &k[3], labels.get(n.name).as_any())?;
+    // SAFETY (all constructors below): plain value constructors; null is handled by `put`.
+    put(&d, &k[4], unsafe { ffi::PyLong_FromLongLong(n.start_ms) })?;
+    if let Some(e) = n.end_ms {
+        put(&d, &k[5], unsafe { ffi::PyLong_FromLongLong(e) })?;
+    }
+    put_obj(&d, &k[6], keys.statuses[n.status as usize].bind(py))?;
+    if let Some(m) = n.model {
+        put_obj(&d, &k[7], labels.get(m).as_any())?;
+    }
+    put(&d, &k[8], unsafe {
+        ffi::PyLong_FromUnsignedLongLong(u64::from(n.retries))
+    })?;
+    put(&d, &k[9], unsafe { ffi::PyFloat_FromDouble(n.cost_usd) })?;
+    if let Some(t) = n.tokens_in {
+        put(&d, &k[10], unsafe { ffi::PyLong_FromUnsignedLongLong(t) })?;
+    }
+    if let Some(t) = n.tokens_out {
+        put(&d, &k[11], unsafe { ffi::PyLong_FromUnsignedLongLong(t) })?;
+    }
+    if let Some(r) = n.stop_reason.as_deref() {
+        put_obj(&d, &k[12], PyString::new(py, r).as_any())?;
+    }
+    if let Some(e) = n.error_class {
+        put_obj(&d, &k[13], labels.get(e).as_any())?;
+    }
+    put_obj(
+        &d,
+        &k[14],
+        metadata_to_py(py, n.metadata.as_deref())?.as_any(),
+    )?;
+    Ok(d)
+}
+
+/// Pauses the cyclic collector while a large acyclic tree is built: every dict allocation
+/// would otherwise count towards a collection that can find nothing to free.
+struct GcPause(bool);
+
+impl GcPause {
+    fn new() -> Self {
+        // SAFETY: called with the interpreter attached; the previous state is restored on drop.
+        GcPause(unsafe { pyo3::ffi::PyGC_Disable() } != 0)
+    }
+}
+
+impl Drop for GcPause {
+    fn drop(&mut self) {
+        if self.0 {
+            // SAFETY: as above.
+            unsafe { pyo3::ffi::PyGC_Enable() };
+        }
+    }
+}
+
+pub fn snapshot<'py>(py: Python<'py>, graph: &Graph) -> PyResult<Bound<'py, PyDict>> {
+    let _gc = GcPause::new();
+    let st = graph.lock();
+    let nodes = PyDict::new(py);
+    let mut labels = Labels {
+        py,
+        st: &st,
+        cache: vec![None; st.names.len()],
+        last_parent: None,
+    };
+    for n in st.arena.iter() {
+        let id = id_str(py, n.id);
+        let d = node_dict(py, n, &id, &mut labels)?;
+        nodes.set_item(id, d)?;
+    }
+    let root = st.root;
+    drop(labels);
+    drop(st);
+    let out = PyDict::new(py);
+    out.set_item("chain_id", graph.chain_id())?;
+    out.set_item("root_id", root.map(|r| id_str(py, r)))?;
+    out.set_item("nodes", nodes)?;
+    out.set_item("aggregates", aggregates(py, &graph.aggregates())?)?;
+    out.set_item("snapshot_ts_ms", now_ms())?;
+    Ok(out)
+}
+
+pub fn node<'py>(
+    py: Python<'py>,
+    graph: &Graph,
+    id: Option<NodeId>,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let st = graph.lock();
+    let Some(n) = id.and_then(|id| st.arena.get(id)) else {
+        return Ok(None);
+    };
+    let mut labels = Labels {
+        py,
+        st: &st,
+        cache: vec![None; st.names.len()],
+        last_parent: None,
+    };
+    node_dict(py, n, &id_str(py, n.id), &mut labels).map(Some)
+}
+
+pub fn aggregates<'py>(py: Python<'py>, a: &AggregatesView) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("total_cost_usd", a.total_cost_usd)?;
+    d.set_item("total_llm_calls", a.total_llm_calls)?;
+    d.set_item("total_tool_calls", a.total_tool_calls)?;
+    d.set_item("total_retries", a.total_retries)?;
+    d.set_item("max_depth", a.max_depth)?;
+    d.set_item("llm_calls_per_root", a.llm_calls_per_root())?;
+    d.set_item("tool_calls_per_root", a.tool_calls_per_root())?;
+    d.set_item("retries_per_root", a.retries_per_root())?;
+    d.set_item("divergence_emitted_count", a.divergence_emitted_count)?;
+    d.set_item("total_tokens_out", a.total_tokens_out)?;
+    Ok(d)
+}
+
+pub fn divergence_events<'py>(
+    py: Python<'py>,
+    chain_id: &str,
+    events: Vec<(DivergenceEvent, Option<String>)>,
+) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for (e, name) in events {
+        let d = PyDict::new(py);
+        match e {
+            DivergenceEvent::Pattern {
+                mode,
+                kind,
+                repeat_count,
+                ..
+            } => {
+                d.set_item("event_type", "divergence_suspected")?;
+                d.set_item("severity", "warn")?;
+                d.set_item("detection_mode", mode.as_str())?;
+                d.set_item(
+                    "signature",
+                    PyList::new(py, [kind.as_str(), name.as_deref().unwrap_or("")])?,
+                )?;
+                d.set_item("repeat_count", repeat_count)?;
+            }
+            DivergenceEvent::CostRate {
+                cost_rate,
+                threshold,
+                node,
+            } => {
+                d.set_item("event_type", "COST_RATE_EXCEEDED")?;
+                d.set_item("severity", "warn")?;
+                d.set_item("cost_rate", cost_rate)?;
+                d.set_item("threshold", threshold)?;
+                d.set_item("node_id", id_str(py, node))?;
+            }
+            DivergenceEvent::TokenVelocity {
+                token_velocity,
+                threshold,
+                node,
+            } => {
+                d.set_item("event_type", "TOKEN_VELOCITY_EXCEEDED")?;
+                d.set_item("severity", "warn")?;
+                d.set_item("token_velocity", token_velocity)?;
+                d.set_item("threshold", threshold)?;
+                d.set_item("node_id", id_str(py, node))?;
+            }
+        }
+        d.set_item("chain_id", chain_id)?;
+        out.append(d)?;
+    }
+    Ok(out)
+}
