@@ -22,10 +22,11 @@ from chainwarden.runtime.once import Once
 
 
 def containment_module() -> Any:
-    try:
-        return importlib.import_module("chainwarden.containment")
-    except ModuleNotFoundError:  # until chainwarden.containment lands: its reference implementation
-        return importlib.import_module("veronica_core.containment")
+    module = importlib.import_module("chainwarden.containment")
+    if hasattr(module, "ExecutionContext"):
+        return module
+    # Until chainwarden's ExecutionContext lands: the reference implementation it is a drop-in of.
+    return importlib.import_module("veronica_core.containment")
 
 
 @pytest.fixture
