@@ -7,9 +7,8 @@ import json
 import sys
 
 import psutil
-from veronica_core.containment import ExecutionGraph as VeronicaGraph
-
 from chainwarden import ExecutionGraph
+from veronica_core.containment import ExecutionGraph as VeronicaGraph
 
 
 def main() -> None:
