@@ -272,3 +272,22 @@ async def test_detaching_with_aclose_does_not_cancel(ledger: SqliteLedger) -> No
         await run.billing_settled()
     assert executor.closed == 1
     assert len(ledger.receipts()) == 1
+
+
+async def test_cancel_after_done_keeps_the_outcome_and_stops_the_tail(ledger: SqliteLedger) -> None:
+    release = asyncio.Event()
+
+    async def script(req: GraphRunRequest) -> AsyncIterator[AiEvent]:
+        yield UsageReport(usage_fact("run-tail", "u1"))
+        yield Done()
+        await release.wait()
+        yield UsageReport(usage_fact("run-tail", "never"))
+
+    executor = ScriptedExecutor(script)
+    async with external_runtime(ledger, executor).run(request(graph_id="ext:x", run_id="run-tail")) as run:
+        assert await _collect(run.ui_events()) == [Done()]
+        run.cancel()
+        final = await run.final
+    assert (final.ok, final.error) == (True, None)
+    assert executor.closed == 1
+    assert [r.source_reference for r in ledger.receipts()] == ["run-tail/0/u1"]

@@ -132,10 +132,11 @@ class RunEventRelay:
 
     def _end(self, code: ErrorCode | None) -> None:
         """Guarantees the log ends with exactly one Done (preceded by Error when the run failed)."""
+        if self._terminal:
+            # The run's outcome was decided by its terminal event; a later cancel only stops the tail.
+            return
         if code == "aborted":
             self.aborted = True
-        if self._terminal:
-            return
         if code is not None:
             self.error = code
             self._publish(Error(code))
