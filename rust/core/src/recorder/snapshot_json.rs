@@ -1,6 +1,7 @@
 //! `snapshot()` encoded straight to JSON bytes, identical to `json.dumps(snapshot())`.
 
 use super::aggregates::AggregatesView;
+use super::arena::Extras;
 use super::graph::{now_ms, Graph};
 use super::ids::{format_id, NodeId};
 use super::node::Node;
@@ -81,7 +82,7 @@ impl Graph {
             }
             write_id(&mut out, n.id);
             out.extend_from_slice(b": ");
-            write_node(&mut out, n, &mut sym);
+            write_node(&mut out, n, st.arena.extras(n), &mut sym);
         }
         out.extend_from_slice(b"}, \"aggregates\": ");
         write_aggregates(&mut out, &self.aggregates());
@@ -92,7 +93,12 @@ impl Graph {
     }
 }
 
-fn write_node(out: &mut Vec<u8>, n: &Node, sym: &mut impl FnMut(&mut Vec<u8>, u32)) {
+fn write_node(
+    out: &mut Vec<u8>,
+    n: &Node,
+    extras: Option<&Extras>,
+    sym: &mut impl FnMut(&mut Vec<u8>, u32),
+) {
     out.extend_from_slice(b"{\"node_id\": ");
     write_id(out, n.id);
     out.extend_from_slice(b", \"parent_id\": ");
@@ -107,14 +113,14 @@ fn write_node(out: &mut Vec<u8>, n: &Node, sym: &mut impl FnMut(&mut Vec<u8>, u3
     out.extend_from_slice(b", \"start_ts_ms\": ");
     write_i64(out, n.start_ms);
     out.extend_from_slice(b", \"end_ts_ms\": ");
-    match n.end_ms {
+    match n.end_ms() {
         Some(e) => write_i64(out, e),
         None => out.extend_from_slice(b"null"),
     }
     out.extend_from_slice(b", \"status\": \"");
     out.extend_from_slice(n.status.as_str().as_bytes());
     out.extend_from_slice(b"\", \"model\": ");
-    match n.model {
+    match n.model() {
         Some(m) => sym(out, m),
         None => out.extend_from_slice(b"null"),
     }
@@ -123,18 +129,18 @@ fn write_node(out: &mut Vec<u8>, n: &Node, sym: &mut impl FnMut(&mut Vec<u8>, u3
     out.extend_from_slice(b", \"cost_usd\": ");
     write_f64(out, n.cost_usd);
     out.extend_from_slice(b", \"tokens_in\": ");
-    write_opt_u64(out, n.tokens_in);
+    write_opt_u64(out, n.tokens_in());
     out.extend_from_slice(b", \"tokens_out\": ");
-    write_opt_u64(out, n.tokens_out);
+    write_opt_u64(out, n.tokens_out());
     out.extend_from_slice(b", \"stop_reason\": ");
-    write_opt_str(out, n.stop_reason.as_deref());
+    write_opt_str(out, extras.and_then(|e| e.stop_reason.as_deref()));
     out.extend_from_slice(b", \"error_class\": ");
-    match n.error_class {
+    match n.error_class() {
         Some(e) => sym(out, e),
         None => out.extend_from_slice(b"null"),
     }
     out.extend_from_slice(b", \"metadata\": ");
-    match n.metadata.as_deref() {
+    match extras.and_then(|e| e.metadata.as_deref()) {
         Some(m) => m.write_json(out),
         None => write_dict(out, &[]),
     }
