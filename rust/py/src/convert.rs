@@ -129,24 +129,14 @@ pub fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>>
         Value::Int(i) => i.into_pyobject(py)?.into_any(),
         Value::Float(f) => PyFloat::new(py, *f).into_any(),
         Value::Str(s) => PyString::new(py, s).into_any(),
-        Value::List(items) => PyList::new(
-            py,
-            items
-                .iter()
-                .map(|v| to_py(py, v))
-                .collect::<PyResult<Vec<_>>>()?,
-        )?
-        .into_any(),
-        Value::Tuple(items) => PyTuple::new(
-            py,
-            items
-                .iter()
-                .map(|v| to_py(py, v))
-                .collect::<PyResult<Vec<_>>>()?,
-        )?
-        .into_any(),
+        Value::List(items) => PyList::new(py, items_to_py(py, items)?)?.into_any(),
+        Value::Tuple(items) => PyTuple::new(py, items_to_py(py, items)?)?.into_any(),
         Value::Dict(entries) => dict_to_py(py, entries)?.into_any(),
     })
+}
+
+fn items_to_py<'py>(py: Python<'py>, items: &[Value]) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    items.iter().map(|v| to_py(py, v)).collect()
 }
 
 pub fn dict_to_py<'py>(

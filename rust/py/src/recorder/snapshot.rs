@@ -260,6 +260,21 @@ pub fn aggregates<'py>(py: Python<'py>, a: &AggregatesView) -> PyResult<Bound<'p
     Ok(d)
 }
 
+fn rate_event(
+    d: &Bound<'_, PyDict>,
+    event_type: &str,
+    rate_key: &str,
+    rate: f64,
+    threshold: f64,
+    node: NodeId,
+) -> PyResult<()> {
+    d.set_item("event_type", event_type)?;
+    d.set_item("severity", "warn")?;
+    d.set_item(rate_key, rate)?;
+    d.set_item("threshold", threshold)?;
+    d.set_item("node_id", id_str(d.py(), node))
+}
+
 pub fn divergence_events<'py>(
     py: Python<'py>,
     chain_id: &str,
@@ -285,26 +300,25 @@ pub fn divergence_events<'py>(
                 d.set_item("repeat_count", repeat_count)?;
             }
             DivergenceEvent::CostRate {
-                cost_rate,
+                cost_rate: rate,
                 threshold,
                 node,
             } => {
-                d.set_item("event_type", "COST_RATE_EXCEEDED")?;
-                d.set_item("severity", "warn")?;
-                d.set_item("cost_rate", cost_rate)?;
-                d.set_item("threshold", threshold)?;
-                d.set_item("node_id", id_str(py, node))?;
+                rate_event(&d, "COST_RATE_EXCEEDED", "cost_rate", rate, threshold, node)?;
             }
             DivergenceEvent::TokenVelocity {
-                token_velocity,
+                token_velocity: rate,
                 threshold,
                 node,
             } => {
-                d.set_item("event_type", "TOKEN_VELOCITY_EXCEEDED")?;
-                d.set_item("severity", "warn")?;
-                d.set_item("token_velocity", token_velocity)?;
-                d.set_item("threshold", threshold)?;
-                d.set_item("node_id", id_str(py, node))?;
+                rate_event(
+                    &d,
+                    "TOKEN_VELOCITY_EXCEEDED",
+                    "token_velocity",
+                    rate,
+                    threshold,
+                    node,
+                )?;
             }
         }
         d.set_item("chain_id", chain_id)?;
