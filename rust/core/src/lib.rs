@@ -2,5 +2,6 @@
 //!
 //! Nothing here knows about Python; `rust/py` translates at the edge.
 
+pub mod dag;
 pub mod json;
 pub mod recorder;

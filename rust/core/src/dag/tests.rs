@@ -1,0 +1,350 @@
+//! Engine-level tests: each spec section against the pure-Rust API.
+
+use super::*;
+
+fn spec_content(s: &str) -> NodeSpec {
+    NodeSpec {
+        content: Some(Value::Str(s.into())),
+        ..NodeSpec::default()
+    }
+}
+
+fn with_id(id: &str) -> NodeSpec {
+    NodeSpec {
+        node_id: Some(id.into()),
+        ..NodeSpec::default()
+    }
+}
+
+fn user(g: &mut Dag, id: &str) -> String {
+    let spec = NodeSpec {
+        node_id: Some(id.into()),
+        ..spec_content("hello")
+    };
+    g.create_node("user_message", "finished", spec).unwrap()
+}
+
+fn task(g: &mut Dag, id: &str) -> String {
+    g.create_node("task", "pending", with_id(id)).unwrap()
+}
+
+fn edge(g: &mut Dag, a: &str, b: &str, t: &str) -> String {
+    g.create_edge(a, b, t, None, None).unwrap()
+}
+
+fn finish(g: &mut Dag, id: &str) {
+    assert!(g.mark_running(id).unwrap());
+    assert!(g.mark_finished(id, FinishPayload::default()).unwrap());
+}
+
+fn fail(g: &mut Dag, id: &str) {
+    assert!(g.mark_running(id).unwrap());
+    assert!(g.mark_errored(id, "boom").unwrap());
+}
+
+fn state(g: &Dag, id: &str) -> State {
+    g.node(id).unwrap().state
+}
+
+#[test]
+fn claim_respects_gating_and_id_order() {
+    let mut g = Dag::new(None);
+    for id in ["p", "s", "d", "x"] {
+        task(&mut g, id);
+    }
+    edge(&mut g, "p", "s", "sequence");
+    edge(&mut g, "p", "d", "dependency");
+    assert_eq!(g.claim(10), vec!["p", "x"]);
+    assert!(g.claim(10).is_empty());
+    assert!(g.mark_errored("p", "bad").unwrap());
+    // errored unblocks sequence but not dependency
+    assert_eq!(g.claim(10), vec!["s"]);
+    assert_eq!(g.propagate_failures(), vec!["d"]);
+    g.check_invariants().unwrap();
+}
+
+#[test]
+fn claim_limit_zero_and_branch_edges_do_not_gate() {
+    let mut g = Dag::new(None);
+    task(&mut g, "a");
+    task(&mut g, "b");
+    edge(&mut g, "a", "b", "branch");
+    assert!(g.claim(0).is_empty());
+    assert_eq!(g.claim(1), vec!["a"]);
+    assert_eq!(g.claim(5), vec!["b"]);
+}
+
+#[test]
+fn context_orders_by_smallest_available_id() {
+    let mut g = Dag::new(None);
+    for id in ["r", "c", "a", "b", "z", "t"] {
+        g.create_node("agent_message", "finished", with_id(id))
+            .unwrap();
+    }
+    edge(&mut g, "r", "c", "sequence");
+    edge(&mut g, "r", "a", "sequence");
+    edge(&mut g, "a", "b", "dependency");
+    edge(&mut g, "c", "t", "sequence");
+    edge(&mut g, "b", "t", "sequence");
+    edge(&mut g, "z", "t", "branch");
+    assert_eq!(g.context_ids_for("t"), vec!["r", "a", "b", "c", "t"]);
+    assert!(g.context_ids_for("nope").is_empty());
+    let ctx = g.context_for("b", false);
+    assert_eq!(ctx.len(), 3);
+    assert!(ctx[0].get("payload").unwrap().get("output").is_none());
+    assert!(g.context_for("b", true)[0]
+        .get("payload")
+        .unwrap()
+        .get("output")
+        .is_some());
+}
+
+#[test]
+fn cycles_self_loops_and_duplicates() {
+    let mut g = Dag::new(None);
+    for id in ["a", "b", "c"] {
+        task(&mut g, id);
+    }
+    let ab = edge(&mut g, "a", "b", "sequence");
+    edge(&mut g, "b", "c", "dependency");
+    assert_eq!(
+        g.create_edge("c", "a", "branch", None, None)
+            .unwrap_err()
+            .code,
+        "dag.edge.cycle"
+    );
+    assert_eq!(
+        g.create_edge("a", "a", "sequence", None, None)
+            .unwrap_err()
+            .code,
+        "dag.edge.self_loop"
+    );
+    assert_eq!(
+        g.create_edge("a", "q", "sequence", None, None)
+            .unwrap_err()
+            .code,
+        "dag.node_not_found"
+    );
+    assert_eq!(g.create_edge("a", "b", "sequence", None, None).unwrap(), ab);
+    assert_eq!(g.edge_count(), 2);
+}
+
+#[test]
+fn propagation_runs_in_rounds_to_a_fixpoint() {
+    let mut g = Dag::new(None);
+    for id in ["a", "b", "c", "d"] {
+        task(&mut g, id);
+    }
+    edge(&mut g, "a", "b", "dependency");
+    edge(&mut g, "b", "c", "dependency");
+    edge(&mut g, "a", "d", "dependency");
+    fail(&mut g, "a");
+    assert_eq!(g.propagate_failures(), vec!["b", "d", "c"]);
+    let meta = &g.node("c").unwrap().metadata;
+    assert_eq!(
+        meta.get("reason"),
+        Some(&Value::Str("blocked_by_failed_dependencies".into()))
+    );
+    let blocked = meta.get("blocked_by").unwrap();
+    assert_eq!(
+        blocked,
+        &Value::Array(vec![Value::Object(vec![
+            ("node_id".into(), Value::Str("b".into())),
+            ("state".into(), Value::Str("skipped".into())),
+            (
+                "edge_id".into(),
+                Value::Str(g.events()[5].subject_id.to_string())
+            ),
+        ])])
+    );
+    assert!(g.propagate_failures().is_empty());
+}
+
+#[test]
+fn leaf_repair_appends_agent_messages() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    assert_eq!(g.leaves(false), vec!["u"]);
+    let added = g.repair_leaves();
+    assert_eq!(added.len(), 1);
+    let a = g.node(&added[0]).unwrap();
+    assert_eq!(
+        (a.node_type, a.state),
+        (NodeType::AgentMessage, State::Pending)
+    );
+    assert_eq!(g.leaves(false), added);
+    assert_eq!(
+        g.events().last().unwrap().event_type,
+        "leaf_invariant_repaired"
+    );
+    assert!(g.repair_leaves().is_empty());
+}
+
+#[test]
+fn rollback_restores_everything() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    g.create_node("agent_message", "pending", with_id("a"))
+        .unwrap();
+    edge(&mut g, "u", "a", "sequence");
+    let before = g.to_json();
+    g.begin();
+    task(&mut g, "t");
+    edge(&mut g, "a", "t", "dependency");
+    g.claim(10);
+    g.mark_errored("a", "x").unwrap();
+    g.begin();
+    g.retry("a", Some("a2".into())).unwrap();
+    g.rollback();
+    assert!(g.node("a2").is_none());
+    g.rollback();
+    assert_eq!(g.to_json(), before);
+    g.check_invariants().unwrap();
+    assert_eq!(g.claim(10), vec!["a"]);
+}
+
+#[test]
+fn retry_takes_over_pending_downstream() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    task(&mut g, "t");
+    task(&mut g, "down");
+    edge(&mut g, "u", "t", "sequence");
+    edge(&mut g, "t", "down", "dependency");
+    fail(&mut g, "t");
+    let new = g.retry("t", Some("t2".into())).unwrap();
+    let n = g.node(&new).unwrap();
+    assert_eq!(n.retry_of_id.as_deref(), Some("t"));
+    assert_eq!(n.metadata.get("attempt"), Some(&Value::Int(2)));
+    assert!(n.metadata.get("error").is_none());
+    assert!(!g.node("t").unwrap().is_active());
+    assert_eq!(g.context_ids_for("down"), vec!["u", "t2", "down"]);
+    assert_eq!(g.claim(10), vec!["t2"]);
+    assert_eq!(g.retry("t", None).unwrap_err().code, "dag.node_not_found");
+    g.check_invariants().unwrap();
+}
+
+#[test]
+fn retry_preconditions_in_order() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    task(&mut g, "t");
+    task(&mut g, "d");
+    edge(&mut g, "t", "d", "sequence");
+    assert_eq!(
+        g.retry("u", None).unwrap_err().code,
+        "dag.retry.not_retriable"
+    );
+    assert_eq!(g.retry("t", None).unwrap_err().code, "dag.retry.bad_state");
+    fail(&mut g, "t");
+    g.claim(10);
+    assert_eq!(
+        g.retry("t", None).unwrap_err().code,
+        "dag.retry.downstream_not_pending"
+    );
+}
+
+#[test]
+fn regenerate_and_edit() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    g.create_node("agent_message", "pending", with_id("a"))
+        .unwrap();
+    edge(&mut g, "u", "a", "sequence");
+    assert_eq!(
+        g.regenerate("a", None).unwrap_err().code,
+        "dag.regenerate.bad_state"
+    );
+    assert_eq!(
+        g.edit("u", Value::empty_object(), None).unwrap_err().code,
+        "dag.edit.downstream_active"
+    );
+    finish(&mut g, "a");
+    let a2 = g.regenerate("a", None).unwrap();
+    assert_eq!(state(&g, &a2), State::Pending);
+    finish(&mut g, &a2);
+    let new_input = Value::Object(vec![("content".into(), Value::Str("edited".into()))]);
+    let u2 = g.edit("u", new_input, None).unwrap();
+    assert!(!g.node(&a2).unwrap().is_active());
+    assert_eq!(
+        g.node(&u2).unwrap().input.get("content"),
+        Some(&Value::Str("edited".into()))
+    );
+    let replaced = g
+        .events()
+        .iter()
+        .rfind(|e| e.event_type == "node_replaced")
+        .unwrap();
+    assert_eq!(
+        replaced.particulars.get("archived_node_ids").unwrap(),
+        &Value::Array(vec![Value::Str(a2.clone()), Value::Str("u".into()),])
+    );
+    assert_eq!(g.repair_leaves().len(), 1);
+    g.check_invariants().unwrap();
+}
+
+#[test]
+fn compression_rewires_the_boundary() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    for id in ["a", "b", "c"] {
+        g.create_node("agent_message", "finished", with_id(id))
+            .unwrap();
+    }
+    edge(&mut g, "u", "a", "sequence");
+    edge(&mut g, "a", "b", "sequence");
+    edge(&mut g, "b", "c", "dependency");
+    let ids = vec!["a".to_string(), "b".to_string()];
+    let s = g.compress(&ids, "summary", None, Some("s".into())).unwrap();
+    assert_eq!(g.context_ids_for("c"), vec!["u", "s", "c"]);
+    assert_eq!(s, "s");
+    let err = g.compress(&ids, "again", None, None).unwrap_err();
+    assert_eq!(err.code, "dag.compress.already_compressed");
+    let leaf = vec!["c".to_string()];
+    assert_eq!(
+        g.compress(&leaf, "x", None, None).unwrap_err().code,
+        "dag.compress.summary_would_be_leaf"
+    );
+    g.check_invariants().unwrap();
+}
+
+#[test]
+fn json_round_trip_is_lossless() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    task(&mut g, "t");
+    edge(&mut g, "u", "t", "dependency");
+    fail(&mut g, "t");
+    g.retry("t", None).unwrap();
+    g.repair_leaves();
+    let text = g.to_json();
+    let mut back = Dag::from_json(&text).unwrap();
+    assert_eq!(back.to_json(), text);
+    back.check_invariants().unwrap();
+    assert_eq!(
+        Dag::from_json("{}").err().unwrap().code,
+        "dag.invalid_argument"
+    );
+}
+
+#[test]
+fn mermaid_lines() {
+    let mut g = Dag::new(None);
+    let spec = NodeSpec {
+        node_id: Some("u-1".into()),
+        ..spec_content("say   \"hi\"\nnow")
+    };
+    g.create_node("user_message", "finished", spec).unwrap();
+    g.fork("u-1", "agent_message", "pending", with_id("a-1"))
+        .unwrap();
+    let m = g.to_mermaid(false, 80);
+    let lines: Vec<&str> = m.lines().collect();
+    assert_eq!(lines[0], "flowchart TD");
+    assert_eq!(lines[1], "N_a1[\"agent_message:pending\"]");
+    assert_eq!(
+        lines[2],
+        "N_u1[\"user_message:finished say \\\"hi\\\" now\"]"
+    );
+    assert!(lines.contains(&"N_u1 -->|branch:fork| N_a1"));
+    assert!(lines.contains(&"N_u1 -->|sequence| N_a1"));
+}
