@@ -292,16 +292,8 @@ impl DagEngine {
         Ok((applied.changed, applied.skipped, applied.repaired))
     }
 
-    #[pyo3(signature = (limit=None))]
-    fn claim<'py>(
-        &self,
-        py: Python<'py>,
-        limit: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let limit = match limit {
-            Some(l) => count(l, "limit", 0)?,
-            None => 10,
-        };
+    fn claim<'py>(&self, py: Python<'py>, limit: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let limit = count(limit, "limit", 0)?;
         strings(py, self.detached(py, |g| g.claim(limit)))
     }
 
@@ -411,18 +403,15 @@ impl DagEngine {
         to_py_list(py, &records)
     }
 
-    #[pyo3(signature = (*, include_compressed=false, max_label_chars=None))]
+    #[pyo3(signature = (*, include_compressed, max_label_chars))]
     fn to_mermaid(
         &self,
         py: Python<'_>,
         include_compressed: bool,
-        max_label_chars: Option<&Bound<'_, PyAny>>,
+        max_label_chars: &Bound<'_, PyAny>,
     ) -> PyResult<String> {
         let all = include_compressed;
-        let max = match max_label_chars {
-            Some(m) => count(m, "max_label_chars", 3)?,
-            None => 80,
-        };
+        let max = count(max_label_chars, "max_label_chars", 3)?;
         Ok(self.detached(py, |g| g.to_mermaid(all, max)))
     }
 
