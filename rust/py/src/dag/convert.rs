@@ -9,6 +9,13 @@ use super::errors::invalid;
 
 const MAX_DEPTH: usize = 256;
 
+/// Lone surrogates cannot be stored as UTF-8: report them as bad input, not as an encoding crash.
+pub fn utf8(s: &Bound<'_, PyString>, what: &str) -> PyResult<String> {
+    s.to_str()
+        .map(str::to_owned)
+        .map_err(|_| invalid(s.py(), format!("{what} is not valid Unicode (lone surrogate)")))
+}
+
 pub fn to_value(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
     convert(obj, what, 0)
 }
@@ -22,7 +29,7 @@ fn convert(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Value> 
         return Ok(Value::Null);
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Value::Str(s.to_str()?.to_owned()));
+        return Ok(Value::Str(utf8(s, what)?));
     }
     if let Ok(b) = obj.cast::<PyBool>() {
         return Ok(Value::Bool(b.is_true()));
@@ -49,7 +56,7 @@ fn convert(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Value> 
             let Ok(key) = k.cast::<PyString>() else {
                 return Err(invalid(py, format!("{what}: dict keys must be strings")));
             };
-            map.push((key.to_str()?.to_owned(), convert(&v, what, depth + 1)?));
+            map.push((utf8(key, what)?, convert(&v, what, depth + 1)?));
         }
         return Ok(Value::Object(map));
     }
@@ -95,7 +102,7 @@ pub fn optional_dict(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Opt
 
 pub fn text(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     match obj.cast::<PyString>() {
-        Ok(s) => Ok(s.to_str()?.to_owned()),
+        Ok(s) => utf8(s, what),
         Err(_) => Err(invalid(obj.py(), format!("{what} must be a string"))),
     }
 }

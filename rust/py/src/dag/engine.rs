@@ -426,7 +426,7 @@ impl DagEngine {
             String::from_utf8(b.as_bytes().to_vec())
                 .map_err(|_| invalid(py, "data is not UTF-8"))?
         } else if let Ok(s) = data.cast::<pyo3::types::PyString>() {
-            s.to_str()?.to_owned()
+            super::convert::utf8(s, "data")?
         } else {
             return Err(invalid(py, "data must be bytes or str"));
         };
