@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from dag_helpers import event_types
-
 from chainwarden.dag import DagInvalidArgumentError, Graph
+from dag_helpers import event_types
 
 
 def small() -> Graph:

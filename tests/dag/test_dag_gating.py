@@ -5,9 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from dag_helpers import ALL_STATES, force_state, tasks
-
 from chainwarden.dag import DagError, DagInvalidArgumentError, Graph
+from dag_helpers import ALL_STATES, force_state, tasks
 
 UNBLOCKS = {
     # parent state: (sequence unblocks, dependency unblocks)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dag_helpers import event_types, force_state
-
 from chainwarden.dag import Graph
+from dag_helpers import event_types, force_state
 
 
 def test_mutate_repairs_a_finished_user_leaf() -> None:

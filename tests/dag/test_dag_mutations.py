@@ -6,8 +6,6 @@ import math
 from typing import Any
 
 import pytest
-from dag_helpers import force_state
-
 from chainwarden.dag import (
     DagEdgeError,
     DagError,
@@ -16,6 +14,7 @@ from chainwarden.dag import (
     DagPreconditionError,
     Graph,
 )
+from dag_helpers import force_state
 
 
 def code_of(exc: pytest.ExceptionInfo[DagError]) -> str:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from dag_helpers import force_state, tasks
-
 from chainwarden.dag import Graph
+from dag_helpers import force_state, tasks
 
 
 def chain() -> Graph:

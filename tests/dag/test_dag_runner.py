@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
 from chainwarden.dag import DagInvalidArgumentError, ExecutionResult, Graph, Runner
 
 Node = dict[str, Any]
@@ -37,7 +36,9 @@ def agent(node: Node, context: Ctx) -> ExecutionResult:
 
 
 def tool(node: Node, context: Ctx) -> ExecutionResult:
-    return ExecutionResult.finished(output={"result": {"city": node["input"]["arguments"]["city"], "temp": 20}})
+    return ExecutionResult.finished(
+        output={"result": {"city": node["input"]["arguments"]["city"], "temp": 20}}
+    )
 
 
 def test_happy_path_runs_everything_in_dependency_order() -> None:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from dag_helpers import ALL_STATES, force_state
-
 from chainwarden.dag import DagError, DagNotFoundError, Graph
+from dag_helpers import ALL_STATES, force_state
 
 ALLOWED = {
     ("pending", "running"),
@@ -86,8 +85,13 @@ def test_state_change_events() -> None:
         m.create_node("task", node_id="t")
     g.mark_running("t")
     g.mark_finished("t")
-    changes = [(e["subject_id"], e["particulars"]) for e in g.events() if e["event_type"] == "node_state_changed"]
-    assert changes == [("t", {"from": "pending", "to": "running"}), ("t", {"from": "running", "to": "finished"})]
+    changes = [
+        (e["subject_id"], e["particulars"]) for e in g.events() if e["event_type"] == "node_state_changed"
+    ]
+    assert changes == [
+        ("t", {"from": "pending", "to": "running"}),
+        ("t", {"from": "running", "to": "finished"}),
+    ]
 
 
 @pytest.mark.parametrize("method", ["mark_running", "mark_finished", "node"])
