@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 use super::error::{DagError, DagResult};
 use super::events::Event;
@@ -54,6 +55,18 @@ pub struct Edge {
     pub created_at: f64,
 }
 
+/// The fields traversals read, packed so a walk over many edges stays in cache.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EdgeHot {
+    pub from: u32,
+    pub to: u32,
+    pub edge_type: EdgeType,
+    pub active: bool,
+}
+
+/// Edge indexes at one node; most nodes have one or two per direction, kept inline to spare a pointer hop.
+pub(crate) type Adjacency = SmallVec<[u32; 2]>;
+
 /// Reused visit marks so traversals cost O(visited), not O(graph), per call.
 #[derive(Default)]
 pub(crate) struct Marks {
@@ -93,8 +106,14 @@ pub struct Dag {
     pub graph_id: String,
     pub(crate) nodes: Vec<Node>,
     pub(crate) edges: Vec<Edge>,
-    pub(crate) out_adj: Vec<Vec<u32>>,
-    pub(crate) in_adj: Vec<Vec<u32>>,
+    /// Mirrors of `Edge` endpoints/type/activity and of `Node::is_active`, kept in step by the writers.
+    pub(crate) hot: Vec<EdgeHot>,
+    pub(crate) node_active: Vec<bool>,
+    /// True while every id is greater than all ids created before it (always, with generated UUIDv7s):
+    /// then arena order is id order and orderings compare integers instead of strings.
+    pub(crate) ids_in_order: bool,
+    pub(crate) out_adj: Vec<Adjacency>,
+    pub(crate) in_adj: Vec<Adjacency>,
     pub(crate) node_index: FxHashMap<Arc<str>, u32>,
     pub(crate) edge_index: FxHashMap<Arc<str>, u32>,
     /// Active edges by (from, to, type): decisions §9 returns the existing id for a duplicate.
@@ -121,6 +140,9 @@ impl Dag {
             graph_id: graph_id.unwrap_or_else(super::ids::uuid7),
             nodes: Vec::new(),
             edges: Vec::new(),
+            hot: Vec::new(),
+            node_active: Vec::new(),
+            ids_in_order: true,
             out_adj: Vec::new(),
             in_adj: Vec::new(),
             node_index: FxHashMap::default(),
@@ -199,10 +221,12 @@ impl Dag {
 
     /// An edge counts only while it and both endpoints are active (decisions §8).
     pub(crate) fn is_live(&self, e: u32) -> bool {
-        let e = &self.edges[e as usize];
-        e.compressed_at.is_none()
-            && self.nodes[e.from as usize].is_active()
-            && self.nodes[e.to as usize].is_active()
+        let h = self.hot[e as usize];
+        h.active && self.node_active[h.from as usize] && self.node_active[h.to as usize]
+    }
+
+    pub(crate) fn recheck_id_order(&mut self) {
+        self.ids_in_order = self.nodes.windows(2).all(|w| w[0].id < w[1].id);
     }
 
     pub(crate) fn live_out(&self, n: u32) -> impl Iterator<Item = &Edge> + '_ {
@@ -223,9 +247,13 @@ impl Dag {
     pub(crate) fn push_node(&mut self, node: Node) -> u32 {
         let i = self.nodes.len() as u32;
         self.node_index.insert(node.id.clone(), i);
+        if self.nodes.last().is_some_and(|last| last.id >= node.id) {
+            self.ids_in_order = false;
+        }
+        self.node_active.push(node.is_active());
         self.nodes.push(node);
-        self.out_adj.push(Vec::new());
-        self.in_adj.push(Vec::new());
+        self.out_adj.push(Adjacency::new());
+        self.in_adj.push(Adjacency::new());
         self.txn.log_node_added();
         self.dirty.push(i);
         i
@@ -238,6 +266,12 @@ impl Dag {
             self.active_keys
                 .insert((edge.from, edge.to, edge.edge_type), i);
         }
+        self.hot.push(EdgeHot {
+            from: edge.from,
+            to: edge.to,
+            edge_type: edge.edge_type,
+            active: edge.compressed_at.is_none(),
+        });
         self.out_adj[edge.from as usize].push(i);
         self.in_adj[edge.to as usize].push(i);
         self.dirty.push(edge.from);

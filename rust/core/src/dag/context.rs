@@ -37,33 +37,50 @@ impl Dag {
             i += 1;
             let mut deg = 0;
             for &e in &self.in_adj[n as usize] {
-                let edge = &self.edges[e as usize];
-                if edge.edge_type.is_blocking() && self.is_live(e) {
+                let h = self.hot[e as usize];
+                if h.edge_type.is_blocking() && h.active && self.node_active[h.from as usize] {
                     deg += 1;
-                    if marks.mark(edge.from) {
-                        closure.push(edge.from);
+                    if marks.mark(h.from) {
+                        closure.push(h.from);
                     }
                 }
             }
             indegree[n as usize] = deg;
         }
-        let mut heap: BinaryHeap<Reverse<(&str, u32)>> = closure
+        if self.ids_in_order {
+            self.kahn(&closure, &mut indegree, marks, |n| n)
+        } else {
+            self.kahn(&closure, &mut indegree, marks, |n| {
+                (&*self.nodes[n as usize].id, n)
+            })
+        }
+    }
+
+    /// Kahn's algorithm restricted to the marked closure, emitting the smallest `key` first.
+    fn kahn<'a, K: Ord + 'a>(
+        &'a self,
+        closure: &[u32],
+        indegree: &mut [u32],
+        marks: &Marks,
+        key: impl Fn(u32) -> K,
+    ) -> Vec<u32> {
+        let mut heap: BinaryHeap<Reverse<(K, u32)>> = closure
             .iter()
             .filter(|&&n| indegree[n as usize] == 0)
-            .map(|&n| Reverse((&*self.nodes[n as usize].id, n)))
+            .map(|&n| Reverse((key(n), n)))
             .collect();
         let mut order = Vec::with_capacity(closure.len());
         while let Some(Reverse((_, n))) = heap.pop() {
             order.push(n);
             for &e in &self.out_adj[n as usize] {
-                let edge = &self.edges[e as usize];
-                if !edge.edge_type.is_blocking() || !marks.is_marked(edge.to) || !self.is_live(e) {
+                let h = self.hot[e as usize];
+                if !h.edge_type.is_blocking() || !h.active || !marks.is_marked(h.to) {
                     continue;
                 }
-                let d = &mut indegree[edge.to as usize];
+                let d = &mut indegree[h.to as usize];
                 *d -= 1;
                 if *d == 0 {
-                    heap.push(Reverse((&*self.nodes[edge.to as usize].id, edge.to)));
+                    heap.push(Reverse((key(h.to), h.to)));
                 }
             }
         }

@@ -27,7 +27,7 @@ impl Dag {
                 if !self.is_live(e) {
                     continue;
                 }
-                let to = self.edges[e as usize].to;
+                let to = self.hot[e as usize].to;
                 if marks.mark(to) {
                     stack.push(to);
                 }

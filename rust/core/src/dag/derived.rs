@@ -131,6 +131,7 @@ impl Dag {
         self.save_edge(e);
         let edge = &mut self.edges[e as usize];
         edge.compressed_at = Some(at);
+        self.hot[e as usize].active = false;
         let key = (edge.from, edge.to, edge.edge_type);
         let (from, to) = (edge.from, edge.to);
         if self.active_keys.get(&key) == Some(&e) {
@@ -149,6 +150,7 @@ impl Dag {
             node.compressed_at = Some(at);
             node.compressed_by_id = Some(by.clone());
         }
+        self.node_active[n as usize] = false;
         let incident: Vec<u32> = self.in_adj[n as usize]
             .iter()
             .chain(self.out_adj[n as usize].iter())

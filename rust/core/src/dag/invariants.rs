@@ -43,7 +43,27 @@ impl Dag {
     /// Returns a description of the first broken invariant, if any.
     pub fn check_invariants(&mut self) -> Result<(), String> {
         self.flush();
+        for (n, node) in self.nodes.iter().enumerate() {
+            if self.node_active[n] != node.is_active() {
+                return Err(format!("activity mirror is stale for node {}", node.id));
+            }
+        }
+        let in_order = self.nodes.windows(2).all(|w| w[0].id < w[1].id);
+        if self.ids_in_order && !in_order {
+            return Err("ids_in_order claims an order the ids do not have".into());
+        }
         for (i, edge) in self.edges.iter().enumerate() {
+            let h = self.hot[i];
+            if (h.from, h.to, h.edge_type, h.active)
+                != (
+                    edge.from,
+                    edge.to,
+                    edge.edge_type,
+                    edge.compressed_at.is_none(),
+                )
+            {
+                return Err(format!("hot mirror is stale for edge {}", edge.id));
+            }
             if edge.compressed_at.is_none() {
                 for end in [edge.from, edge.to] {
                     if !self.nodes[end as usize].is_active() {

@@ -348,3 +348,77 @@ fn mermaid_lines() {
     assert!(lines.contains(&"N_u1 -->|branch:fork| N_a1"));
     assert!(lines.contains(&"N_u1 -->|sequence| N_a1"));
 }
+
+/// Reference ordering: repeatedly emit the smallest-id closure node whose closure parents are all emitted.
+fn naive_context(g: &Dag, target: &str) -> Vec<String> {
+    let mut closure = std::collections::BTreeSet::new();
+    let mut stack = vec![target.to_string()];
+    let parents = |id: &str| -> Vec<String> {
+        g.edge_records(false)
+            .iter()
+            .filter(|e| e.get("to_node_id").and_then(Value::as_str) == Some(id))
+            .filter(|e| e.get("edge_type").and_then(Value::as_str) != Some("branch"))
+            .map(|e| {
+                e.get("from_node_id")
+                    .and_then(Value::as_str)
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    while let Some(n) = stack.pop() {
+        if closure.insert(n.clone()) {
+            stack.extend(parents(&n));
+        }
+    }
+    let mut done: Vec<String> = Vec::new();
+    while done.len() < closure.len() {
+        let next = closure
+            .iter()
+            .find(|n| !done.contains(n) && parents(n).iter().all(|p| done.contains(p)))
+            .unwrap()
+            .clone();
+        done.push(next);
+    }
+    done
+}
+
+fn random_dag(ids: &[String]) -> Dag {
+    let mut g = Dag::new(None);
+    let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut rand = |m: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % m as u64) as usize
+    };
+    for (i, id) in ids.iter().enumerate() {
+        g.create_node("agent_message", "finished", with_id(id))
+            .unwrap();
+        for _ in 0..(i.min(3)) {
+            let p = rand(i);
+            let t = ["sequence", "dependency", "branch"][rand(3)];
+            g.create_edge(&ids[p], id, t, None, None).unwrap();
+        }
+    }
+    g
+}
+
+#[test]
+fn context_order_matches_the_reference_with_and_without_ordered_ids() {
+    let ordered: Vec<String> = (0..60).map(|_| uuid7()).collect();
+    let mut shuffled: Vec<String> = (0..60).map(|i| format!("n{:02}", (i * 37) % 60)).collect();
+    shuffled.dedup();
+    for ids in [ordered, shuffled] {
+        let mut g = random_dag(&ids);
+        assert_eq!(g.ids_in_order, ids.windows(2).all(|w| w[0] < w[1]));
+        for target in ids.iter().rev().take(10) {
+            assert_eq!(
+                g.context_ids_for(target),
+                naive_context(&g, target),
+                "target {target}"
+            );
+        }
+        g.check_invariants().unwrap();
+    }
+}

@@ -123,6 +123,7 @@ impl Dag {
             match self.txn.log.pop().expect("log longer than savepoint") {
                 Undo::NodeAdded => {
                     let node = self.nodes.pop().expect("node to undo");
+                    self.node_active.pop();
                     self.out_adj.pop();
                     self.in_adj.pop();
                     self.node_index.remove(&node.id);
@@ -138,6 +139,7 @@ impl Dag {
                 Undo::EdgeAdded => {
                     let i = self.edges.len() as u32 - 1;
                     let edge = self.edges.pop().expect("edge to undo");
+                    self.hot.pop();
                     let popped_out = self.out_adj[edge.from as usize].pop();
                     let popped_in = self.in_adj[edge.to as usize].pop();
                     debug_assert_eq!((popped_out, popped_in), (Some(i), Some(i)));
@@ -149,12 +151,14 @@ impl Dag {
                     touched.extend([edge.from, edge.to]);
                 }
                 Undo::NodeSaved(n, node) => {
+                    self.node_active[n as usize] = node.is_active();
                     self.nodes[n as usize] = *node;
                     touched.push(n);
                 }
                 Undo::EdgeSaved(e, at) => {
                     let edge = &mut self.edges[e as usize];
                     edge.compressed_at = at;
+                    self.hot[e as usize].active = at.is_none();
                     if at.is_none() {
                         self.active_keys
                             .insert((edge.from, edge.to, edge.edge_type), e);
@@ -164,6 +168,9 @@ impl Dag {
             }
         }
         self.events.truncate(sp.events_len);
+        if !self.ids_in_order {
+            self.recheck_id_order();
+        }
         if self.txn.savepoints.is_empty() {
             self.txn.saved_nodes.clear();
             self.txn.saved_edges.clear();

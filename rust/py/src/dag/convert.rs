@@ -1,7 +1,8 @@
 //! Python objects <-> payload values. Only JSON-shaped data is accepted, so the graph never holds a
 //! Python object and every payload survives the JSON round trip.
 
-use chainwarden_core::dag::Value;
+use chainwarden_core::dag::{Node, Value};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
@@ -11,9 +12,12 @@ const MAX_DEPTH: usize = 256;
 
 /// Lone surrogates cannot be stored as UTF-8: report them as bad input, not as an encoding crash.
 pub fn utf8(s: &Bound<'_, PyString>, what: &str) -> PyResult<String> {
-    s.to_str()
-        .map(str::to_owned)
-        .map_err(|_| invalid(s.py(), format!("{what} is not valid Unicode (lone surrogate)")))
+    s.to_str().map(str::to_owned).map_err(|_| {
+        invalid(
+            s.py(),
+            format!("{what} is not valid Unicode (lone surrogate)"),
+        )
+    })
 }
 
 pub fn to_value(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
@@ -157,4 +161,35 @@ pub fn to_py_list<'py>(py: Python<'py>, items: &[Value]) -> PyResult<Bound<'py, 
         list.append(to_py(py, item)?)?;
     }
     Ok(list)
+}
+
+/// One context entry, built straight from the node so payloads are not cloned on the way; the shape is the
+/// one `Dag::context_entry` defines (spec §4.3).
+pub fn context_entry<'py>(
+    py: Python<'py>,
+    node: &Node,
+    full: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let payload = PyDict::new(py);
+    payload.set_item(intern!(py, "input"), to_py(py, &node.input)?)?;
+    payload.set_item(
+        intern!(py, "output_preview"),
+        to_py(py, &node.output_preview)?,
+    )?;
+    if full {
+        payload.set_item(intern!(py, "output"), to_py(py, &node.output)?)?;
+    }
+    let entry = PyDict::new(py);
+    entry.set_item(intern!(py, "node_id"), &*node.id)?;
+    entry.set_item(
+        intern!(py, "node_type"),
+        PyString::intern(py, node.node_type.as_str()),
+    )?;
+    entry.set_item(
+        intern!(py, "state"),
+        PyString::intern(py, node.state.as_str()),
+    )?;
+    entry.set_item(intern!(py, "payload"), payload)?;
+    entry.set_item(intern!(py, "metadata"), to_py(py, &node.metadata)?)?;
+    Ok(entry)
 }

@@ -292,7 +292,11 @@ impl DagEngine {
         Ok((applied.changed, applied.skipped, applied.repaired))
     }
 
-    fn claim<'py>(&self, py: Python<'py>, limit: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    fn claim<'py>(
+        &self,
+        py: Python<'py>,
+        limit: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let limit = count(limit, "limit", 0)?;
         strings(py, self.detached(py, |g| g.claim(limit)))
     }
@@ -385,7 +389,16 @@ impl DagEngine {
                 ))
             }
         };
-        to_py_list(py, &self.detached(py, |g| g.context_for(&id, full)))
+        // The graph stays locked while the dicts are built, with the GIL held throughout (never re-acquired
+        // under the lock), so no thread can wait on one while holding the other.
+        self.locked(|g| {
+            let order = g.context_order(&id);
+            let list = PyList::empty(py);
+            for n in order {
+                list.append(super::convert::context_entry(py, g.node_by_index(n), full)?)?;
+            }
+            Ok(list)
+        })
     }
 
     fn context_ids_for<'py>(
@@ -394,7 +407,11 @@ impl DagEngine {
         node_id: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         let id = text(node_id, "node_id")?;
-        strings(py, self.detached(py, |g| g.context_ids_for(&id)))
+        // Straight from the arena to Python strings: no intermediate Rust copies of 40k ids.
+        self.locked(|g| {
+            let order = g.context_order(&id);
+            PyList::new(py, order.iter().map(|&n| &*g.node_by_index(n).id))
+        })
     }
 
     fn events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
