@@ -24,7 +24,7 @@ def run(out: TextIO) -> None:
     def agent(node: Node, context: Context) -> ExecutionResult:
         if node["node_id"] == "answer":
             seen = [c["payload"]["output_preview"] for c in context if c["node_type"] == "task"]
-            return ExecutionResult.finished(content=f"Paris is 18°C; Rome is unknown. Tool results seen: {seen}")
+            return ExecutionResult.finished(content=f"Paris is 18°C; Rome is unknown. Seen: {seen}")
         planner_calls.append(node["node_id"])
         if len(planner_calls) == 1:
             raise ConnectionError("LLM endpoint rate-limited")
@@ -32,9 +32,8 @@ def run(out: TextIO) -> None:
         # a comparison that needs both, and the final answer after it.
         with g.mutate() as m:
             for city in ("Paris", "Rome"):
-                tool = m.create_node(
-                    "task", input={"name": "weather", "arguments": {"city": city}}, node_id=f"tool-{city.lower()}"
-                )
+                call = {"name": "weather", "arguments": {"city": city}}
+                tool = m.create_node("task", input=call, node_id=f"tool-{city.lower()}")
                 m.create_edge(node["node_id"], tool, "dependency")
             m.create_node("task", input={"name": "compare", "arguments": {}}, node_id="compare")
             m.create_edge("tool-paris", "compare", "dependency")
