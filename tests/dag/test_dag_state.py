@@ -137,3 +137,13 @@ def test_archived_nodes_do_not_transition() -> None:
     with g.mutate() as m:
         m.regenerate("a")
     assert g.mark_running("a") is False
+
+
+def test_user_message_content_stays_in_input() -> None:
+    g = Graph()
+    with g.mutate() as m:
+        m.create_node("user_message", "running", content="draft", node_id="u")
+    assert g.mark_finished("u", content="final")
+    node = g.node("u")
+    assert node["input"] == {"content": "final"}
+    assert node["output"] == {}

@@ -64,9 +64,10 @@ impl Dag {
             node.output.deep_merge(out);
         }
         if let Some(content) = payload.content {
-            let (_, key) = content_key(node.node_type);
-            // user_message content lives in input, but a running user_message cannot exist; output is right here.
-            node.output.set(key, content);
+            match content_key(node.node_type) {
+                ("input", key) => node.input.set(key, content),
+                (_, key) => node.output.set(key, content),
+            }
         }
         if let Some(meta) = &payload.metadata {
             node.metadata.shallow_merge(meta);
