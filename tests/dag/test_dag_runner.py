@@ -287,3 +287,53 @@ def test_contained_executor_failure_is_reported_and_counted() -> None:
     Runner(g, {"task": boom}, execution_context=ctx).tick()
     assert ctx.calls == [("tool", None)]
     assert g.node("t")["metadata"]["error"] == "RuntimeError: kaput"
+
+
+class FakeAsyncContext(FakeContext):
+    """Adds the coroutine variants chainwarden's ExecutionContext offers (decisions §6)."""
+
+    async def _awrap(self, kind: str, fn: Callable[[], Any], options: object) -> FakeDecision:
+        if len(self.calls) >= self.max_calls:
+            self.halt_reason = "budget_exceeded"
+            return FakeDecision("HALT")
+        self.calls.append((kind, options))
+        try:
+            await fn()
+        except Exception:
+            return FakeDecision("RETRY")
+        return FakeDecision("ALLOW")
+
+    async def wrap_llm_call_async(self, fn: Callable[[], Any], options: object = None) -> FakeDecision:
+        return await self._awrap("llm", fn, options)
+
+    async def wrap_tool_call_async(self, fn: Callable[[], Any], options: object = None) -> FakeDecision:
+        return await self._awrap("tool", fn, options)
+
+
+async def test_async_execution_context_wraps_coroutines() -> None:
+    g = plan()
+
+    async def atool(node: Node, context: Ctx) -> ExecutionResult:
+        await asyncio.sleep(0)
+        return tool(node, context)
+
+    async def aagent(node: Node, context: Ctx) -> ExecutionResult:
+        return agent(node, context)
+
+    ctx = FakeAsyncContext(max_calls=3)
+    await Runner(g, {"agent_message": aagent, "task": atool}, execution_context=ctx).arun_until_idle()
+    assert [kind for kind, _ in ctx.calls] == ["llm", "tool", "tool"]
+    answer = g.node("answer")
+    assert (answer["state"], answer["metadata"]["error"]) == ("errored", "halted:budget_exceeded")
+
+
+async def test_sync_only_context_cannot_wrap_coroutines() -> None:
+    g = Graph()
+    with g.mutate() as m:
+        m.create_node("task", node_id="t")
+
+    async def atool(node: Node, context: Ctx) -> ExecutionResult:
+        return ExecutionResult.finished(output={"result": 1})
+
+    await Runner(g, {"task": atool}, execution_context=FakeContext(max_calls=5)).arun_until_idle()
+    assert g.node("t")["metadata"]["error"] == "execution_context cannot wrap coroutines (no wrap_*_call_async)"

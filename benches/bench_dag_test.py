@@ -1,6 +1,6 @@
 """DAG engine benchmarks (pytest-benchmark). Run with the release build (`make build`), see benches/README.md:
 
-    .venv/bin/pytest benches/bench_dag.py --benchmark-only -q -p no:randomly
+    .venv/bin/pytest benches/bench_dag_test.py --benchmark-only -q -p no:randomly
 
 The ordering benchmarks compare chainwarden's `context_ids_for` with networkx and rustworkx computing the same
 thing (ancestor closure over blocking edges + lexicographic topological order) on the same graph; each
@@ -56,7 +56,9 @@ def build_chat() -> Built:
     return Built(g, ids, edges)
 
 
-def build_random_dag(seed: int) -> Built:
+def build_random_dag(seed: int, window: int | None = None) -> Built:
+    """Each node gets up to two random earlier parents: from anywhere (a shallow closure for the last node,
+    ~1.3k nodes) or from the previous `window` nodes (a deep one: the last node reaches nearly everything)."""
     rng = random.Random(seed)
     g = Graph()
     ids: list[str] = []
@@ -65,7 +67,8 @@ def build_random_dag(seed: int) -> Built:
         for i in range(RANDOM_NODES):
             n = m.create_node("agent_message", "finished", content="x")
             if i:
-                for parent in {ids[rng.randrange(i)] for _ in range(2)}:
+                low = 0 if window is None else max(0, i - window)
+                for parent in {ids[rng.randrange(low, i)] for _ in range(2)}:
                     edge_type = "dependency" if rng.random() < 0.5 else "sequence"
                     m.create_edge(parent, n, edge_type)
                     edges.append((parent, n))
@@ -81,6 +84,11 @@ def chat() -> Built:
 @pytest.fixture(scope="module")
 def random_dag() -> Built:
     return build_random_dag(seed=7)
+
+
+@pytest.fixture(scope="module")
+def deep_dag() -> Built:
+    return build_random_dag(seed=13, window=64)
 
 
 def rx_context(built: Built, target: str) -> list[str]:
@@ -133,6 +141,17 @@ def test_context_order_random_dag(benchmark: Any, random_dag: Built, impl: str) 
     fn = IMPLEMENTATIONS[impl]
     rounds = 2 if impl == "networkx" else 10
     result = benchmark.pedantic(fn, args=(random_dag, random_dag.ids[-1]), rounds=rounds, iterations=1)
+    assert result == expected
+
+
+@pytest.mark.benchmark(group="context-order-deep-random-200k")
+@pytest.mark.parametrize("impl", list(IMPLEMENTATIONS))
+def test_context_order_deep_random_dag(benchmark: Any, deep_dag: Built, impl: str) -> None:
+    expected = check_agreement(deep_dag)
+    assert len(expected) > RANDOM_NODES * 0.9
+    fn = IMPLEMENTATIONS[impl]
+    rounds = 2 if impl == "networkx" else 10
+    result = benchmark.pedantic(fn, args=(deep_dag, deep_dag.ids[-1]), rounds=rounds, iterations=1)
     assert result == expected
 
 
