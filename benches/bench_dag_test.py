@@ -58,7 +58,7 @@ def build_chat() -> Built:
 
 def build_random_dag(seed: int, window: int | None = None) -> Built:
     """Each node gets up to two random earlier parents: from anywhere (a shallow closure for the last node,
-    ~1.3k nodes) or from the previous `window` nodes (a deep one: the last node reaches nearly everything)."""
+    ~1.3k nodes) or from the previous `window` nodes (a deep one: the last node reaches ~80% of the graph)."""
     rng = random.Random(seed)
     g = Graph()
     ids: list[str] = []
@@ -148,7 +148,7 @@ def test_context_order_random_dag(benchmark: Any, random_dag: Built, impl: str) 
 @pytest.mark.parametrize("impl", list(IMPLEMENTATIONS))
 def test_context_order_deep_random_dag(benchmark: Any, deep_dag: Built, impl: str) -> None:
     expected = check_agreement(deep_dag)
-    assert len(expected) > RANDOM_NODES * 0.9
+    assert len(expected) > RANDOM_NODES * 0.75
     fn = IMPLEMENTATIONS[impl]
     rounds = 2 if impl == "networkx" else 10
     result = benchmark.pedantic(fn, args=(deep_dag, deep_dag.ids[-1]), rounds=rounds, iterations=1)
