@@ -64,19 +64,31 @@ class DagMachine(RuleBasedStateMachine):
         else:
             self.attempt_mutation(lambda m: getattr(m, op)(x))
 
-    @rule(i=PICK)
-    def failing_block(self, i: int) -> None:
+    @rule(i=PICK, j=PICK, op=st.sampled_from(["retry", "regenerate", "edit", "fork", "claim"]))
+    def failing_block(self, i: int, j: int, op: str) -> None:
+        """Whatever a block did (archives, takeovers, transitions), raising inside it undoes all of it."""
         before = self.g.to_json()
-        x = self.pick(i)
+        events = len(self.g.events())
+        x, y = self.pick(i), self.pick(j)
         try:
             with self.g.mutate() as m:
                 n = m.create_node("task")
                 if x is not None:
                     m.create_edge(x, n, "sequence")
+                if y is not None:
+                    if op == "edit":
+                        m.edit(y, {"content": "e"})
+                    elif op == "fork":
+                        m.fork(y, "agent_message")
+                    elif op == "claim":
+                        self.g.claim(2)
+                    else:
+                        getattr(m, op)(y)
                 raise RuntimeError("abort")
         except (RuntimeError, DagError):
             pass
         assert self.g.to_json() == before
+        assert len(self.g.events()) == events
 
     @rule(k=st.integers(min_value=0, max_value=4))
     def claim(self, k: int) -> None:

@@ -336,4 +336,5 @@ async def test_sync_only_context_cannot_wrap_coroutines() -> None:
         return ExecutionResult.finished(output={"result": 1})
 
     await Runner(g, {"task": atool}, execution_context=FakeContext(max_calls=5)).arun_until_idle()
-    assert g.node("t")["metadata"]["error"] == "execution_context cannot wrap coroutines (no wrap_*_call_async)"
+    error = g.node("t")["metadata"]["error"]
+    assert error == "execution_context cannot wrap coroutines (no wrap_*_call_async)"

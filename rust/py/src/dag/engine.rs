@@ -21,8 +21,16 @@ impl DagEngine {
         py.detach(|| f(&mut self.inner.lock()))
     }
 
-    fn locked<R>(&self, f: impl FnOnce(&mut Dag) -> R) -> R {
-        f(&mut self.inner.lock())
+    /// Runs `f` with the graph locked while attached to the interpreter (it builds Python objects). The lock
+    /// is never awaited while attached: a thread blocked here could otherwise stall a stop-the-world pause
+    /// (free-threaded builds) that the lock holder is waiting for.
+    fn locked<R>(&self, py: Python<'_>, f: impl FnOnce(&mut Dag) -> R) -> R {
+        loop {
+            if let Some(mut guard) = self.inner.try_lock() {
+                return f(&mut guard);
+            }
+            py.detach(|| drop(self.inner.lock()));
+        }
     }
 }
 
@@ -61,17 +69,17 @@ impl DagEngine {
     }
 
     #[getter]
-    fn graph_id(&self) -> String {
-        self.locked(|g| g.graph_id.clone())
+    fn graph_id(&self, py: Python<'_>) -> String {
+        self.locked(py, |g| g.graph_id.clone())
     }
 
     #[getter]
-    fn txn_depth(&self) -> usize {
-        self.locked(|g| g.txn_depth())
+    fn txn_depth(&self, py: Python<'_>) -> usize {
+        self.locked(py, |g| g.txn_depth())
     }
 
-    fn __len__(&self) -> usize {
-        self.locked(|g| g.node_count())
+    fn __len__(&self, py: Python<'_>) -> usize {
+        self.locked(py, |g| g.node_count())
     }
 
     #[pyo3(signature = (node_type, state="pending", *, content=None, input=None, output=None, metadata=None, node_id=None))]
@@ -89,7 +97,7 @@ impl DagEngine {
     ) -> PyResult<String> {
         let node_type = text(node_type, "node_type")?;
         let spec = node_spec(content, input, output, metadata, node_id)?;
-        self.locked(|g| g.create_node(&node_type, state, spec))
+        self.locked(py, |g| g.create_node(&node_type, state, spec))
             .py_err(py)
     }
 
@@ -129,7 +137,7 @@ impl DagEngine {
         let from = text(from_id, "from_id")?;
         let node_type = text(node_type, "node_type")?;
         let spec = node_spec(content, input, None, metadata, node_id)?;
-        self.locked(|g| g.fork(&from, &node_type, state, spec))
+        self.locked(py, |g| g.fork(&from, &node_type, state, spec))
             .py_err(py)
     }
 
@@ -202,7 +210,7 @@ impl DagEngine {
 
     fn mark_running(&self, py: Python<'_>, node_id: &Bound<'_, PyAny>) -> PyResult<bool> {
         let id = text(node_id, "node_id")?;
-        self.locked(|g| g.mark_running(&id)).py_err(py)
+        self.locked(py, |g| g.mark_running(&id)).py_err(py)
     }
 
     #[pyo3(signature = (node_id, *, content=None, output=None, metadata=None))]
@@ -216,7 +224,8 @@ impl DagEngine {
     ) -> PyResult<bool> {
         let id = text(node_id, "node_id")?;
         let payload = finish_payload(content, output, metadata)?;
-        self.locked(|g| g.mark_finished(&id, payload)).py_err(py)
+        self.locked(py, |g| g.mark_finished(&id, payload))
+            .py_err(py)
     }
 
     fn mark_errored(
@@ -226,7 +235,7 @@ impl DagEngine {
         error: &Bound<'_, PyAny>,
     ) -> PyResult<bool> {
         let (id, msg) = (text(node_id, "node_id")?, error.str()?.to_string());
-        self.locked(|g| g.mark_errored(&id, &msg)).py_err(py)
+        self.locked(py, |g| g.mark_errored(&id, &msg)).py_err(py)
     }
 
     fn mark_rejected(
@@ -236,7 +245,7 @@ impl DagEngine {
         reason: &Bound<'_, PyAny>,
     ) -> PyResult<bool> {
         let (id, msg) = (text(node_id, "node_id")?, reason.str()?.to_string());
-        self.locked(|g| g.mark_rejected(&id, &msg)).py_err(py)
+        self.locked(py, |g| g.mark_rejected(&id, &msg)).py_err(py)
     }
 
     fn mark_cancelled(
@@ -246,7 +255,7 @@ impl DagEngine {
         reason: &Bound<'_, PyAny>,
     ) -> PyResult<bool> {
         let (id, msg) = (text(node_id, "node_id")?, reason.str()?.to_string());
-        self.locked(|g| g.mark_cancelled(&id, &msg)).py_err(py)
+        self.locked(py, |g| g.mark_cancelled(&id, &msg)).py_err(py)
     }
 
     fn mark_skipped(
@@ -256,7 +265,7 @@ impl DagEngine {
         reason: &Bound<'_, PyAny>,
     ) -> PyResult<bool> {
         let (id, msg) = (text(node_id, "node_id")?, reason.str()?.to_string());
-        self.locked(|g| g.mark_skipped(&id, &msg)).py_err(py)
+        self.locked(py, |g| g.mark_skipped(&id, &msg)).py_err(py)
     }
 
     /// Runner step: apply `outcome` to a running node, then propagate failures and repair leaves.
@@ -325,7 +334,7 @@ impl DagEngine {
         node_id: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let id = text(node_id, "node_id")?;
-        let rec = self.locked(|g| g.node(&id).map(|n| g.node_record(n)));
+        let rec = self.locked(py, |g| g.node(&id).map(|n| g.node_record(n)));
         match rec {
             Some(v) => to_py(py, &v),
             None => Err(super::errors::to_py(
@@ -341,7 +350,7 @@ impl DagEngine {
         edge_id: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let id = text(edge_id, "edge_id")?;
-        let rec = self.locked(|g| g.edge(&id).map(|e| g.edge_record(e)));
+        let rec = self.locked(py, |g| g.edge(&id).map(|e| g.edge_record(e)));
         match rec {
             Some(v) => to_py(py, &v),
             None => Err(super::errors::to_py(
@@ -391,7 +400,7 @@ impl DagEngine {
         };
         // The graph stays locked while the dicts are built, with the GIL held throughout (never re-acquired
         // under the lock), so no thread can wait on one while holding the other.
-        self.locked(|g| {
+        self.locked(py, |g| {
             let order = g.context_order(&id);
             let list = PyList::empty(py);
             for n in order {
@@ -408,7 +417,7 @@ impl DagEngine {
     ) -> PyResult<Bound<'py, PyList>> {
         let id = text(node_id, "node_id")?;
         // Straight from the arena to Python strings: no intermediate Rust copies of 40k ids.
-        self.locked(|g| {
+        self.locked(py, |g| {
             let order = g.context_order(&id);
             PyList::new(py, order.iter().map(|&n| &*g.node_by_index(n).id))
         })
@@ -453,8 +462,8 @@ impl DagEngine {
         })
     }
 
-    fn begin(&self) {
-        self.locked(|g| g.begin());
+    fn begin(&self, py: Python<'_>) {
+        self.locked(py, |g| g.begin());
     }
 
     fn commit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
