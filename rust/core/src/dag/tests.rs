@@ -422,3 +422,83 @@ fn context_order_matches_the_reference_with_and_without_ordered_ids() {
         g.check_invariants().unwrap();
     }
 }
+
+#[test]
+fn compression_refuses_a_set_that_is_left_and_reentered() {
+    let mut g = Dag::new(None);
+    for id in ["a", "m", "b", "z"] {
+        g.create_node("agent_message", "finished", with_id(id))
+            .unwrap();
+    }
+    edge(&mut g, "a", "m", "sequence");
+    edge(&mut g, "m", "b", "sequence");
+    edge(&mut g, "b", "z", "sequence");
+    let before = g.to_json();
+    let set = vec!["a".to_string(), "b".to_string()];
+    assert_eq!(
+        g.compress(&set, "s", None, None).unwrap_err().code,
+        "dag.edge.cycle"
+    );
+    assert_eq!(g.to_json(), before);
+}
+
+#[test]
+fn edit_archives_the_whole_descendant_closure() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    for id in ["a", "t", "b"] {
+        g.create_node("agent_message", "finished", with_id(id))
+            .unwrap();
+    }
+    edge(&mut g, "u", "a", "sequence");
+    edge(&mut g, "a", "t", "dependency");
+    edge(&mut g, "t", "b", "sequence");
+    let u2 = g
+        .edit("u", Value::empty_object(), Some("u2".into()))
+        .unwrap();
+    for id in ["u", "a", "t", "b"] {
+        assert!(!g.node(id).unwrap().is_active(), "{id}");
+        assert_eq!(g.node(id).unwrap().compressed_by_id.as_deref(), Some("u2"));
+    }
+    assert_eq!(g.leaves(false), vec![u2]);
+    assert_eq!(g.leaves(true), vec!["b".to_string(), "u2".to_string()]);
+    g.check_invariants().unwrap();
+}
+
+#[test]
+fn rollback_restores_archived_edges_and_their_duplicate_index() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    g.create_node("agent_message", "finished", with_id("a"))
+        .unwrap();
+    let ua = edge(&mut g, "u", "a", "sequence");
+    g.begin();
+    g.regenerate("a", None).unwrap();
+    assert!(g.edge(&ua).unwrap().compressed_at.is_some());
+    g.rollback();
+    assert!(g.edge(&ua).unwrap().compressed_at.is_none());
+    // the restored edge is found again as the active duplicate
+    assert_eq!(g.create_edge("u", "a", "sequence", None, None).unwrap(), ua);
+    g.check_invariants().unwrap();
+}
+
+#[test]
+fn from_json_validates_references() {
+    let mut g = Dag::new(None);
+    task(&mut g, "a");
+    task(&mut g, "b");
+    edge(&mut g, "a", "b", "sequence");
+    let text = g.to_json();
+    let dangling = text.replace("\"to_node_id\":\"b\"", "\"to_node_id\":\"ghost\"");
+    assert_eq!(
+        Dag::from_json(&dangling).err().unwrap().code,
+        "dag.invalid_argument"
+    );
+    let bad_state = text.replacen("\"state\":\"pending\"", "\"state\":\"sleeping\"", 1);
+    assert_eq!(
+        Dag::from_json(&bad_state).err().unwrap().code,
+        "dag.invalid_argument"
+    );
+    let duplicate = text.replace("\"node_id\":\"b\"", "\"node_id\":\"a\"");
+    assert!(Dag::from_json(&duplicate).is_err());
+}

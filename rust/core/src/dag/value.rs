@@ -87,3 +87,57 @@ impl Value {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(pairs: &[(&str, Value)]) -> Value {
+        Value::Object(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.clone()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn deep_merge_recurses_into_objects_and_replaces_the_rest() {
+        let mut base = obj(&[
+            ("a", obj(&[("x", Value::Int(1)), ("y", Value::Int(2))])),
+            ("b", Value::Array(vec![Value::Int(1)])),
+            ("keep", Value::Bool(true)),
+        ]);
+        base.deep_merge(&obj(&[
+            ("a", obj(&[("y", Value::Int(3)), ("z", Value::Int(4))])),
+            ("b", Value::Array(vec![])),
+            ("new", Value::Null),
+        ]));
+        assert_eq!(
+            base,
+            obj(&[
+                (
+                    "a",
+                    obj(&[
+                        ("x", Value::Int(1)),
+                        ("y", Value::Int(3)),
+                        ("z", Value::Int(4))
+                    ])
+                ),
+                ("b", Value::Array(vec![])),
+                ("keep", Value::Bool(true)),
+                ("new", Value::Null),
+            ])
+        );
+    }
+
+    #[test]
+    fn shallow_merge_replaces_top_level_keys_in_place() {
+        let mut base = obj(&[("a", obj(&[("x", Value::Int(1))])), ("b", Value::Int(2))]);
+        base.shallow_merge(&obj(&[("a", obj(&[("y", Value::Int(9))]))]));
+        assert_eq!(
+            base,
+            obj(&[("a", obj(&[("y", Value::Int(9))])), ("b", Value::Int(2))])
+        );
+    }
+}
