@@ -338,3 +338,29 @@ async def test_sync_only_context_cannot_wrap_coroutines() -> None:
     await Runner(g, {"task": atool}, execution_context=FakeContext(max_calls=5)).arun_until_idle()
     error = g.node("t")["metadata"]["error"]
     assert error == "execution_context cannot wrap coroutines (no wrap_*_call_async)"
+
+
+async def test_async_callable_objects_are_awaited() -> None:
+    g = Graph()
+    with g.mutate() as m:
+        m.create_node("task", node_id="t")
+
+    class AsyncTool:
+        async def __call__(self, node: Node, context: Ctx) -> ExecutionResult:
+            await asyncio.sleep(0)
+            return ExecutionResult.finished(output={"result": "from a callable object"})
+
+    await Runner(g, {"task": AsyncTool()}).arun_until_idle()
+    assert g.node("t")["output"] == {"result": "from a callable object"}
+
+
+def test_sync_runner_refuses_async_executors_cleanly() -> None:
+    g = Graph()
+    with g.mutate() as m:
+        m.create_node("task", node_id="t")
+
+    async def atool(node: Node, context: Ctx) -> ExecutionResult:
+        return ExecutionResult.finished()
+
+    Runner(g, {"task": atool}).tick()
+    assert g.node("t")["metadata"]["error"] == "async executor used with the synchronous runner"

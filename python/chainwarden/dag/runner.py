@@ -38,6 +38,12 @@ class RunStats:
     repaired_leaves: int = 0
 
 
+def _is_async(executor: object) -> bool:
+    # A coroutine function, or an object whose __call__ is one (async callable classes).
+    call = getattr(executor, "__call__", None)  # noqa: B004 - we want the method, not callability
+    return inspect.iscoroutinefunction(executor) or inspect.iscoroutinefunction(call)
+
+
 def _positive_int(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise invalid_argument(f"{name} must be an int >= 1")
@@ -90,11 +96,12 @@ class Runner:
         executor = self._executors.get(node["node_type"])
         if executor is None:
             return self._missing(node)
-        if not inspect.iscoroutinefunction(executor):
+        if not _is_async(executor):
             return self._execute(node, context)
 
         async def call() -> object:
-            return await executor(node, context)
+            value = executor(node, context)
+            return await value if inspect.isawaitable(value) else value
 
         if self._ctx is not None:
             return await run_contained_async(self._ctx, node, call, self._wrap_options)
