@@ -1,13 +1,12 @@
 //! `DagEngine`: the native graph, one lock per graph, the GIL released around traversals.
 
-use chainwarden_core::dag::{Dag, FinishPayload, NodeSpec, Outcome, Value};
+use chainwarden_core::dag::{Dag, Outcome, Value};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
-use super::convert::{
-    count, optional_dict, optional_text, optional_value, text, to_py, to_py_list,
-};
+use super::args::{finish_payload, node_spec, strings};
+use super::convert::{count, optional_dict, optional_text, text, to_py, to_py_list};
 use super::errors::{invalid, IntoPyResult};
 
 #[pyclass(frozen, module = "chainwarden._core")]
@@ -32,26 +31,6 @@ impl DagEngine {
             py.detach(|| drop(self.inner.lock()));
         }
     }
-}
-
-fn node_spec(
-    content: Option<&Bound<'_, PyAny>>,
-    input: Option<&Bound<'_, PyAny>>,
-    output: Option<&Bound<'_, PyAny>>,
-    metadata: Option<&Bound<'_, PyAny>>,
-    node_id: Option<&Bound<'_, PyAny>>,
-) -> PyResult<NodeSpec> {
-    Ok(NodeSpec {
-        content: optional_value(content, "content")?,
-        input: optional_dict(input, "input")?,
-        output: optional_dict(output, "output")?,
-        metadata: optional_dict(metadata, "metadata")?,
-        node_id: optional_text(node_id, "node_id")?,
-    })
-}
-
-fn strings<'py>(py: Python<'py>, items: Vec<String>) -> PyResult<Bound<'py, PyList>> {
-    PyList::new(py, items)
 }
 
 #[pymethods]
@@ -478,16 +457,4 @@ impl DagEngine {
     fn check_invariants(&self, py: Python<'_>) -> Option<String> {
         self.detached(py, |g| g.check_invariants().err())
     }
-}
-
-fn finish_payload(
-    content: Option<&Bound<'_, PyAny>>,
-    output: Option<&Bound<'_, PyAny>>,
-    metadata: Option<&Bound<'_, PyAny>>,
-) -> PyResult<FinishPayload> {
-    Ok(FinishPayload {
-        content: optional_value(content, "content")?,
-        output: optional_dict(output, "output")?,
-        metadata: optional_dict(metadata, "metadata")?,
-    })
 }

@@ -1,5 +1,6 @@
 //! Bindings of the DAG engine: the `DagEngine` class and the `DagError` exception family.
 
+mod args;
 mod convert;
 mod engine;
 mod errors;
