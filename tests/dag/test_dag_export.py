@@ -106,3 +106,10 @@ def test_from_json_rejects_a_cycle() -> None:
     doc["edges"].append(reverse)
     with pytest.raises(DagInvalidArgumentError, match="cycle"):
         Graph.from_json(json.dumps(doc))
+
+
+@pytest.mark.parametrize("bad", [0, 2, -5, 1.5, float("nan"), float("inf"), True, "80", None])
+def test_mermaid_rejects_bad_label_limits(bad: object) -> None:
+    with pytest.raises(DagInvalidArgumentError) as info:
+        small().to_mermaid(max_label_chars=bad)  # type: ignore[arg-type]
+    assert info.value.code == "dag.invalid_argument"
