@@ -8,6 +8,7 @@ use pyo3::types::{PyBytes, PyList};
 use super::args::{finish_payload, node_spec, strings};
 use super::convert::{count, optional_dict, optional_text, text, to_py, to_py_list};
 use super::errors::{invalid, IntoPyResult};
+use crate::convert::py_str;
 
 #[pyclass(frozen, module = "chainwarden._core")]
 pub struct DagEngine {
@@ -398,7 +399,10 @@ impl DagEngine {
         // Straight from the arena to Python strings: no intermediate Rust copies of 40k ids.
         self.locked(py, |g| {
             let order = g.context_order(&id);
-            PyList::new(py, order.iter().map(|&n| &*g.node_by_index(n).id))
+            PyList::new(
+                py,
+                order.iter().map(|&n| py_str(py, &g.node_by_index(n).id)),
+            )
         })
     }
 
