@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+
 from chainwarden.billing import SqliteLedger
 from chainwarden.runtime import (
     AiEvent,

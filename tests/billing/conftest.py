@@ -4,8 +4,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from chainwarden.billing import Ledger
 from stores import PostgresSchema, Store, postgres_dsn, sqlite_store
+
+from chainwarden.billing import Ledger
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from chainwarden.billing import Ledger, PostgresLedger, SqliteLedger
 from psycopg.conninfo import make_conninfo
+
+from chainwarden.billing import Ledger, PostgresLedger, SqliteLedger
 
 PG_DSN_VAR = "CHAINWARDEN_TEST_POSTGRES_DSN"
 

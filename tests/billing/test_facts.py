@@ -5,6 +5,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+
 from chainwarden.billing import METRICS, UsageFact, compute_idempotency_key, with_usage_unit_id
 
 BASE: dict[str, Any] = {

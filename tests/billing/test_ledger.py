@@ -9,6 +9,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from stores import Store
+
 from chainwarden.billing import (
     METRICS,
     ChargeReceipt,
@@ -17,7 +19,6 @@ from chainwarden.billing import (
     UsageFact,
     compute_idempotency_key,
 )
-from stores import Store
 
 PRICING = Pricing(markup=2.0)
 

@@ -5,9 +5,10 @@ from decimal import Decimal
 from fractions import Fraction
 
 import pytest
-from chainwarden.billing import CREDITS_PER_USD, Pricing, cents_to_credits, usd_to_credits
 from hypothesis import given
 from hypothesis import strategies as st
+
+from chainwarden.billing import CREDITS_PER_USD, Pricing, cents_to_credits, usd_to_credits
 
 
 def test_credit_unit_is_fixed() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from decimal import Decimal
 
+from stores import Store
+
 from chainwarden.billing import UsageFact
 from chainwarden.runtime import (
     AiEvent,
@@ -18,7 +20,6 @@ from chainwarden.runtime import (
     UsageReport,
 )
 from chainwarden.runtime.once import Once
-from stores import Store
 
 
 class ReportingEngine:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from chainwarden.billing import SqliteLedger, UsageFact
 from chainwarden.runtime import (
     AiEvent,

@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from conftest import ScriptedExecutor, llm, request, usage_fact
+
 from chainwarden.billing import SqliteLedger
 from chainwarden.runtime import (
     AiEvent,
@@ -22,7 +24,6 @@ from chainwarden.runtime import (
     TextDelta,
     UsageReport,
 )
-from conftest import ScriptedExecutor, llm, request, usage_fact
 
 
 def scripted(*events: AiEvent | Exception) -> ScriptedExecutor:

@@ -5,6 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+from conftest import ScriptedExecutor, request, usage_fact
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from chainwarden.billing import SqliteLedger
 from chainwarden.runtime import (
     AiEvent,
@@ -16,9 +20,6 @@ from chainwarden.runtime import (
     TextDelta,
     UsageReport,
 )
-from conftest import ScriptedExecutor, request, usage_fact
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 # Upstream steps: an event, a usage report (by unit id), an exception, or a yield to the loop.
 step = st.one_of(

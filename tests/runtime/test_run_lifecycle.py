@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from conftest import llm, request
+
 from chainwarden.billing import Pricing, SqliteLedger
 from chainwarden.runtime import (
     AiRuntime,
@@ -20,7 +22,6 @@ from chainwarden.runtime import (
     ToolCallStart,
     UsageReport,
 )
-from conftest import llm, request
 
 
 async def two_step_agent(ctx: RunContext) -> str:

@@ -4,6 +4,7 @@ use pyo3::prelude::*;
 
 mod bench_floor;
 mod convert;
+mod dag;
 mod errors;
 mod recorder;
 
@@ -11,6 +12,7 @@ mod recorder;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     recorder::register(m)?;
+    dag::register(m)?;
     bench_floor::register(m)?;
     Ok(())
 }
