@@ -2,5 +2,6 @@
 //!
 //! Nothing here knows about Python; `rust/py` translates at the edge.
 
+pub mod containment;
 pub mod json;
 pub mod recorder;

@@ -2,8 +2,11 @@
 
 use pyo3::prelude::*;
 
+mod containment;
+
 #[pymodule(gil_used = false)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    containment::register(m)?;
     Ok(())
 }

@@ -1,0 +1,53 @@
+"""ExecutionContext overhead, side by side with veronica-core 3.10.0 (same run, same machine).
+
+    make bench   # or: .venv/bin/pytest benches/bench_context.py --benchmark-only -p no:randomly
+
+Groups: ``wrap`` (wrap_llm_call(lambda: None) vs a bare call; overhead = wrap - bare) and
+``snapshot-10k`` (get_snapshot() on a chain that has made 10,000 calls).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from chainwarden.containment import ExecutionConfig, ExecutionContext
+from veronica_core.containment import ExecutionConfig as RefConfig
+from veronica_core.containment import ExecutionContext as RefContext
+
+BIG = {"max_cost_usd": 1e12, "max_steps": 10**12, "max_retries_total": 10}
+
+
+def noop() -> None:
+    return None
+
+
+def chainwarden_ctx() -> Any:
+    return ExecutionContext(ExecutionConfig(**BIG))  # type: ignore[arg-type]
+
+
+def reference_ctx() -> Any:
+    return RefContext(RefConfig(**BIG))  # type: ignore[arg-type]
+
+
+@pytest.mark.benchmark(group="wrap")
+def test_bare_call(benchmark: Any) -> None:
+    benchmark(noop)
+
+
+@pytest.mark.benchmark(group="wrap")
+@pytest.mark.parametrize("impl", ["chainwarden", "veronica"])
+def test_wrap_llm_call(benchmark: Any, impl: str) -> None:
+    ctx = chainwarden_ctx() if impl == "chainwarden" else reference_ctx()
+    wrap = ctx.wrap_llm_call
+    benchmark(wrap, noop)
+
+
+@pytest.mark.benchmark(group="snapshot-10k")
+@pytest.mark.parametrize("impl", ["chainwarden", "veronica"])
+def test_get_snapshot_after_10k_calls(benchmark: Any, impl: str) -> None:
+    ctx = chainwarden_ctx() if impl == "chainwarden" else reference_ctx()
+    for _ in range(10_000):
+        ctx.wrap_llm_call(noop)
+    snap = benchmark(ctx.get_snapshot)
+    assert snap.step_count == 10_000

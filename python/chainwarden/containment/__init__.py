@@ -1,0 +1,25 @@
+"""Chain-level containment: ExecutionContext and its types, over the native ExecutionGraph."""
+
+from chainwarden.containment._decorators import CallRefused
+from chainwarden.containment._events import STOP_REASONS
+from chainwarden.containment.context import ExecutionContext
+from chainwarden.containment.types import (
+    CancellationToken,
+    ChainMetadata,
+    ContextSnapshot,
+    ExecutionConfig,
+    NodeRecord,
+    WrapOptions,
+)
+
+__all__ = [
+    "STOP_REASONS",
+    "CallRefused",
+    "CancellationToken",
+    "ChainMetadata",
+    "ContextSnapshot",
+    "ExecutionConfig",
+    "ExecutionContext",
+    "NodeRecord",
+    "WrapOptions",
+]

@@ -1,0 +1,632 @@
+"""ExecutionContext: chain-level containment for one agent run (seed 003, decisions 4-6).
+
+Every wrapped call is admitted by the native ``ChainCore`` (abort, cost ceiling, step limit, retry
+budget, timeout, cost-estimate pre-flight, in that order), then by the pipeline and the circuit
+breaker, and becomes a node of the chain's ExecutionGraph. The fast path (no pipeline, no breaker)
+is four native calls around the callable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+import weakref
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
+from types import TracebackType
+from typing import Any, Final
+
+from chainwarden._core import ChainCore
+from chainwarden.containment import _graph
+from chainwarden.containment._async import wrap_async
+from chainwarden.containment._decorators import contained
+from chainwarden.containment._events import EventLog, stop_event
+from chainwarden.containment._records import NodeRecordView
+from chainwarden.containment.types import (
+    CancellationToken,
+    ChainMetadata,
+    ContextSnapshot,
+    ExecutionConfig,
+    WrapOptions,
+)
+from chainwarden.shield.event import SafetyEvent
+from chainwarden.shield.policy import PolicyContext
+from chainwarden.shield.types import Decision, ToolCallContext
+
+__all__ = ["ExecutionContext"]
+
+_DEFAULT_OPTIONS: Final = WrapOptions()
+_KINDS: Final = ("llm", "tool")
+# ChainCore outcome codes (see rust/py/src/containment.rs).
+_OK, _RETRY, _HALTED, _ABORTED, _TIMEOUT, _ERROR = range(6)
+# ChainCore stop codes, indexed by code: the stop reason reported and the node status recorded.
+_STOPS: Final[tuple[tuple[str, int], ...]] = (
+    ("", _HALTED),
+    ("aborted", _ABORTED),
+    ("budget_exceeded", _HALTED),
+    ("step_limit_exceeded", _HALTED),
+    ("retry_budget_exceeded", _HALTED),
+    ("timeout", _TIMEOUT),
+    ("budget_exceeded", _HALTED),
+)
+_CAUSE_ABORTED, _CAUSE_BUDGET, _CAUSE_TIMEOUT = 1, 2, 5
+_BUDGET_EPSILON: Final = 1e-9
+# Cancellation cause -> (stop reason, node status) of a call that was running when it happened.
+_CANCELLED: Final[dict[int, tuple[str, int]]] = {
+    _CAUSE_ABORTED: ("aborted", _ABORTED),
+    _CAUSE_BUDGET: ("budget_exceeded", _HALTED),
+    _CAUSE_TIMEOUT: ("timeout", _TIMEOUT),
+}
+
+
+def _window_halt(events: list[Any]) -> bool:
+    return any(e.hook == "BudgetWindowHook" and e.decision == Decision.HALT for e in events)
+
+
+class ExecutionContext:
+    """Containment state shared by every LLM and tool call of one chain."""
+
+    def __init__(  # noqa: PLR0917  (positional order of the reference API)
+        self,
+        config: ExecutionConfig,
+        pipeline: Any = None,
+        metadata: ChainMetadata | None = None,
+        circuit_breaker: Any = None,
+        parent: ExecutionContext | None = None,
+        metrics: Any = None,
+    ) -> None:
+        if not isinstance(config, ExecutionConfig):
+            raise TypeError(f"config must be an ExecutionConfig, got {type(config).__name__}")
+        if metadata is not None and not isinstance(metadata, ChainMetadata):
+            raise TypeError(f"metadata must be a ChainMetadata, got {type(metadata).__name__}")
+        if parent is not None and not isinstance(parent, ExecutionContext):
+            raise TypeError(f"parent must be an ExecutionContext, got {type(parent).__name__}")
+        self._config = config
+        self._pipeline = pipeline
+        self._breaker = circuit_breaker
+        self._metrics = metrics
+        self._parent = parent
+        self._metadata = metadata or ChainMetadata(request_id=str(uuid.uuid4()), chain_id=str(uuid.uuid4()))
+        if circuit_breaker is not None and hasattr(circuit_breaker, "bind_to_context"):
+            circuit_breaker.bind_to_context(self._metadata.chain_id)
+        self._core = ChainCore(
+            config.max_cost_usd, config.max_steps, config.max_retries_total, config.timeout_ms
+        )
+        self._token = CancellationToken()
+        self._events = EventLog()
+        self._graph = _graph.ExecutionGraph(chain_id=self._metadata.chain_id)
+        self._root: str = self._graph.create_root("chain_root", {})
+        # Per instance: a wrap nested in another context's wrap must not adopt that context's node.
+        self._current: ContextVar[str | None] = ContextVar(f"chainwarden_node_{id(self):x}", default=None)
+        self._llm_model = self._metadata.model
+        # Nothing to consult or notify besides the core and the graph: _wrap may finish inline.
+        self._plain = pipeline is None and circuit_breaker is None and parent is None and metrics is None
+        self._lock = threading.Lock()
+        self._tasks: dict[asyncio.Task[Any], asyncio.AbstractEventLoop] = {}
+        self._closed = False
+        self._stop_snapshot: ContextSnapshot | None = None
+        self._timer: threading.Timer | None = None
+        if config.timeout_ms > 0:
+            self._start_timer(config.timeout_ms / 1000.0)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _start_timer(self, seconds: float) -> None:
+        # The timer must not keep an abandoned context alive until it fires.
+        ref = weakref.ref(self)
+
+        def fire() -> None:
+            ctx = ref()
+            if ctx is not None:
+                ctx._on_timeout()
+
+        timer = threading.Timer(seconds, fire)
+        timer.daemon = True
+        timer.start()
+        self._timer = timer
+
+    def __enter__(self) -> ExecutionContext:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> ExecutionContext:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Ends the chain: later wraps are refused as aborted ("context_closed"). Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._core.abort("context_closed")
+        self._token.cancel()
+        self._cancel_tasks()
+        if self._timer is not None:
+            self._timer.cancel()
+        close = getattr(self._breaker, "close", None)
+        if callable(close):
+            close()
+
+    def abort(self, reason: str) -> None:
+        """Stops the chain from any thread: in-flight async calls are cancelled, sync callables see
+        ``cancellation_token``, every later wrap returns HALT. Idempotent; never raises on reuse."""
+        if not isinstance(reason, str):
+            raise TypeError(f"reason must be a str, got {type(reason).__name__}")
+        if self._stop_snapshot is None:
+            self._stop_snapshot = self.get_snapshot()
+        if self._core.abort(reason):
+            self._emit("aborted", reason)
+            self._token.cancel()
+            self._cancel_tasks()
+
+    def _on_timeout(self) -> None:
+        # The core may have noticed the deadline first (and set the cause); report it either way,
+        # but not when an abort already stopped the chain.
+        self._core.cancel(_CAUSE_TIMEOUT)
+        if self._core.cancel_cause == _CAUSE_TIMEOUT:
+            self._forced_stop("timeout", f"timeout_ms={self._config.timeout_ms} elapsed")
+        self._token.cancel()
+        self._cancel_tasks()
+
+    def _cancel_tasks(self) -> None:
+        with self._lock:
+            tasks = list(self._tasks.items())
+        for task, loop in tasks:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(task.cancel)
+
+    # -- introspection ---------------------------------------------------------------------
+
+    @property
+    def config(self) -> ExecutionConfig:
+        return self._config
+
+    @property
+    def metadata(self) -> ChainMetadata:
+        return self._metadata
+
+    @property
+    def parent(self) -> ExecutionContext | None:
+        return self._parent
+
+    @property
+    def cancellation_token(self) -> CancellationToken:
+        """Signalled on abort, timeout, close or a child pushing the chain over its ceiling."""
+        return self._token
+
+    @property
+    def graph(self) -> Any:
+        """The chain's ExecutionGraph: one root, one node per wrapped call."""
+        return self._graph
+
+    @property
+    def stop_snapshot(self) -> ContextSnapshot | None:
+        """The snapshot taken just before the first forced stop (partial-result preservation)."""
+        return self._stop_snapshot
+
+    def get_snapshot(self) -> ContextSnapshot:
+        core = self._core
+        steps, cost, retries, aborted, abort_reason, elapsed_ms = core.counters()
+        nodes = NodeRecordView(core, len(core))
+        self._drain_graph_events()
+        return ContextSnapshot(
+            chain_id=self._metadata.chain_id,
+            request_id=self._metadata.request_id,
+            step_count=steps,
+            cost_usd_accumulated=cost,
+            retries_used=retries,
+            aborted=aborted,
+            abort_reason=abort_reason,
+            elapsed_ms=elapsed_ms,
+            nodes=nodes,
+            events=self._events.snapshot(),
+            graph_summary=self._graph_summary(),
+            parent_chain_id=self._parent._metadata.chain_id if self._parent is not None else None,
+        )
+
+    def _graph_summary(self) -> Mapping[str, Any]:
+        aggregates: Mapping[str, Any] = self._graph.aggregates()
+        return aggregates
+
+    def get_graph_snapshot(self) -> dict[str, Any]:
+        snapshot: dict[str, Any] = self._graph.snapshot()
+        return snapshot
+
+    def record_event(self, event: SafetyEvent) -> None:
+        """Adds an application-emitted event to the chain log (deduplicated by content)."""
+        for name in ("event_type", "decision", "reason", "hook", "request_id"):
+            if not hasattr(event, name):
+                raise TypeError(f"event must be a SafetyEvent, got {type(event).__name__}")
+        self._events.append(event)
+
+    # -- events ----------------------------------------------------------------------------
+
+    def _emit(self, stop_reason: str, detail: str, **metadata: Any) -> None:
+        self._events.append(stop_event(stop_reason, detail, self._metadata.request_id, **metadata))
+
+    def _mirror_pipeline(self) -> list[Any]:
+        events: list[Any] = list(self._pipeline.get_events()) if self._pipeline is not None else []
+        self._events.extend(events)
+        return events
+
+    def _drain_graph_events(self) -> None:
+        self._mirror_pipeline()
+        for div in self._graph.drain_divergence_events():
+            event_type = str(div.get("event_type", "divergence_suspected"))
+            self._events.append(
+                SafetyEvent(
+                    event_type=event_type,
+                    decision=Decision.ALLOW,
+                    reason=event_type,
+                    hook="ExecutionGraph",
+                    request_id=self._metadata.request_id,
+                    metadata=dict(div),
+                )
+            )
+
+    def _forced_stop(self, stop_reason: str, detail: str, **metadata: Any) -> None:
+        if self._stop_snapshot is None:
+            self._stop_snapshot = self.get_snapshot()
+        self._emit(stop_reason, detail, **metadata)
+
+    # -- wrapping --------------------------------------------------------------------------
+
+    def wrap_llm_call(self, fn: Callable[[], Any], options: WrapOptions | None = None) -> Decision:
+        """Runs ``fn`` as one LLM call of the chain; returns ALLOW, RETRY, HALT or a pipeline verdict."""
+        return self._wrap(fn, 0, options, None)
+
+    def wrap_tool_call(self, fn: Callable[[], Any], options: WrapOptions | None = None) -> Decision:
+        """As ``wrap_llm_call`` for a tool call (tool hooks, no ``before_charge``)."""
+        return self._wrap(fn, 1, options, None)
+
+    def _wrap(self, fn: Callable[[], Any], kind: int, options: WrapOptions | None, report: Any) -> Decision:
+        opts = _DEFAULT_OPTIONS if options is None else options
+        start = self._core.enter(opts.cost_estimate_hint)
+        parent = self._current.get()
+        name = opts.operation_name
+        gated = self._pipeline is not None or self._breaker is not None
+        node_id: str = self._graph.begin_node(
+            self._root if parent is None else parent,
+            _KINDS[kind],
+            name or "unnamed",
+            self._llm_model if kind == 0 else None,
+            running=start >= 0 and not gated,
+        )
+        if start < 0:
+            return self._refuse(
+                -start, node_id, parent=parent, kind=kind, name=name, opts=opts, report=report
+            )
+        if gated:
+            verdict = self._gate(
+                node_id, parent=parent, kind=kind, name=name, opts=opts, start=start, report=report
+            )
+            if verdict is not None:
+                return verdict
+        token = self._current.set(node_id)
+        try:
+            fn()
+        except BaseException as exc:
+            self._current.reset(token)
+            return self._failed(
+                exc, node_id, parent=parent, kind=kind, name=name, opts=opts, start=start, report=report
+            )
+        self._current.reset(token)
+        if self._plain:
+            cost = opts.cost_estimate_hint
+            self._core.leave(0, node_id, parent, kind, name, start, cost)
+            self._graph.mark_success(node_id, cost_usd=cost)
+            return Decision.ALLOW
+        return self._succeeded(
+            node_id, parent=parent, kind=kind, name=name, opts=opts, start=start, report=report
+        )
+
+    def _refuse(
+        self,
+        code: int,
+        node_id: str,
+        *,
+        parent: str | None,
+        kind: int,
+        name: str,
+        opts: WrapOptions,
+        report: Any,
+    ) -> Decision:
+        stop_reason, status = _STOPS[code]
+        if code == _CAUSE_TIMEOUT:
+            self._on_timeout()
+        elif code != _CAUSE_ABORTED:
+            self._forced_stop(stop_reason, self._refusal_detail(code, opts))
+        self._core.refuse(status, node_id, parent, kind, name)
+        self._graph.mark_halt(node_id, stop_reason=stop_reason)
+        if report is not None:
+            report.append(stop_reason)
+        self._count_decision("HALT")
+        return Decision.HALT
+
+    def _refusal_detail(self, code: int, opts: WrapOptions) -> str:
+        cfg = self._config
+        if code == 2:
+            cost = self._core.counters()[1]
+            return f"cost ${cost:.4f} >= ceiling ${cfg.max_cost_usd:.4f}"
+        if code == 3:
+            return f"step limit {cfg.max_steps} reached"
+        if code == 4:
+            return f"retry budget {cfg.max_retries_total} exhausted"
+        hint = opts.cost_estimate_hint
+        return f"cost estimate ${hint:.4f} would exceed chain ceiling ${cfg.max_cost_usd:.4f}"
+
+    def _tool_ctx(self, node_id: str, opts: WrapOptions, cost_usd: float | None = None) -> ToolCallContext:
+        meta = self._metadata
+        return ToolCallContext(
+            request_id=meta.request_id,
+            user_id=meta.user_id,
+            session_id=node_id,
+            tool_name=opts.operation_name or None,
+            model=opts.model or meta.model,
+            cost_usd=cost_usd,
+            metadata={
+                "chain_id": meta.chain_id,
+                "org_id": meta.org_id,
+                "team": meta.team,
+                "service": meta.service,
+                **meta.tags,
+            },
+        )
+
+    def _halt_admitted(
+        self, node_id: str, why: str, *, parent: str | None, kind: int, name: str, start: int
+    ) -> None:
+        self._core.leave(_HALTED, node_id, parent, kind, name, start, 0.0)
+        self._graph.mark_halt(node_id, stop_reason=why)
+        self._count_decision("HALT")
+
+    def _gate(
+        self,
+        node_id: str,
+        *,
+        parent: str | None,
+        kind: int,
+        name: str,
+        opts: WrapOptions,
+        start: int,
+        report: Any,
+    ) -> Decision | None:
+        """Pipeline, then circuit breaker. Returns the refusing decision, or None to dispatch."""
+        try:
+            pipeline = self._pipeline
+            if pipeline is not None:
+                tctx = self._tool_ctx(node_id, opts)
+                raw = pipeline.before_llm_call(tctx) if kind == 0 else pipeline.before_tool_call(tctx)
+                if raw != Decision.ALLOW:
+                    verdict = Decision(str(getattr(raw, "value", raw)))
+                    why = "pipeline_halt"
+                    if verdict is Decision.HALT and _window_halt(self._mirror_pipeline()):
+                        why = "provider_rate_limit"
+                        self._forced_stop(why, "BudgetWindowHook returned HALT")
+                    else:
+                        self._mirror_pipeline()
+                    self._halt_admitted(node_id, why, parent=parent, kind=kind, name=name, start=start)
+                    if report is not None:
+                        report.append(why)
+                    return verdict
+            breaker = self._breaker
+            if breaker is not None:
+                steps, cost = self._core.counters()[:2]
+                policy_ctx = PolicyContext(
+                    cost_usd=cost,
+                    step_count=steps,
+                    chain_id=self._metadata.chain_id,
+                    entity_id=self._metadata.user_id or "",
+                )
+                decision = breaker.check(policy_ctx)
+                if not decision.allowed:
+                    self._forced_stop("circuit_open", f"circuit breaker denied: {decision.reason}")
+                    self._halt_admitted(
+                        node_id, "circuit_open", parent=parent, kind=kind, name=name, start=start
+                    )
+                    if report is not None:
+                        report.append("circuit_open")
+                    return Decision.HALT
+        except BaseException:
+            # A hook that raises must not leak the step reservation or leave the node open.
+            self._core.leave(_ERROR, node_id, parent, kind, name, start, 0.0)
+            self._graph.mark_failure(node_id, error_class="HookError")
+            raise
+        self._graph.mark_running(node_id)
+        return None
+
+    def _succeeded(
+        self,
+        node_id: str,
+        *,
+        parent: str | None,
+        kind: int,
+        name: str,
+        opts: WrapOptions,
+        start: int,
+        report: Any,
+    ) -> Decision:
+        cost = opts.cost_estimate_hint
+        if kind == 0 and cost > 0.0 and self._pipeline is not None:
+            raw = self._pipeline.before_charge(self._tool_ctx(node_id, opts, cost), cost)
+            if raw != Decision.ALLOW:
+                self._mirror_pipeline()
+                self._halt_admitted(
+                    node_id, "before_charge_halt", parent=parent, kind=kind, name=name, start=start
+                )
+                if report is not None:
+                    report.append("before_charge_halt")
+                return Decision(str(getattr(raw, "value", raw)))
+        self._core.leave(_OK, node_id, parent, kind, name, start, cost)
+        self._graph.mark_success(node_id, cost_usd=cost)
+        if self._breaker is not None:
+            self._breaker.record_success()
+        if cost > 0.0 and self._parent is not None:
+            self._parent._propagate_child_cost(cost)
+        if self._metrics is not None:
+            self._metrics.record_cost(self._metadata.chain_id, cost)
+            self._count_decision("ALLOW")
+        return Decision.ALLOW
+
+    def _failed(
+        self,
+        exc: BaseException,
+        node_id: str,
+        *,
+        parent: str | None,
+        kind: int,
+        name: str,
+        opts: WrapOptions,
+        start: int,
+        report: Any,
+    ) -> Decision:
+        cause = self._core.cancel_cause
+        if cause:
+            # The chain was cancelled while the call ran: its failure is the cancellation's doing.
+            why, status = _CANCELLED[cause]
+            self._core.leave(status, node_id, parent, kind, name, start, 0.0)
+            self._graph.mark_halt(node_id, stop_reason=why)
+            if report is not None:
+                report.append(why)
+            self._reraise_signals(exc)
+            return Decision.HALT
+        pipeline = self._pipeline
+        verdict = (
+            Decision.RETRY if pipeline is None else pipeline.on_error(self._tool_ctx(node_id, opts), exc)
+        )
+        if self._breaker is not None:
+            self._breaker.record_failure(error=exc)
+        if verdict == Decision.HALT:
+            self._mirror_pipeline()
+            self._halt_admitted(node_id, "pipeline_halt", parent=parent, kind=kind, name=name, start=start)
+            if report is not None:
+                report.append("pipeline_halt")
+            self._reraise_signals(exc)
+            return Decision.HALT
+        retries = self._core.leave(_RETRY, node_id, parent, kind, name, start, 0.0)
+        self._graph.increment_retries(node_id)
+        if retries >= self._config.max_retries_total:
+            # seed 003 §6 provider_error: a failure that drains the retry budget stops the chain now.
+            self._graph.mark_halt(node_id, stop_reason="provider_error")
+            detail = f"{type(exc).__name__} exhausted the retry budget of {self._config.max_retries_total}"
+            self._forced_stop("provider_error", detail, error_class=type(exc).__name__)
+            if report is not None:
+                report.append("provider_error")
+            self._reraise_signals(exc)
+            return Decision.HALT
+        self._graph.mark_failure(node_id, error_class=type(exc).__name__)
+        self._reraise_signals(exc)
+        if report is not None:
+            report.append("retry")
+        return Decision.RETRY
+
+    @staticmethod
+    def _reraise_signals(exc: BaseException) -> None:
+        # Ctrl-C and interpreter exit belong to the process, not to the chain's retry logic.
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise exc
+
+    def _count_decision(self, decision: str) -> None:
+        if self._metrics is not None:
+            self._metrics.record_decision(self._metadata.chain_id, decision)
+
+    # -- async -----------------------------------------------------------------------------
+
+    async def wrap_llm_call_async(
+        self, fn: Callable[[], Awaitable[Any]], options: WrapOptions | None = None
+    ) -> Decision:
+        """As ``wrap_llm_call`` for a coroutine function. The coroutine runs in a task that is
+        cancelled on abort, on the chain timeout or on ``options.timeout_ms``."""
+        return await wrap_async(self, fn, 0, options, None)
+
+    async def wrap_tool_call_async(
+        self, fn: Callable[[], Awaitable[Any]], options: WrapOptions | None = None
+    ) -> Decision:
+        return await wrap_async(self, fn, 1, options, None)
+
+    def _track(self, task: asyncio.Task[Any], loop: asyncio.AbstractEventLoop) -> None:
+        with self._lock:
+            self._tasks[task] = loop
+
+    def _untrack(self, task: asyncio.Task[Any]) -> None:
+        with self._lock:
+            self._tasks.pop(task, None)
+
+    # -- decorators ------------------------------------------------------------------------
+
+    def llm_call(self, name: str = "", cost: float = 0.0, *, timeout_ms: int | None = None) -> Any:
+        """Decorator: each call of the decorated (sync or async) function is one contained LLM call.
+        Returns the function's result; a refused call raises ``CallRefused``; a failure re-raises."""
+        return contained(self, 0, WrapOptions(name, cost, timeout_ms))
+
+    def tool_call(self, name: str = "", cost: float = 0.0, *, timeout_ms: int | None = None) -> Any:
+        return contained(self, 1, WrapOptions(name, cost, timeout_ms))
+
+    # -- children --------------------------------------------------------------------------
+
+    def _remaining_budget(self) -> float:
+        return max(0.0, self._config.max_cost_usd - self._core.counters()[1])
+
+    def spawn_child(
+        self,
+        max_cost_usd: float | None = None,
+        max_steps: int | None = None,
+        max_retries_total: int | None = None,
+        timeout_ms: int = 0,
+        pipeline: Any = None,
+    ) -> ExecutionContext:
+        """A child chain whose successful costs also count against this one."""
+        cfg = self._config
+        child = ExecutionConfig(
+            max_cost_usd=self._remaining_budget() if max_cost_usd is None else max_cost_usd,
+            max_steps=cfg.max_steps if max_steps is None else max_steps,
+            max_retries_total=cfg.max_retries_total if max_retries_total is None else max_retries_total,
+            timeout_ms=timeout_ms,
+        )
+        return ExecutionContext(config=child, pipeline=pipeline, parent=self)
+
+    def create_child(  # noqa: PLR0917  (positional order of the reference API)
+        self,
+        agent_name: str,
+        agent_names: list[str],
+        allocator: Any = None,
+        current_usage: dict[str, float] | None = None,
+        max_steps: int | None = None,
+        max_retries_total: int | None = None,
+        timeout_ms: int = 0,
+        pipeline: Any = None,
+    ) -> ExecutionContext:
+        """A child for ``agent_name`` whose ceiling is its share of the remaining budget: equal
+        shares by default, or ``allocator.allocate(total_budget, agent_names, current_usage)``."""
+        if agent_name not in agent_names:
+            raise ValueError(f"agent_name {agent_name!r} must be one of {agent_names!r}")
+        remaining = self._remaining_budget()
+        if allocator is None:
+            share = remaining / len(agent_names)
+        else:
+            result = allocator.allocate(
+                total_budget=remaining, agent_names=agent_names, current_usage=current_usage or {}
+            )
+            share = float(result.allocations.get(agent_name, 0.0))
+        return self.spawn_child(share, max_steps, max_retries_total, timeout_ms, pipeline)
+
+    def _propagate_child_cost(self, cost_usd: float) -> None:
+        total = self._core.add_cost(cost_usd)
+        if total + _BUDGET_EPSILON >= self._config.max_cost_usd and self._core.cancel(_CAUSE_BUDGET):
+            ceiling = self._config.max_cost_usd
+            detail = f"child spending pushed the chain to ${total:.4f} >= ceiling ${ceiling:.4f}"
+            self._forced_stop("budget_exceeded", detail, source="child")
+            self._token.cancel()
+            self._cancel_tasks()
+        if self._parent is not None:
+            self._parent._propagate_child_cost(cost_usd)
