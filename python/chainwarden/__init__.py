@@ -1,5 +1,5 @@
 """chainwarden: record, contain, schedule and bill LLM-agent runs on a Rust core."""
 
-from chainwarden._core import __version__
+from chainwarden._core import ExecutionGraph, NodeEvent, __version__
 
-__all__ = ["__version__"]
+__all__ = ["ExecutionGraph", "NodeEvent", "__version__"]

@@ -1,32 +1,192 @@
 """Typed stub of the native module (checked against the binary by mypy.stubtest)."""
 
-from typing import final
+from collections.abc import Callable, Iterable
+from typing import Any, Final, Literal, final
 
-__all__ = ["ChainCore", "__version__"]
+from typing_extensions import disjoint_base
+
+__all__ = ["ChainCore", "ExecutionGraph", "NodeEvent", "_BenchFloor", "__version__"]
 
 __version__: str
 
+_NodeKind = Literal["llm", "tool", "system", "memory_read", "memory_write"]
+_NodeStatus = Literal["created", "running", "success", "fail", "halt"]
+
+@final
+class NodeEvent:
+    """Immutable copy of a node at a terminal transition, passed to subscribers."""
+
+    __match_args__: Final = (
+        "node_id",
+        "status",
+        "kind",
+        "name",
+        "cost_usd",
+        "tokens_in",
+        "tokens_out",
+        "depth",
+        "elapsed_ms",
+        "chain_id",
+        "model",
+        "error_class",
+        "stop_reason",
+    )
+    @property
+    def node_id(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def cost_usd(self) -> float: ...
+    @property
+    def tokens_in(self) -> int | None: ...
+    @property
+    def tokens_out(self) -> int | None: ...
+    @property
+    def depth(self) -> int: ...
+    @property
+    def elapsed_ms(self) -> float | None: ...
+    @property
+    def chain_id(self) -> str: ...
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def error_class(self) -> str | None: ...
+    @property
+    def stop_reason(self) -> str | None: ...
+    def __new__(
+        cls,
+        node_id: str,
+        status: str,
+        kind: str,
+        name: str,
+        cost_usd: float,
+        tokens_in: int | None,
+        tokens_out: int | None,
+        depth: int,
+        elapsed_ms: float | None,
+        chain_id: str,
+        model: str | None,
+        error_class: str | None,
+        stop_reason: str | None,
+    ) -> NodeEvent: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __ne__(self, other: object, /) -> bool: ...
+
+@disjoint_base
+class ExecutionGraph:
+    """The call graph of one agent chain (drop-in for veronica-core's ExecutionGraph)."""
+
+    def __new__(
+        cls,
+        chain_id: str | None = None,
+        cost_rate_threshold_usd_per_sec: float = 0.1,
+        token_velocity_threshold: float = 500.0,
+        observers: Iterable[Any] | None = None,
+        max_nodes: int = 0,
+    ) -> ExecutionGraph: ...
+    @property
+    def chain_id(self) -> str: ...
+    @property
+    def root_id(self) -> str | None: ...
+    @property
+    def max_nodes(self) -> int: ...
+    @property
+    def pruned_count(self) -> int: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, node_id: object, /) -> bool: ...
+    def add_observer(self, observer: Any) -> None: ...
+    def remove_observer(self, observer: Any) -> None: ...
+    def add_subscriber(self, callback: Callable[[NodeEvent], object]) -> None: ...
+    def remove_subscriber(self, callback: Callable[[NodeEvent], object]) -> None: ...
+    def create_root(self, name: str, metadata: dict[str, Any] | None = None) -> str: ...
+    def begin_node(
+        self,
+        parent_id: str,
+        kind: _NodeKind,
+        name: str,
+        model: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        *,
+        running: bool = False,
+    ) -> str: ...
+    def mark_running(self, node_id: str) -> None: ...
+    def mark_success(
+        self,
+        node_id: str,
+        cost_usd: float,
+        tokens_in: int | None = None,
+        tokens_out: int | None = None,
+    ) -> None: ...
+    def mark_failure(self, node_id: str, error_class: str, stop_reason: str | None = None) -> None: ...
+    def mark_halt(self, node_id: str, stop_reason: str | None = None) -> None: ...
+    def increment_retries(self, node_id: str) -> None: ...
+    def drain_divergence_events(self) -> list[dict[str, Any]]: ...
+    def snapshot(self) -> dict[str, Any]: ...
+    def snapshot_json(self) -> bytes: ...
+    def aggregates(self) -> dict[str, Any]: ...
+    def node(self, node_id: str) -> dict[str, Any]: ...
+
+@final
+class _BenchFloor:
+    """Three native methods that do nothing: the floor for per-call benchmarks."""
+
+    def __new__(cls) -> _BenchFloor: ...
+    def begin_node(
+        self,
+        parent_id: object,
+        kind: object,
+        name: object,
+        model: object = None,
+        metadata: object = None,
+    ) -> str: ...
+    def mark_running(self, node_id: object) -> None: ...
+    def mark_success(
+        self,
+        node_id: object,
+        cost_usd: object,
+        tokens_in: object = None,
+        tokens_out: object = None,
+    ) -> None: ...
+
 # --- containment ---
 
-_RecordTuple = tuple[str, str | None, str, str, float, float, str, float, int]
+_RecordTuple = tuple[str, str | None, str, str, float, float | None, str, float, int]
 
 @final
 class ChainCore:
+    """Limits, counters, node records and call graph of one ExecutionContext chain."""
+
     def __new__(
-        cls, max_cost_usd: float, max_steps: int, max_retries_total: int, timeout_ms: int
+        cls, max_cost_usd: float, max_steps: int, max_retries_total: int, timeout_ms: int, chain_id: str
     ) -> ChainCore: ...
-    def enter(self, cost_estimate: float) -> int: ...
-    def leave(
+    @property
+    def root_id(self) -> str: ...
+    def node_name(self, node: int) -> str: ...
+    def begin(
         self,
-        outcome: int,
-        node_id: str,
-        parent_id: str | None,
+        parent_hint: int | None,
         kind: int,
         name: str,
-        start_ns: int,
-        cost_usd: float,
+        model: str | None,
+        cost_estimate: float,
+        dispatch: bool,
+        nest: bool,
     ) -> int: ...
-    def refuse(self, status: int, node_id: str, parent_id: str | None, kind: int, name: str) -> None: ...
+    def dispatch(self, node: int) -> None: ...
+    def succeed(self, node: int, named: bool, cost_usd: float) -> None: ...
+    def fail(
+        self,
+        node: int,
+        named: bool,
+        retry: bool,
+        status: int,
+        error_class: str,
+        halt_reason: str | None = None,
+    ) -> int: ...
     def abort(self, reason: str) -> bool: ...
     def cancel(self, cause: int) -> bool: ...
     @property
@@ -35,9 +195,10 @@ class ChainCore:
     def aborted(self) -> bool: ...
     @property
     def in_flight(self) -> int: ...
-    @property
-    def max_cost_usd(self) -> float: ...
     def add_cost(self, cost_usd: float) -> float: ...
-    def counters(self) -> tuple[int, float, int, bool, str | None, float]: ...
-    def __len__(self) -> int: ...
+    def counters(self) -> tuple[int, float, int, bool, str | None, float, int]: ...
     def records(self, start: int, stop: int) -> list[_RecordTuple]: ...
+    def aggregates(self) -> dict[str, Any]: ...
+    def graph_snapshot_json(self) -> bytes: ...
+    def drain_divergence(self) -> list[dict[str, Any]]: ...
+    def __len__(self) -> int: ...

@@ -157,8 +157,11 @@ def test_partial_result_snapshot_is_taken_before_the_first_forced_stop() -> None
     ctx.wrap_llm_call(lambda: None, WrapOptions("refused again"))
     before = ctx.stop_snapshot
     assert before is not None
-    assert [n.operation_name for n in before.nodes] == ["first", "second"]
+    # The state at the stop: both results, and the refused call that marks where it happened.
+    assert [n.operation_name for n in before.nodes] == ["first", "second", "refused"]
+    assert before.nodes[-1].status == "halted"
     assert before.step_count == 2
+    assert before.cost_usd_accumulated == 0.2
     assert not [e for e in before.events if e.hook == "ExecutionContext"]
     assert len(ctx.get_snapshot().nodes) == 4
 

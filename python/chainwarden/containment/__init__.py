@@ -1,5 +1,6 @@
-"""Chain-level containment: ExecutionContext and its types, over the native ExecutionGraph."""
+"""Chain-level recording and containment: the call graph of an agent chain, and ExecutionContext."""
 
+from chainwarden._core import ExecutionGraph, NodeEvent
 from chainwarden.containment._decorators import CallRefused
 from chainwarden.containment._events import STOP_REASONS
 from chainwarden.containment.context import ExecutionContext
@@ -20,6 +21,8 @@ __all__ = [
     "ContextSnapshot",
     "ExecutionConfig",
     "ExecutionContext",
+    "ExecutionGraph",
+    "NodeEvent",
     "NodeRecord",
     "WrapOptions",
 ]

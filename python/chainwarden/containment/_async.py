@@ -43,27 +43,23 @@ async def wrap_async(
 ) -> Decision:
     opts = _DEFAULT_OPTIONS if options is None else options
     core = ctx._core
-    start = core.enter(opts.cost_estimate_hint)
-    parent = ctx._current.get()
-    name = opts.operation_name
-    gated = ctx._pipeline is not None or ctx._breaker is not None
-    node_id: str = ctx._graph.begin_node(
-        ctx._root if parent is None else parent,
-        ("llm", "tool")[kind],
-        name or "unnamed",
-        ctx._llm_model if kind == 0 else None,
-        running=start >= 0 and not gated,
+    node = core.begin(
+        ctx._current.get(),
+        kind,
+        opts.operation_name,
+        (opts.model or ctx._llm_model) if kind == 0 else None,
+        opts.cost_estimate_hint,
+        not ctx._gated,
+        False,  # the task interleaves with others on this thread: its children find it by ContextVar
     )
-    if start < 0:
-        return ctx._refuse(-start, node_id, parent=parent, kind=kind, name=name, opts=opts, report=report)
-    if gated:
-        verdict = ctx._gate(
-            node_id, parent=parent, kind=kind, name=name, opts=opts, start=start, report=report
-        )
+    if node < 0:
+        return ctx._refuse(-node, opts, report)
+    if ctx._gated:
+        verdict = ctx._gate(node, kind, opts, report)
         if verdict is not None:
             return verdict
     loop = asyncio.get_running_loop()
-    token = ctx._current.set(node_id)
+    token = ctx._current.set(node)
     try:
         # The task copies the current context, so wraps inside it nest under this node.
         task: asyncio.Task[Any] = loop.create_task(_await(fn))
@@ -72,62 +68,38 @@ async def wrap_async(
     ctx._track(task, loop)
     if core.cancel_cause:
         task.cancel()  # an abort raced with admission; the task must not run unsupervised
-    where: dict[str, Any] = {
-        "parent": parent,
-        "kind": kind,
-        "name": name,
-        "opts": opts,
-        "start": start,
-        "report": report,
-    }
     limit_s, per_call = _deadline_s(ctx, opts)
     try:
         try:
             done, _ = await asyncio.wait((task,), timeout=limit_s)
         except asyncio.CancelledError:
             # Our caller was cancelled: take the call down with it, then let the cancellation go on.
+            # Not the provider's failure: no retry consumed, no breaker strike.
             task.cancel()
             await asyncio.wait((task,))
-            # Not the provider's failure: no retry consumed, no breaker strike.
-            core.leave(_ERROR_STATUS, node_id, parent, kind, name, start, 0.0)
-            ctx._graph.mark_failure(node_id, error_class="CancelledError")
+            core.fail(node, opts.operation_name != "", False, _ERROR_STATUS, "CancelledError")
             raise
         if not done:
-            if per_call:
-                task.cancel()
-                await asyncio.wait((task,))
-                return _call_timed_out(ctx, node_id, **where)
-            ctx._on_timeout()
             task.cancel()
             await asyncio.wait((task,))
+            if per_call:
+                core.fail(node, opts.operation_name != "", False, _TIMEOUT_STATUS, "", "timeout")
+                name = core.node_name(node)
+                detail = f"call {opts.operation_name or name} exceeded timeout_ms={opts.timeout_ms}"
+                ctx._emit("timeout", detail, node_id=name)
+                if report is not None:
+                    report.append("timeout")
+                return Decision.HALT
+            ctx._on_timeout()
     finally:
         ctx._untrack(task)
     if task.cancelled():
-        return ctx._failed(asyncio.CancelledError(), node_id, **where)
+        return ctx._failed(asyncio.CancelledError(), node, opts, report)
     exc = task.exception()
     if exc is not None:
-        return ctx._failed(exc, node_id, **where)
-    return ctx._succeeded(node_id, **where)
+        return ctx._failed(exc, node, opts, report)
+    return ctx._succeeded(node, kind, opts, report)
 
 
 async def _await(fn: Callable[[], Awaitable[Any]]) -> Any:
     return await fn()
-
-
-def _call_timed_out(
-    ctx: ExecutionContext,
-    node_id: str,
-    *,
-    parent: str | None,
-    kind: int,
-    name: str,
-    opts: WrapOptions,
-    start: int,
-    report: Any,
-) -> Decision:
-    ctx._core.leave(_TIMEOUT_STATUS, node_id, parent, kind, name, start, 0.0)
-    ctx._graph.mark_halt(node_id, stop_reason="timeout")
-    ctx._emit("timeout", f"call {name or node_id} exceeded timeout_ms={opts.timeout_ms}", node_id=node_id)
-    if report is not None:
-        report.append("timeout")
-    return Decision.HALT

@@ -19,7 +19,7 @@ __all__ = ["NodeRecordView"]
 _CHUNK = 256
 
 
-def _build(row: tuple[str, str | None, str, str, float, float, str, float, int]) -> NodeRecord:
+def _build(row: tuple[str, str | None, str, str, float, float | None, str, float, int]) -> NodeRecord:
     node_id, parent_id, kind, name, start_s, end_s, status, cost, retries = row
     return NodeRecord(
         node_id=node_id,
@@ -27,7 +27,7 @@ def _build(row: tuple[str, str | None, str, str, float, float, str, float, int])
         kind=kind,  # type: ignore[arg-type]  # the core only emits "llm" / "tool"
         operation_name=name,
         start_ts=datetime.fromtimestamp(start_s, UTC),
-        end_ts=datetime.fromtimestamp(end_s, UTC),
+        end_ts=None if end_s is None else datetime.fromtimestamp(end_s, UTC),
         status=status,  # type: ignore[arg-type]  # the core only emits NodeStatus values
         cost_usd=cost,
         retries_used=retries,

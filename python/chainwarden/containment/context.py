@@ -3,22 +3,22 @@
 Every wrapped call is admitted by the native ``ChainCore`` (abort, cost ceiling, step limit, retry
 budget, timeout, cost-estimate pre-flight, in that order), then by the pipeline and the circuit
 breaker, and becomes a node of the chain's ExecutionGraph. The fast path (no pipeline, no breaker)
-is four native calls around the callable.
+is two native calls around the callable: ``begin`` (limits + node) and ``succeed``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, Final
 
 from chainwarden._core import ChainCore
-from chainwarden.containment import _graph
 from chainwarden.containment._async import wrap_async
 from chainwarden.containment._decorators import contained
 from chainwarden.containment._events import EventLog, stop_event
@@ -37,18 +37,17 @@ from chainwarden.shield.types import Decision, ToolCallContext
 __all__ = ["ExecutionContext"]
 
 _DEFAULT_OPTIONS: Final = WrapOptions()
-_KINDS: Final = ("llm", "tool")
 # ChainCore outcome codes (see rust/py/src/containment.rs).
 _OK, _RETRY, _HALTED, _ABORTED, _TIMEOUT, _ERROR = range(6)
-# ChainCore stop codes, indexed by code: the stop reason reported and the node status recorded.
-_STOPS: Final[tuple[tuple[str, int], ...]] = (
-    ("", _HALTED),
-    ("aborted", _ABORTED),
-    ("budget_exceeded", _HALTED),
-    ("step_limit_exceeded", _HALTED),
-    ("retry_budget_exceeded", _HALTED),
-    ("timeout", _TIMEOUT),
-    ("budget_exceeded", _HALTED),
+# ChainCore stop codes -> seed 003 §6 stop reason (index = code).
+_STOPS: Final = (
+    "",
+    "aborted",
+    "budget_exceeded",
+    "step_limit_exceeded",
+    "retry_budget_exceeded",
+    "timeout",
+    "budget_exceeded",
 )
 _CAUSE_ABORTED, _CAUSE_BUDGET, _CAUSE_TIMEOUT = 1, 2, 5
 _BUDGET_EPSILON: Final = 1e-9
@@ -91,17 +90,22 @@ class ExecutionContext:
         if circuit_breaker is not None and hasattr(circuit_breaker, "bind_to_context"):
             circuit_breaker.bind_to_context(self._metadata.chain_id)
         self._core = ChainCore(
-            config.max_cost_usd, config.max_steps, config.max_retries_total, config.timeout_ms
+            config.max_cost_usd,
+            config.max_steps,
+            config.max_retries_total,
+            config.timeout_ms,
+            self._metadata.chain_id,
         )
         self._token = CancellationToken()
         self._events = EventLog()
-        self._graph = _graph.ExecutionGraph(chain_id=self._metadata.chain_id)
-        self._root: str = self._graph.create_root("chain_root", {})
-        # Per instance: a wrap nested in another context's wrap must not adopt that context's node.
-        self._current: ContextVar[str | None] = ContextVar(f"chainwarden_node_{id(self):x}", default=None)
+        # The enclosing async call of this chain, inherited by the tasks it creates. Sync nesting
+        # is tracked natively per thread. Per instance: a wrap nested in another context's wrap
+        # must not adopt that context's node.
+        self._current: ContextVar[int | None] = ContextVar(f"chainwarden_node_{id(self):x}", default=None)
         self._llm_model = self._metadata.model
         # Nothing to consult or notify besides the core and the graph: _wrap may finish inline.
-        self._plain = pipeline is None and circuit_breaker is None and parent is None and metrics is None
+        self._gated = pipeline is not None or circuit_breaker is not None
+        self._plain = not self._gated and parent is None and metrics is None
         self._lock = threading.Lock()
         self._tasks: dict[asyncio.Task[Any], asyncio.AbstractEventLoop] = {}
         self._closed = False
@@ -205,19 +209,14 @@ class ExecutionContext:
         return self._token
 
     @property
-    def graph(self) -> Any:
-        """The chain's ExecutionGraph: one root, one node per wrapped call."""
-        return self._graph
-
-    @property
     def stop_snapshot(self) -> ContextSnapshot | None:
         """The snapshot taken just before the first forced stop (partial-result preservation)."""
         return self._stop_snapshot
 
     def get_snapshot(self) -> ContextSnapshot:
         core = self._core
-        steps, cost, retries, aborted, abort_reason, elapsed_ms = core.counters()
-        nodes = NodeRecordView(core, len(core))
+        steps, cost, retries, aborted, abort_reason, elapsed_ms, records = core.counters()
+        nodes = NodeRecordView(core, records)
         self._drain_graph_events()
         return ContextSnapshot(
             chain_id=self._metadata.chain_id,
@@ -230,16 +229,14 @@ class ExecutionContext:
             elapsed_ms=elapsed_ms,
             nodes=nodes,
             events=self._events.snapshot(),
-            graph_summary=self._graph_summary(),
+            graph_summary=core.aggregates(),
             parent_chain_id=self._parent._metadata.chain_id if self._parent is not None else None,
         )
 
-    def _graph_summary(self) -> Mapping[str, Any]:
-        aggregates: Mapping[str, Any] = self._graph.aggregates()
-        return aggregates
-
     def get_graph_snapshot(self) -> dict[str, Any]:
-        snapshot: dict[str, Any] = self._graph.snapshot()
+        """The chain's ExecutionGraph (root ``chain_root``, one node per wrapped call) as a dict,
+        in the format of ``ExecutionGraph.snapshot()``."""
+        snapshot: dict[str, Any] = json.loads(self._core.graph_snapshot_json())
         return snapshot
 
     def record_event(self, event: SafetyEvent) -> None:
@@ -261,7 +258,7 @@ class ExecutionContext:
 
     def _drain_graph_events(self) -> None:
         self._mirror_pipeline()
-        for div in self._graph.drain_divergence_events():
+        for div in self._core.drain_divergence():
             event_type = str(div.get("event_type", "divergence_suspected"))
             self._events.append(
                 SafetyEvent(
@@ -291,63 +288,36 @@ class ExecutionContext:
 
     def _wrap(self, fn: Callable[[], Any], kind: int, options: WrapOptions | None, report: Any) -> Decision:
         opts = _DEFAULT_OPTIONS if options is None else options
-        start = self._core.enter(opts.cost_estimate_hint)
-        parent = self._current.get()
-        name = opts.operation_name
-        gated = self._pipeline is not None or self._breaker is not None
-        node_id: str = self._graph.begin_node(
-            self._root if parent is None else parent,
-            _KINDS[kind],
-            name or "unnamed",
-            self._llm_model if kind == 0 else None,
-            running=start >= 0 and not gated,
+        node = self._core.begin(
+            self._current.get(),
+            kind,
+            opts.operation_name,
+            (opts.model or self._llm_model) if kind == 0 else None,
+            opts.cost_estimate_hint,
+            not self._gated,
+            True,
         )
-        if start < 0:
-            return self._refuse(
-                -start, node_id, parent=parent, kind=kind, name=name, opts=opts, report=report
-            )
-        if gated:
-            verdict = self._gate(
-                node_id, parent=parent, kind=kind, name=name, opts=opts, start=start, report=report
-            )
+        if node < 0:
+            return self._refuse(-node, opts, report)
+        if self._gated:
+            verdict = self._gate(node, kind, opts, report)
             if verdict is not None:
                 return verdict
-        token = self._current.set(node_id)
         try:
             fn()
         except BaseException as exc:
-            self._current.reset(token)
-            return self._failed(
-                exc, node_id, parent=parent, kind=kind, name=name, opts=opts, start=start, report=report
-            )
-        self._current.reset(token)
+            return self._failed(exc, node, opts, report)
         if self._plain:
-            cost = opts.cost_estimate_hint
-            self._core.leave(0, node_id, parent, kind, name, start, cost)
-            self._graph.mark_success(node_id, cost_usd=cost)
+            self._core.succeed(node, opts.operation_name != "", opts.cost_estimate_hint)
             return Decision.ALLOW
-        return self._succeeded(
-            node_id, parent=parent, kind=kind, name=name, opts=opts, start=start, report=report
-        )
+        return self._succeeded(node, kind, opts, report)
 
-    def _refuse(
-        self,
-        code: int,
-        node_id: str,
-        *,
-        parent: str | None,
-        kind: int,
-        name: str,
-        opts: WrapOptions,
-        report: Any,
-    ) -> Decision:
-        stop_reason, status = _STOPS[code]
+    def _refuse(self, code: int, opts: WrapOptions, report: Any) -> Decision:
+        stop_reason = _STOPS[code]
         if code == _CAUSE_TIMEOUT:
             self._on_timeout()
         elif code != _CAUSE_ABORTED:
             self._forced_stop(stop_reason, self._refusal_detail(code, opts))
-        self._core.refuse(status, node_id, parent, kind, name)
-        self._graph.mark_halt(node_id, stop_reason=stop_reason)
         if report is not None:
             report.append(stop_reason)
         self._count_decision("HALT")
@@ -365,12 +335,12 @@ class ExecutionContext:
         hint = opts.cost_estimate_hint
         return f"cost estimate ${hint:.4f} would exceed chain ceiling ${cfg.max_cost_usd:.4f}"
 
-    def _tool_ctx(self, node_id: str, opts: WrapOptions, cost_usd: float | None = None) -> ToolCallContext:
+    def _tool_ctx(self, node_id: int, opts: WrapOptions, cost_usd: float | None = None) -> ToolCallContext:
         meta = self._metadata
         return ToolCallContext(
             request_id=meta.request_id,
             user_id=meta.user_id,
-            session_id=node_id,
+            session_id=self._core.node_name(node_id),
             tool_name=opts.operation_name or None,
             model=opts.model or meta.model,
             cost_usd=cost_usd,
@@ -383,24 +353,13 @@ class ExecutionContext:
             },
         )
 
-    def _halt_admitted(
-        self, node_id: str, why: str, *, parent: str | None, kind: int, name: str, start: int
-    ) -> None:
-        self._core.leave(_HALTED, node_id, parent, kind, name, start, 0.0)
-        self._graph.mark_halt(node_id, stop_reason=why)
+    def _halt_admitted(self, node_id: int, opts: WrapOptions, why: str, report: Any) -> None:
+        self._core.fail(node_id, opts.operation_name != "", False, _HALTED, "", why)
         self._count_decision("HALT")
+        if report is not None:
+            report.append(why)
 
-    def _gate(
-        self,
-        node_id: str,
-        *,
-        parent: str | None,
-        kind: int,
-        name: str,
-        opts: WrapOptions,
-        start: int,
-        report: Any,
-    ) -> Decision | None:
+    def _gate(self, node_id: int, kind: int, opts: WrapOptions, report: Any) -> Decision | None:
         """Pipeline, then circuit breaker. Returns the refusing decision, or None to dispatch."""
         try:
             pipeline = self._pipeline
@@ -415,9 +374,7 @@ class ExecutionContext:
                         self._forced_stop(why, "BudgetWindowHook returned HALT")
                     else:
                         self._mirror_pipeline()
-                    self._halt_admitted(node_id, why, parent=parent, kind=kind, name=name, start=start)
-                    if report is not None:
-                        report.append(why)
+                    self._halt_admitted(node_id, opts, why, report)
                     return verdict
             breaker = self._breaker
             if breaker is not None:
@@ -431,44 +388,24 @@ class ExecutionContext:
                 decision = breaker.check(policy_ctx)
                 if not decision.allowed:
                     self._forced_stop("circuit_open", f"circuit breaker denied: {decision.reason}")
-                    self._halt_admitted(
-                        node_id, "circuit_open", parent=parent, kind=kind, name=name, start=start
-                    )
-                    if report is not None:
-                        report.append("circuit_open")
+                    self._halt_admitted(node_id, opts, "circuit_open", report)
                     return Decision.HALT
         except BaseException:
             # A hook that raises must not leak the step reservation or leave the node open.
-            self._core.leave(_ERROR, node_id, parent, kind, name, start, 0.0)
-            self._graph.mark_failure(node_id, error_class="HookError")
+            self._core.fail(node_id, opts.operation_name != "", False, _ERROR, "HookError")
             raise
-        self._graph.mark_running(node_id)
+        self._core.dispatch(node_id)
         return None
 
-    def _succeeded(
-        self,
-        node_id: str,
-        *,
-        parent: str | None,
-        kind: int,
-        name: str,
-        opts: WrapOptions,
-        start: int,
-        report: Any,
-    ) -> Decision:
+    def _succeeded(self, node_id: int, kind: int, opts: WrapOptions, report: Any) -> Decision:
         cost = opts.cost_estimate_hint
         if kind == 0 and cost > 0.0 and self._pipeline is not None:
             raw = self._pipeline.before_charge(self._tool_ctx(node_id, opts, cost), cost)
             if raw != Decision.ALLOW:
                 self._mirror_pipeline()
-                self._halt_admitted(
-                    node_id, "before_charge_halt", parent=parent, kind=kind, name=name, start=start
-                )
-                if report is not None:
-                    report.append("before_charge_halt")
+                self._halt_admitted(node_id, opts, "before_charge_halt", report)
                 return Decision(str(getattr(raw, "value", raw)))
-        self._core.leave(_OK, node_id, parent, kind, name, start, cost)
-        self._graph.mark_success(node_id, cost_usd=cost)
+        self._core.succeed(node_id, opts.operation_name != "", cost)
         if self._breaker is not None:
             self._breaker.record_success()
         if cost > 0.0 and self._parent is not None:
@@ -478,24 +415,12 @@ class ExecutionContext:
             self._count_decision("ALLOW")
         return Decision.ALLOW
 
-    def _failed(
-        self,
-        exc: BaseException,
-        node_id: str,
-        *,
-        parent: str | None,
-        kind: int,
-        name: str,
-        opts: WrapOptions,
-        start: int,
-        report: Any,
-    ) -> Decision:
+    def _failed(self, exc: BaseException, node_id: int, opts: WrapOptions, report: Any) -> Decision:
         cause = self._core.cancel_cause
         if cause:
             # The chain was cancelled while the call ran: its failure is the cancellation's doing.
             why, status = _CANCELLED[cause]
-            self._core.leave(status, node_id, parent, kind, name, start, 0.0)
-            self._graph.mark_halt(node_id, stop_reason=why)
+            self._core.fail(node_id, opts.operation_name != "", False, status, "", why)
             if report is not None:
                 report.append(why)
             self._reraise_signals(exc)
@@ -508,23 +433,19 @@ class ExecutionContext:
             self._breaker.record_failure(error=exc)
         if verdict == Decision.HALT:
             self._mirror_pipeline()
-            self._halt_admitted(node_id, "pipeline_halt", parent=parent, kind=kind, name=name, start=start)
-            if report is not None:
-                report.append("pipeline_halt")
+            self._halt_admitted(node_id, opts, "pipeline_halt", report)
             self._reraise_signals(exc)
             return Decision.HALT
-        retries = self._core.leave(_RETRY, node_id, parent, kind, name, start, 0.0)
-        self._graph.increment_retries(node_id)
+        retries = self._core.fail(node_id, opts.operation_name != "", True, _ERROR, type(exc).__name__)
         if retries >= self._config.max_retries_total:
-            # seed 003 §6 provider_error: a failure that drains the retry budget stops the chain now.
-            self._graph.mark_halt(node_id, stop_reason="provider_error")
+            # seed 003 §6 provider_error: a failure that drains the retry budget stops the chain
+            # now (the core has halted the node with this reason).
             detail = f"{type(exc).__name__} exhausted the retry budget of {self._config.max_retries_total}"
             self._forced_stop("provider_error", detail, error_class=type(exc).__name__)
             if report is not None:
                 report.append("provider_error")
             self._reraise_signals(exc)
             return Decision.HALT
-        self._graph.mark_failure(node_id, error_class=type(exc).__name__)
         self._reraise_signals(exc)
         if report is not None:
             report.append("retry")

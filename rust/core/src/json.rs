@@ -1,1 +1,209 @@
-//! JSON encoding shared by the engines, byte-compatible with Python's `json.dumps` defaults.
+//! JSON writing that is byte-identical to Python's `json.dumps` with default arguments
+//! (`", "` / `": "` separators, `ensure_ascii=True`, `repr()` floats, `NaN`/`Infinity`).
+//!
+//! Byte identity matters: callers compare `snapshot_json()` with `json.dumps(snapshot())`
+//! and may hash or diff the output across the two paths.
+
+/// Appends `s` as a JSON string literal, escaping exactly like CPython's `ensure_ascii` encoder.
+pub fn write_str(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let mut run_start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        // Printable ASCII other than quote and backslash is copied in runs.
+        if (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\' {
+            continue;
+        }
+        if b >= 0x80 {
+            // Non-ASCII is handled per char below; flush the run and re-scan from here.
+            out.extend_from_slice(&bytes[run_start..i]);
+            break_to_slow(out, &s[i..]);
+            out.push(b'"');
+            return;
+        }
+        out.extend_from_slice(&bytes[run_start..i]);
+        run_start = i + 1;
+        write_ascii_escape(out, b);
+    }
+    out.extend_from_slice(&bytes[run_start..]);
+    out.push(b'"');
+}
+
+fn break_to_slow(out: &mut Vec<u8>, s: &str) {
+    let mut buf = [0u16; 2];
+    for c in s.chars() {
+        let cp = c as u32;
+        if (0x20..0x7f).contains(&cp) && c != '"' && c != '\\' {
+            out.push(cp as u8);
+        } else if cp < 0x80 {
+            write_ascii_escape(out, cp as u8);
+        } else {
+            for unit in c.encode_utf16(&mut buf) {
+                write_u_escape(out, *unit);
+            }
+        }
+    }
+}
+
+fn write_ascii_escape(out: &mut Vec<u8>, b: u8) {
+    match b {
+        b'"' => out.extend_from_slice(b"\\\""),
+        b'\\' => out.extend_from_slice(b"\\\\"),
+        b'\n' => out.extend_from_slice(b"\\n"),
+        b'\r' => out.extend_from_slice(b"\\r"),
+        b'\t' => out.extend_from_slice(b"\\t"),
+        0x08 => out.extend_from_slice(b"\\b"),
+        0x0c => out.extend_from_slice(b"\\f"),
+        _ => write_u_escape(out, u16::from(b)),
+    }
+}
+
+fn write_u_escape(out: &mut Vec<u8>, unit: u16) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.extend_from_slice(b"\\u");
+    for shift in [12, 8, 4, 0] {
+        out.push(HEX[usize::from((unit >> shift) & 0xf)]);
+    }
+}
+
+pub fn write_i64(out: &mut Vec<u8>, v: i64) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+pub fn write_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+/// Appends `v` formatted like Python's `float.__repr__` (shortest round-trip digits,
+/// exponent form when the decimal exponent is < -4 or >= 16).
+pub fn write_f64(out: &mut Vec<u8>, v: f64) {
+    if v.is_nan() {
+        out.extend_from_slice(b"NaN");
+        return;
+    }
+    if v.is_infinite() {
+        out.extend_from_slice(if v > 0.0 { b"Infinity" } else { b"-Infinity" });
+        return;
+    }
+    let mut buf = ryu::Buffer::new();
+    let (digits, exp10) = shortest_digits(buf.format_finite(v));
+    if v.is_sign_negative() {
+        out.push(b'-');
+    }
+    // `exp10` is the position of the decimal point relative to the digit string:
+    // value = 0.d1d2d3... * 10^exp10.
+    let n = digits.len() as i32;
+    if (-3..=16).contains(&exp10) {
+        if exp10 <= 0 {
+            out.extend_from_slice(b"0.");
+            out.extend(std::iter::repeat_n(b'0', (-exp10) as usize));
+            out.extend_from_slice(&digits);
+        } else if exp10 >= n {
+            out.extend_from_slice(&digits);
+            out.extend(std::iter::repeat_n(b'0', (exp10 - n) as usize));
+            out.extend_from_slice(b".0");
+        } else {
+            out.extend_from_slice(&digits[..exp10 as usize]);
+            out.push(b'.');
+            out.extend_from_slice(&digits[exp10 as usize..]);
+        }
+    } else {
+        out.push(digits[0]);
+        if n > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&digits[1..]);
+        }
+        let e = exp10 - 1;
+        out.push(b'e');
+        out.push(if e < 0 { b'-' } else { b'+' });
+        let abs = e.unsigned_abs();
+        if abs < 10 {
+            out.push(b'0');
+        }
+        out.extend_from_slice(itoa::Buffer::new().format(abs).as_bytes());
+    }
+}
+
+/// Splits ryu's output into significant digits (no leading/trailing zeros) and the decimal
+/// point position, so that the value is `0.DIGITS * 10^pos`.
+fn shortest_digits(s: &str) -> (Vec<u8>, i32) {
+    let s = s.strip_prefix('-').unwrap_or(s);
+    let (mantissa, exp) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], s[i + 1..].parse::<i32>().unwrap_or(0)),
+        None => (s, 0),
+    };
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut digits: Vec<u8> = Vec::with_capacity(20);
+    digits.extend_from_slice(int_part.as_bytes());
+    digits.extend_from_slice(frac_part.as_bytes());
+    let mut point = int_part.len() as i32 + exp;
+    let lead = digits.iter().take_while(|&&d| d == b'0').count();
+    digits.drain(..lead);
+    point -= lead as i32;
+    while digits.last() == Some(&b'0') {
+        digits.pop();
+    }
+    if digits.is_empty() {
+        // Zero: Python prints "0.0".
+        return (vec![b'0'], 1);
+    }
+    (digits, point)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(v: f64) -> String {
+        let mut out = Vec::new();
+        write_f64(&mut out, v);
+        String::from_utf8(out).unwrap()
+    }
+
+    fn s(v: &str) -> String {
+        let mut out = Vec::new();
+        write_str(&mut out, v);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn floats_match_python_repr() {
+        let cases = [
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (1.0, "1.0"),
+            (0.0042, "0.0042"),
+            (0.95, "0.95"),
+            (1e-5, "1e-05"),
+            (0.0001, "0.0001"),
+            (1e16, "1e+16"),
+            (1234567890123456.0, "1234567890123456.0"),
+            (12345678901234567.0, "1.2345678901234568e+16"),
+            (1.5e300, "1.5e+300"),
+            (5e-324, "5e-324"),
+            (-2.5e-7, "-2.5e-07"),
+            (123.456, "123.456"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "Infinity"),
+            (f64::NEG_INFINITY, "-Infinity"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (100.0, "100.0"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(f(v), want, "repr of {v:e}");
+        }
+    }
+
+    #[test]
+    fn strings_match_ensure_ascii() {
+        assert_eq!(s("plain"), "\"plain\"");
+        assert_eq!(s("a\"b\\c"), "\"a\\\"b\\\\c\"");
+        assert_eq!(
+            s("\n\r\t\u{8}\u{c}\u{1}\u{7f}"),
+            "\"\\n\\r\\t\\b\\f\\u0001\\u007f\""
+        );
+        assert_eq!(s("é"), "\"\\u00e9\"");
+        assert_eq!(s("x😀y"), "\"x\\ud83d\\ude00y\"");
+        assert_eq!(s("ab\u{2028}\""), "\"ab\\u2028\\\"\"");
+    }
+}

@@ -5,3 +5,4 @@
 pub mod containment;
 pub mod json;
 pub mod recorder;
+pub mod value;

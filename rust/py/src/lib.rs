@@ -2,11 +2,17 @@
 
 use pyo3::prelude::*;
 
+mod bench_floor;
 mod containment;
+mod convert;
+mod errors;
+mod recorder;
 
 #[pymodule(gil_used = false)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    recorder::register(m)?;
+    bench_floor::register(m)?;
     containment::register(m)?;
     Ok(())
 }

@@ -1,11 +1,12 @@
-//! Counters and limits of one chain.
+//! Counters and limits of one chain, and the completion order of its calls.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use parking_lot::Mutex;
 
-use super::record::{Kind, Record, Status};
+use super::record::Status;
+use crate::recorder::ids::NodeId;
 
 /// Accumulated float costs (ten calls of 0.1) must still reach a ceiling of 1.0.
 pub const BUDGET_EPSILON: f64 = 1e-9;
@@ -28,13 +29,32 @@ impl Stop {
     pub fn code(self) -> u8 {
         self as u8
     }
+
+    /// The seed 003 §6 stop reason.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Stop::Aborted => "aborted",
+            Stop::Budget | Stop::Estimate => "budget_exceeded",
+            Stop::Steps => "step_limit_exceeded",
+            Stop::Retries => "retry_budget_exceeded",
+            Stop::Timeout => "timeout",
+        }
+    }
+
+    pub fn status(self) -> Status {
+        match self {
+            Stop::Aborted => Status::Aborted,
+            Stop::Timeout => Status::Timeout,
+            _ => Status::Halted,
+        }
+    }
 }
 
 /// How an admitted call ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Outcome {
     /// Completed; adds one step and its cost.
-    Success,
+    Success(f64),
     /// Failed and the caller may retry; consumes one unit of the retry budget.
     Retry,
     /// Failed or was stopped without consuming the retry budget.
@@ -50,20 +70,29 @@ pub struct Limits {
     pub timeout_ms: u64,
 }
 
+/// A finished call in completion order; the rest of its record lives in the graph node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Done {
+    pub node: NodeId,
+    pub status: Status,
+    /// False when the call had no operation name (the graph labels it "unnamed").
+    pub named: bool,
+}
+
 #[derive(Default)]
 struct Counters {
     steps: u64,
-    in_flight: u64,
     cost_usd: f64,
     retries: u64,
+    /// Admitted calls not yet closed; each holds a step reservation.
+    in_flight: u64,
     abort_reason: Option<String>,
-    records: Vec<Record>,
+    done: Vec<Done>,
 }
 
 pub struct Chain {
     limits: Limits,
     epoch: Instant,
-    wall_epoch_s: f64,
     aborted: AtomicBool,
     /// `Stop` code of the first cancellation (abort, timeout or budget), 0 while not cancelled.
     cancel_cause: AtomicU8,
@@ -77,18 +106,14 @@ pub struct CounterSnapshot {
     pub aborted: bool,
     pub abort_reason: Option<String>,
     pub elapsed_ms: f64,
+    pub records: usize,
 }
 
 impl Chain {
     pub fn new(limits: Limits) -> Chain {
-        let wall_epoch_s = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
         Chain {
             limits,
             epoch: Instant::now(),
-            wall_epoch_s,
             aborted: AtomicBool::new(false),
             cancel_cause: AtomicU8::new(0),
             counters: Mutex::new(Counters::default()),
@@ -103,11 +128,6 @@ impl Chain {
         u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// Unix time in seconds of a timestamp taken by `now_ns`.
-    pub fn wall_time(&self, ns: u64) -> f64 {
-        self.wall_epoch_s + ns as f64 / 1e9
-    }
-
     fn timed_out(&self, now_ns: u64) -> bool {
         if self.cancel_cause.load(Ordering::Acquire) == Stop::Timeout.code() {
             return true;
@@ -120,19 +140,19 @@ impl Chain {
         false
     }
 
-    /// Admits one call or names the first limit that refuses it. An admitted call holds a
-    /// step reservation until `leave`, so concurrent callers never overshoot `max_steps`.
-    /// Returns the call's start timestamp.
-    pub fn enter(&self, cost_estimate: f64) -> Result<u64, Stop> {
+    /// Admits a call (taking a step reservation until `leave`) or names the first limit that
+    /// refuses it, in the documented order.
+    pub fn admit(&self, cost_estimate: f64) -> Result<(), Stop> {
         if self.aborted.load(Ordering::Acquire) {
             return Err(Stop::Aborted);
         }
         let now = self.now_ns();
-        let mut c = self.counters.lock();
         let limits = &self.limits;
+        let mut c = self.counters.lock();
         if c.cost_usd + BUDGET_EPSILON >= limits.max_cost_usd {
             return Err(Stop::Budget);
         }
+        // In-flight calls hold a step reservation so concurrent callers never overshoot.
         if c.steps + c.in_flight >= limits.max_steps {
             return Err(Stop::Steps);
         }
@@ -146,43 +166,51 @@ impl Chain {
             return Err(Stop::Estimate);
         }
         c.in_flight += 1;
-        Ok(now)
+        Ok(())
     }
 
-    /// Closes an admitted call and records it. Returns the chain's retries used afterwards.
-    pub fn leave(&self, mut record: Record, outcome: Outcome) -> u64 {
-        record.end_ns = self.now_ns();
+    fn push(c: &mut Counters, done: Done) {
+        if c.done.len() < MAX_RECORDS {
+            c.done.push(done);
+        }
+    }
+
+    /// Records a call refused by `admit`.
+    pub fn record_refusal(&self, done: Done) {
+        Self::push(&mut self.counters.lock(), done);
+    }
+
+    /// Gives back the reservation of an admitted call that could not start.
+    pub fn release(&self) {
         let mut c = self.counters.lock();
         c.in_flight = c.in_flight.saturating_sub(1);
-        match outcome {
-            Outcome::Success => {
+    }
+
+    /// Closes an admitted call. Returns the chain's retries used afterwards.
+    pub fn leave(&self, node: NodeId, named: bool, outcome: Outcome) -> u64 {
+        let mut c = self.counters.lock();
+        c.in_flight = c.in_flight.saturating_sub(1);
+        let status = match outcome {
+            Outcome::Success(cost) => {
                 c.steps += 1;
-                c.cost_usd += record.cost_usd;
-                record.status = Status::Ok;
+                c.cost_usd += cost;
+                Status::Ok
             }
             Outcome::Retry => {
                 c.retries += 1;
-                record.retries += 1;
-                record.status = Status::Error;
+                Status::Error
             }
-            Outcome::Stopped(status) => record.status = status,
-        }
-        let retries = c.retries;
-        if c.records.len() < MAX_RECORDS {
-            c.records.push(record);
-        }
-        retries
-    }
-
-    /// Records a call refused before admission (it never held a reservation).
-    pub fn record_refusal(&self, mut record: Record) {
-        let now = self.now_ns();
-        record.start_ns = now;
-        record.end_ns = now;
-        let mut c = self.counters.lock();
-        if c.records.len() < MAX_RECORDS {
-            c.records.push(record);
-        }
+            Outcome::Stopped(status) => status,
+        };
+        Self::push(
+            &mut c,
+            Done {
+                node,
+                status,
+                named,
+            },
+        );
+        c.retries
     }
 
     /// Signals cancellation; only the first cause is kept. Returns whether this call set it.
@@ -228,40 +256,18 @@ impl Chain {
             aborted: self.aborted.load(Ordering::Acquire),
             abort_reason: c.abort_reason.clone(),
             elapsed_ms: self.epoch.elapsed().as_secs_f64() * 1000.0,
+            records: c.done.len(),
         }
     }
 
-    pub fn record_count(&self) -> usize {
-        self.counters.lock().records.len()
-    }
-
-    pub fn records(&self, start: usize, stop: usize) -> Vec<Record> {
+    pub fn done(&self, start: usize, stop: usize) -> Vec<Done> {
         let c = self.counters.lock();
-        let stop = stop.min(c.records.len());
+        let stop = stop.min(c.done.len());
         let start = start.min(stop);
-        c.records[start..stop].to_vec()
+        c.done[start..stop].to_vec()
     }
 
     pub fn in_flight(&self) -> u64 {
         self.counters.lock().in_flight
-    }
-
-    pub fn new_record(
-        node_id: String,
-        parent_id: Option<String>,
-        kind: Kind,
-        name: String,
-    ) -> Record {
-        Record {
-            node_id,
-            parent_id,
-            kind,
-            name,
-            start_ns: 0,
-            end_ns: 0,
-            status: Status::Halted,
-            cost_usd: 0.0,
-            retries: 0,
-        }
     }
 }

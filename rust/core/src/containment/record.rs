@@ -1,27 +1,7 @@
-//! One finished wrap call, kept in completion order.
+//! What a finished wrap call looks like from outside: its node joined with its outcome.
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Llm,
-    Tool,
-}
-
-impl Kind {
-    pub fn from_code(code: u8) -> Option<Kind> {
-        match code {
-            0 => Some(Kind::Llm),
-            1 => Some(Kind::Tool),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Llm => "llm",
-            Kind::Tool => "tool",
-        }
-    }
-}
+use crate::recorder::ids::NodeId;
+use crate::recorder::Kind;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
@@ -46,13 +26,15 @@ impl Status {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record {
-    pub node_id: String,
-    pub parent_id: Option<String>,
+    /// The call's node in the chain's graph.
+    pub node: NodeId,
+    /// The enclosing wrap call's node; None at the top level (child of the root).
+    pub parent: Option<NodeId>,
     pub kind: Kind,
     pub name: String,
-    /// Nanoseconds since the chain's epoch (monotonic clock).
-    pub start_ns: u64,
-    pub end_ns: u64,
+    /// Unix milliseconds, from the graph node.
+    pub start_ms: i64,
+    pub end_ms: Option<i64>,
     pub status: Status,
     pub cost_usd: f64,
     pub retries: u32,

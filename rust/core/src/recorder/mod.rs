@@ -1,1 +1,19 @@
-//! Call-graph recorder (seeds 000, 002).
+//! Call-graph recorder (seeds 000, 002): one node per LLM/tool/system call of an agent
+//! chain, a strict lifecycle, incremental aggregates and amplification metrics.
+
+pub mod aggregates;
+pub mod arena;
+pub mod divergence;
+pub mod error;
+pub mod events;
+pub mod graph;
+pub mod ids;
+pub mod intern;
+pub mod kind;
+pub mod node;
+pub mod snapshot_json;
+
+pub use aggregates::AggregatesView;
+pub use error::RecorderError;
+pub use graph::{Config, Graph};
+pub use kind::{Kind, Status};

@@ -1,0 +1,198 @@
+//! Loop and runaway detection: repeated (kind, name) signatures in a sliding window, and
+//! cost-rate / token-velocity spikes on completed calls. Each signal fires once per chain.
+
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashSet;
+
+use super::ids::NodeId;
+use super::intern::Sym;
+use super::kind::Kind;
+
+const WINDOW: usize = 8;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    Consecutive,
+    Frequency,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Consecutive => "consecutive",
+            Mode::Frequency => "frequency",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum DivergenceEvent {
+    Pattern {
+        mode: Mode,
+        kind: Kind,
+        name: Sym,
+        repeat_count: u64,
+    },
+    CostRate {
+        cost_rate: f64,
+        threshold: f64,
+        node: NodeId,
+    },
+    TokenVelocity {
+        token_velocity: f64,
+        threshold: f64,
+        node: NodeId,
+    },
+}
+
+#[derive(Default)]
+pub struct Divergence {
+    window: VecDeque<(Kind, Sym)>,
+    emitted: FxHashSet<(Kind, Sym, Mode)>,
+    cost_rate_fired: bool,
+    velocity_fired: bool,
+    pub pending: Vec<DivergenceEvent>,
+}
+
+impl Divergence {
+    pub fn emitted_count(&self) -> u64 {
+        self.emitted.len() as u64 + u64::from(self.cost_rate_fired) + u64::from(self.velocity_fired)
+    }
+
+    /// Records one dispatch of `(kind, name)`; at most one pattern event per call.
+    pub fn observe_dispatch(&mut self, kind: Kind, name: Sym) {
+        if self.window.len() == WINDOW {
+            self.window.pop_front();
+        }
+        self.window.push_back((kind, name));
+        let sig = (kind, name);
+        let consecutive = self.window.iter().rev().take_while(|&&s| s == sig).count();
+        let consec_threshold = kind.consecutive_threshold();
+        if consecutive >= consec_threshold {
+            if self.emitted.insert((kind, name, Mode::Consecutive)) {
+                self.pending.push(DivergenceEvent::Pattern {
+                    mode: Mode::Consecutive,
+                    kind,
+                    name,
+                    repeat_count: consecutive as u64,
+                });
+            }
+            // A consecutive burst is never also reported as a frequency pattern.
+            return;
+        }
+        let freq = self.window.iter().filter(|&&s| s == sig).count();
+        if freq >= kind.frequency_threshold() && self.emitted.insert((kind, name, Mode::Frequency))
+        {
+            self.pending.push(DivergenceEvent::Pattern {
+                mode: Mode::Frequency,
+                kind,
+                name,
+                repeat_count: freq as u64,
+            });
+        }
+    }
+
+    /// Checks a completed call's spend and output rates; `elapsed_ms` is at least 1.
+    pub fn observe_completion(
+        &mut self,
+        node: NodeId,
+        cost_usd: f64,
+        tokens_out: Option<u64>,
+        elapsed_ms: i64,
+        cost_rate_threshold: f64,
+        velocity_threshold: f64,
+    ) {
+        let elapsed = elapsed_ms as f64;
+        if cost_usd > 0.0 && !self.cost_rate_fired {
+            let cost_rate = cost_usd / elapsed * 1000.0;
+            if cost_rate > cost_rate_threshold {
+                self.cost_rate_fired = true;
+                self.pending.push(DivergenceEvent::CostRate {
+                    cost_rate,
+                    threshold: cost_rate_threshold,
+                    node,
+                });
+            }
+        }
+        if let Some(tokens) = tokens_out {
+            if elapsed_ms > 0 && !self.velocity_fired {
+                let token_velocity = tokens as f64 / elapsed * 1000.0;
+                if token_velocity > velocity_threshold {
+                    self.velocity_fired = true;
+                    self.pending.push(DivergenceEvent::TokenVelocity {
+                        token_velocity,
+                        threshold: velocity_threshold,
+                        node,
+                    });
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_repeated_three_times_fires_once() {
+        let mut d = Divergence::default();
+        for _ in 0..6 {
+            d.observe_dispatch(Kind::Tool, 7);
+        }
+        assert_eq!(
+            d.pending,
+            vec![DivergenceEvent::Pattern {
+                mode: Mode::Consecutive,
+                kind: Kind::Tool,
+                name: 7,
+                repeat_count: 3
+            }]
+        );
+        assert_eq!(d.emitted_count(), 1);
+    }
+
+    #[test]
+    fn alternating_tools_fire_by_frequency() {
+        let mut d = Divergence::default();
+        // A, A, B, …: never three in a row, but five A's within the window of eight.
+        for i in 0..12 {
+            d.observe_dispatch(Kind::Tool, u32::from(i % 3 == 2));
+        }
+        let modes: Vec<_> = d
+            .pending
+            .iter()
+            .map(|e| match e {
+                DivergenceEvent::Pattern {
+                    mode,
+                    name,
+                    repeat_count,
+                    ..
+                } => (*mode, *name, *repeat_count),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(modes, vec![(Mode::Frequency, 0, 5)]);
+    }
+
+    #[test]
+    fn system_nodes_never_fire() {
+        let mut d = Divergence::default();
+        for _ in 0..50 {
+            d.observe_dispatch(Kind::System, 1);
+        }
+        assert!(d.pending.is_empty());
+    }
+
+    #[test]
+    fn rates_fire_once_above_threshold() {
+        let mut d = Divergence::default();
+        d.observe_completion(3, 0.05, Some(100), 1000, 0.10, 500.0);
+        assert!(d.pending.is_empty());
+        d.observe_completion(4, 1.0, Some(1000), 1, 0.10, 500.0);
+        d.observe_completion(5, 1.0, Some(1000), 1, 0.10, 500.0);
+        assert_eq!(d.pending.len(), 2);
+        assert_eq!(d.emitted_count(), 2);
+    }
+}

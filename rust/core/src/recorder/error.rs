@@ -1,0 +1,67 @@
+//! Recorder errors. The bindings map each variant to the Python exception type the
+//! reference raises (KeyError, RuntimeError, ValueError).
+
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum RecorderError {
+    /// `mark_*` / `increment_retries` / `node` on an id that is not (or no longer) in the graph.
+    NodeNotFound(String),
+    /// `begin_node` under a parent that is not (or no longer) in the graph.
+    ParentNotFound(String),
+    RootExists(String),
+    /// A number argument that is NaN, infinite, negative or otherwise out of range.
+    InvalidNumber {
+        field: &'static str,
+        reason: String,
+    },
+}
+
+impl fmt::Display for RecorderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecorderError::NodeNotFound(id) => write!(f, "Node not found: '{id}'"),
+            RecorderError::ParentNotFound(id) => write!(f, "Parent node not found: '{id}'"),
+            RecorderError::RootExists(id) => write!(
+                f,
+                "Root node already exists: {id}. ExecutionGraph supports exactly one root per chain."
+            ),
+            RecorderError::InvalidNumber { field, reason } => write!(f, "{field} {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for RecorderError {}
+
+pub fn non_negative_finite(field: &'static str, v: f64) -> Result<f64, RecorderError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(RecorderError::InvalidNumber {
+            field,
+            reason: format!("must be a finite number >= 0; got {v}"),
+        })
+    }
+}
+
+pub fn positive_finite(field: &'static str, v: f64) -> Result<f64, RecorderError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(RecorderError::InvalidNumber {
+            field,
+            reason: format!("must be a positive finite float; got {v}"),
+        })
+    }
+}
+
+pub fn non_negative_int(field: &'static str, v: Option<i64>) -> Result<Option<u64>, RecorderError> {
+    match v {
+        None => Ok(None),
+        Some(n) if n >= 0 => Ok(Some(n as u64)),
+        Some(n) => Err(RecorderError::InvalidNumber {
+            field,
+            reason: format!("must be >= 0; got {n}"),
+        }),
+    }
+}

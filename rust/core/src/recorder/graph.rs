@@ -1,0 +1,478 @@
+//! The call graph of one agent chain: arena, lifecycle, aggregates, divergence and pruning
+//! behind one lock, with aggregates mirrored into atomics for lock-free reads.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use parking_lot::{Mutex, MutexGuard};
+
+use super::aggregates::{Aggregates, AggregatesView};
+use super::arena::Arena;
+use super::divergence::{Divergence, DivergenceEvent};
+use super::error::{non_negative_finite, non_negative_int, positive_finite, RecorderError};
+use super::events::{Finished, NodeEvent, Started};
+use super::ids::{id_string, parse_id, NodeId};
+use super::intern::{Interner, Sym};
+use super::kind::{Kind, Status};
+use super::node::Node;
+use crate::value::Value;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub cost_rate_threshold_usd_per_sec: f64,
+    pub token_velocity_threshold: f64,
+    /// 0 = unlimited.
+    pub max_nodes: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            cost_rate_threshold_usd_per_sec: 0.10,
+            token_velocity_threshold: 500.0,
+            max_nodes: 0,
+        }
+    }
+}
+
+pub struct State {
+    pub arena: Arena,
+    pub names: Interner,
+    pub root: Option<NodeId>,
+    counter: NodeId,
+    /// Terminal non-root nodes, oldest first; kept only when pruning is on.
+    evictable: BinaryHeap<Reverse<NodeId>>,
+    pub divergence: Divergence,
+}
+
+/// Runs a blocking wait. Embedders with a global interpreter lock pass a function that
+/// releases it around the call, so a thread waiting for the graph never stalls the thread
+/// that holds it.
+pub type BlockingSection = fn(&mut dyn FnMut());
+
+fn run_inline(f: &mut dyn FnMut()) {
+    f();
+}
+
+pub struct Graph {
+    chain_id: Box<str>,
+    config: Config,
+    state: Mutex<State>,
+    agg: Aggregates,
+    blocking: BlockingSection,
+}
+
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// The parts of a terminal transition that differ between success, fail and halt.
+struct Terminal<'a> {
+    status: Status,
+    cost_usd: f64,
+    tokens_in: Option<u64>,
+    tokens_out: Option<u64>,
+    error_class: Option<&'a str>,
+    stop_reason: Option<&'a str>,
+}
+
+impl Graph {
+    pub fn new(chain_id: impl Into<Box<str>>, config: Config) -> Result<Graph, RecorderError> {
+        positive_finite(
+            "cost_rate_threshold_usd_per_sec",
+            config.cost_rate_threshold_usd_per_sec,
+        )?;
+        positive_finite("token_velocity_threshold", config.token_velocity_threshold)?;
+        Ok(Graph {
+            chain_id: chain_id.into(),
+            config,
+            state: Mutex::new(State {
+                arena: Arena::default(),
+                names: Interner::default(),
+                root: None,
+                counter: 0,
+                evictable: BinaryHeap::new(),
+                divergence: Divergence::default(),
+            }),
+            agg: Aggregates::default(),
+            blocking: run_inline,
+        })
+    }
+
+    pub fn with_blocking_section(mut self, blocking: BlockingSection) -> Graph {
+        self.blocking = blocking;
+        self
+    }
+
+    /// Every access goes through here: uncontended it is one CAS, contended the wait runs
+    /// inside the embedder's blocking section.
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        if let Some(guard) = self.state.try_lock() {
+            return guard;
+        }
+        let mut guard = None;
+        (self.blocking)(&mut || guard = Some(self.state.lock()));
+        guard.expect("blocking section ran the wait")
+    }
+
+    pub fn chain_id(&self) -> &str {
+        &self.chain_id
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Lock-free.
+    pub fn aggregates(&self) -> AggregatesView {
+        self.agg.view()
+    }
+
+    /// Live node count; lock-free.
+    pub fn len(&self) -> usize {
+        self.agg.live_nodes() as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Nodes evicted by pruning since construction; lock-free.
+    pub fn pruned_count(&self) -> u64 {
+        self.agg.pruned()
+    }
+
+    pub fn root_id(&self) -> Option<NodeId> {
+        self.lock().root
+    }
+
+    pub fn create_root(
+        &self,
+        name: &str,
+        metadata: Option<Value>,
+    ) -> Result<NodeId, RecorderError> {
+        let mut st = self.lock();
+        if let Some(root) = st.root {
+            return Err(RecorderError::RootExists(id_string(root)));
+        }
+        self.make_room(&mut st, None);
+        let name = st.names.intern(name);
+        let id = self.insert(
+            &mut st,
+            0,
+            0,
+            Kind::System,
+            name,
+            None,
+            metadata,
+            Status::Created,
+        );
+        st.root = Some(id);
+        Ok(id)
+    }
+
+    /// Adds a child of `parent_id`; with `running`, also performs `mark_running` under the
+    /// same lock (one native call on the hot path).
+    #[allow(clippy::too_many_arguments)]
+    pub fn begin_node(
+        &self,
+        parent_id: &str,
+        kind: Kind,
+        name: &str,
+        model: Option<&str>,
+        metadata: Option<Value>,
+        running: bool,
+        want_start: bool,
+    ) -> Result<(NodeId, Option<Started>), RecorderError> {
+        let mut st = self.lock();
+        let parent = parse_id(parent_id).filter(|&p| st.arena.get(p).is_some());
+        let Some(parent) = parent else {
+            return Err(RecorderError::ParentNotFound(parent_id.to_owned()));
+        };
+        self.make_room(&mut st, Some(parent));
+        let depth = st.arena.get(parent).map_or(0, |p| p.depth) + 1;
+        let name = st.names.intern(name);
+        let model = model.map(|m| st.names.intern(m));
+        let status = if running {
+            Status::Running
+        } else {
+            Status::Created
+        };
+        let id = self.insert(&mut st, parent, depth, kind, name, model, metadata, status);
+        self.agg.raise_max_depth(depth);
+        let mut started = None;
+        if running {
+            st.divergence.observe_dispatch(kind, name);
+            self.agg
+                .set_divergence_emitted(st.divergence.emitted_count());
+            if want_start {
+                started = Some(Self::started(&st, id));
+            }
+        }
+        Ok((id, started))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn insert(
+        &self,
+        st: &mut State,
+        parent: NodeId,
+        depth: u32,
+        kind: Kind,
+        name: Sym,
+        model: Option<Sym>,
+        metadata: Option<Value>,
+        status: Status,
+    ) -> NodeId {
+        st.counter += 1;
+        let id = st.counter;
+        let metadata = metadata
+            .filter(|m| !matches!(m, Value::Dict(d) if d.is_empty()))
+            .map(Box::new);
+        st.arena.push(Node {
+            id,
+            parent,
+            start_ms: now_ms(),
+            end_ms: None,
+            cost_usd: 0.0,
+            tokens_in: None,
+            tokens_out: None,
+            stop_reason: None,
+            metadata,
+            name,
+            model,
+            error_class: None,
+            depth,
+            retries: 0,
+            kind,
+            status,
+            pruned: false,
+        });
+        self.agg.set_live_nodes(st.arena.len());
+        id
+    }
+
+    /// With `max_nodes` reached, evicts the oldest terminal node, never the root and never
+    /// the parent about to receive a child. If every node is in flight the graph grows past
+    /// the limit rather than block live work.
+    fn make_room(&self, st: &mut State, keep: Option<NodeId>) {
+        if self.config.max_nodes == 0 || st.arena.len() < self.config.max_nodes {
+            return;
+        }
+        let mut kept = None;
+        while let Some(Reverse(id)) = st.evictable.pop() {
+            if Some(id) == keep {
+                kept = Some(id);
+                continue;
+            }
+            st.arena.prune(id);
+            self.agg.add_pruned();
+            self.agg.set_live_nodes(st.arena.len());
+            break;
+        }
+        if let Some(id) = kept {
+            st.evictable.push(Reverse(id));
+        }
+    }
+
+    fn node_mut<'a>(st: &'a mut State, node_id: &str) -> Result<&'a mut Node, RecorderError> {
+        parse_id(node_id)
+            .and_then(|id| st.arena.get_mut(id))
+            .ok_or_else(|| RecorderError::NodeNotFound(node_id.to_owned()))
+    }
+
+    fn started(st: &State, id: NodeId) -> Started {
+        let node = st.arena.get(id).expect("node exists under the lock");
+        Started {
+            id,
+            name: st.names.resolve(node.name).to_owned(),
+            metadata: node.metadata.as_deref().cloned(),
+        }
+    }
+
+    /// `created → running`; every call (even a no-op) counts as a dispatch for divergence.
+    pub fn mark_running(
+        &self,
+        node_id: &str,
+        want_start: bool,
+    ) -> Result<Option<Started>, RecorderError> {
+        let mut st = self.lock();
+        let node = Self::node_mut(&mut st, node_id)?;
+        let transitioned = node.status == Status::Created;
+        if transitioned {
+            node.status = Status::Running;
+        }
+        let (id, kind, name) = (node.id, node.kind, node.name);
+        st.divergence.observe_dispatch(kind, name);
+        self.agg
+            .set_divergence_emitted(st.divergence.emitted_count());
+        Ok((transitioned && want_start).then(|| Self::started(&st, id)))
+    }
+
+    pub fn mark_success(
+        &self,
+        node_id: &str,
+        cost_usd: f64,
+        tokens_in: Option<i64>,
+        tokens_out: Option<i64>,
+        want_event: bool,
+    ) -> Result<Finished, RecorderError> {
+        let cost_usd = non_negative_finite("cost_usd", cost_usd)?;
+        let tokens_in = non_negative_int("tokens_in", tokens_in)?;
+        let tokens_out = non_negative_int("tokens_out", tokens_out)?;
+        let t = Terminal {
+            status: Status::Success,
+            cost_usd,
+            tokens_in,
+            tokens_out,
+            error_class: None,
+            stop_reason: None,
+        };
+        self.finish(node_id, t, want_event)
+    }
+
+    pub fn mark_failure(
+        &self,
+        node_id: &str,
+        error_class: &str,
+        stop_reason: Option<&str>,
+        want_event: bool,
+    ) -> Result<Finished, RecorderError> {
+        let t = Terminal {
+            status: Status::Fail,
+            cost_usd: 0.0,
+            tokens_in: None,
+            tokens_out: None,
+            error_class: Some(error_class),
+            stop_reason,
+        };
+        self.finish(node_id, t, want_event)
+    }
+
+    pub fn mark_halt(
+        &self,
+        node_id: &str,
+        stop_reason: Option<&str>,
+        want_event: bool,
+    ) -> Result<Finished, RecorderError> {
+        // An empty reason is as good as none: the node still says why it stopped.
+        let reason = stop_reason.filter(|r| !r.is_empty()).unwrap_or("halt");
+        let t = Terminal {
+            status: Status::Halt,
+            cost_usd: 0.0,
+            tokens_in: None,
+            tokens_out: None,
+            error_class: None,
+            stop_reason: Some(reason),
+        };
+        self.finish(node_id, t, want_event)
+    }
+
+    fn finish(
+        &self,
+        node_id: &str,
+        t: Terminal<'_>,
+        want_event: bool,
+    ) -> Result<Finished, RecorderError> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let error_class = t.error_class.map(|e| st.names.intern(e));
+        let node = Self::node_mut(st, node_id)?;
+        if node.status.is_terminal() {
+            return Ok(Finished::default());
+        }
+        let end = now_ms();
+        node.status = t.status;
+        node.end_ms = Some(end);
+        node.error_class = error_class;
+        node.stop_reason = t.stop_reason.map(Into::into);
+        if t.status == Status::Success {
+            node.cost_usd = t.cost_usd;
+            node.tokens_in = t.tokens_in;
+            node.tokens_out = t.tokens_out;
+        }
+        let (id, kind, retries) = (node.id, node.kind, node.retries);
+        let duration_ms = (end - node.start_ms).max(1);
+
+        self.agg.add_retries(u64::from(retries));
+        match kind {
+            Kind::Llm => self.agg.add_llm_call(),
+            Kind::Tool => self.agg.add_tool_call(),
+            _ => {}
+        }
+        if t.status == Status::Success {
+            self.agg.add_cost(t.cost_usd);
+            if let Some(n) = t.tokens_out {
+                self.agg.add_tokens_out(n);
+            }
+            st.divergence.observe_completion(
+                id,
+                t.cost_usd,
+                t.tokens_out,
+                duration_ms,
+                self.config.cost_rate_threshold_usd_per_sec,
+                self.config.token_velocity_threshold,
+            );
+            self.agg
+                .set_divergence_emitted(st.divergence.emitted_count());
+        }
+        if self.config.max_nodes > 0 && st.root != Some(id) {
+            st.evictable.push(Reverse(id));
+        }
+        let event = want_event.then(|| Self::event(st, id));
+        Ok(Finished {
+            applied: true,
+            duration_ms,
+            reason: t.stop_reason.map(Into::into),
+            event,
+        })
+    }
+
+    fn event(st: &State, id: NodeId) -> NodeEvent {
+        let n = st.arena.get(id).expect("node exists under the lock");
+        let name = |s: Option<Sym>| s.map(|s| st.names.resolve(s).to_owned());
+        NodeEvent {
+            id,
+            status: n.status,
+            kind: n.kind,
+            name: st.names.resolve(n.name).to_owned(),
+            cost_usd: n.cost_usd,
+            tokens_in: n.tokens_in,
+            tokens_out: n.tokens_out,
+            depth: n.depth,
+            elapsed_ms: n.end_ms.map(|e| (e - n.start_ms) as f64),
+            model: name(n.model),
+            error_class: name(n.error_class),
+            stop_reason: n.stop_reason.as_deref().map(Into::into),
+        }
+    }
+
+    pub fn increment_retries(&self, node_id: &str) -> Result<(), RecorderError> {
+        let mut st = self.lock();
+        let node = Self::node_mut(&mut st, node_id)?;
+        node.retries = node.retries.saturating_add(1);
+        Ok(())
+    }
+
+    /// Takes the pending divergence events, each with the signature name resolved.
+    pub fn drain_divergence_events(&self) -> Vec<(DivergenceEvent, Option<String>)> {
+        let mut st = self.lock();
+        let events = std::mem::take(&mut st.divergence.pending);
+        events
+            .into_iter()
+            .map(|e| {
+                let name = match &e {
+                    DivergenceEvent::Pattern { name, .. } => {
+                        Some(st.names.resolve(*name).to_owned())
+                    }
+                    _ => None,
+                };
+                (e, name)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,142 @@
+//! `snapshot()` encoded straight to JSON bytes, identical to `json.dumps(snapshot())`.
+
+use super::aggregates::AggregatesView;
+use super::graph::{now_ms, Graph};
+use super::ids::{format_id, NodeId};
+use super::node::Node;
+use crate::json::{write_f64, write_i64, write_str, write_u64};
+use crate::value::write_dict;
+
+fn write_id(out: &mut Vec<u8>, id: NodeId) {
+    out.push(b'"');
+    out.extend_from_slice(format_id(id, &mut [0; 24]).as_bytes());
+    out.push(b'"');
+}
+
+fn write_opt_u64(out: &mut Vec<u8>, v: Option<u64>) {
+    match v {
+        Some(v) => write_u64(out, v),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+fn write_opt_str(out: &mut Vec<u8>, v: Option<&str>) {
+    match v {
+        Some(v) => write_str(out, v),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// Appends the ten aggregate keys in the documented order.
+pub fn write_aggregates(out: &mut Vec<u8>, a: &AggregatesView) {
+    out.extend_from_slice(b"{\"total_cost_usd\": ");
+    write_f64(out, a.total_cost_usd);
+    out.extend_from_slice(b", \"total_llm_calls\": ");
+    write_u64(out, a.total_llm_calls);
+    out.extend_from_slice(b", \"total_tool_calls\": ");
+    write_u64(out, a.total_tool_calls);
+    out.extend_from_slice(b", \"total_retries\": ");
+    write_u64(out, a.total_retries);
+    out.extend_from_slice(b", \"max_depth\": ");
+    write_u64(out, u64::from(a.max_depth));
+    out.extend_from_slice(b", \"llm_calls_per_root\": ");
+    write_f64(out, a.llm_calls_per_root());
+    out.extend_from_slice(b", \"tool_calls_per_root\": ");
+    write_f64(out, a.tool_calls_per_root());
+    out.extend_from_slice(b", \"retries_per_root\": ");
+    write_f64(out, a.retries_per_root());
+    out.extend_from_slice(b", \"divergence_emitted_count\": ");
+    write_u64(out, a.divergence_emitted_count);
+    out.extend_from_slice(b", \"total_tokens_out\": ");
+    write_u64(out, a.total_tokens_out);
+    out.push(b'}');
+}
+
+impl Graph {
+    pub fn snapshot_json(&self) -> Vec<u8> {
+        let st = self.lock();
+        let mut out = Vec::with_capacity(256 + st.arena.len() * 360);
+        // Names repeat across nodes: escape each once.
+        let mut escaped: Vec<Option<Vec<u8>>> = vec![None; st.names.len()];
+        let mut sym = |out: &mut Vec<u8>, s: u32| {
+            let slot = &mut escaped[s as usize];
+            let bytes = slot.get_or_insert_with(|| {
+                let mut b = Vec::new();
+                write_str(&mut b, st.names.resolve(s));
+                b
+            });
+            out.extend_from_slice(bytes);
+        };
+        out.extend_from_slice(b"{\"chain_id\": ");
+        write_str(&mut out, self.chain_id());
+        out.extend_from_slice(b", \"root_id\": ");
+        match st.root {
+            Some(r) => write_id(&mut out, r),
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(b", \"nodes\": {");
+        for (i, n) in st.arena.iter().enumerate() {
+            if i > 0 {
+                out.extend_from_slice(b", ");
+            }
+            write_id(&mut out, n.id);
+            out.extend_from_slice(b": ");
+            write_node(&mut out, n, &mut sym);
+        }
+        out.extend_from_slice(b"}, \"aggregates\": ");
+        write_aggregates(&mut out, &self.aggregates());
+        out.extend_from_slice(b", \"snapshot_ts_ms\": ");
+        write_i64(&mut out, now_ms());
+        out.push(b'}');
+        out
+    }
+}
+
+fn write_node(out: &mut Vec<u8>, n: &Node, sym: &mut impl FnMut(&mut Vec<u8>, u32)) {
+    out.extend_from_slice(b"{\"node_id\": ");
+    write_id(out, n.id);
+    out.extend_from_slice(b", \"parent_id\": ");
+    match n.parent_id() {
+        Some(p) => write_id(out, p),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b", \"kind\": \"");
+    out.extend_from_slice(n.kind.as_str().as_bytes());
+    out.extend_from_slice(b"\", \"name\": ");
+    sym(out, n.name);
+    out.extend_from_slice(b", \"start_ts_ms\": ");
+    write_i64(out, n.start_ms);
+    out.extend_from_slice(b", \"end_ts_ms\": ");
+    match n.end_ms {
+        Some(e) => write_i64(out, e),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b", \"status\": \"");
+    out.extend_from_slice(n.status.as_str().as_bytes());
+    out.extend_from_slice(b"\", \"model\": ");
+    match n.model {
+        Some(m) => sym(out, m),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b", \"retries_used\": ");
+    write_u64(out, u64::from(n.retries));
+    out.extend_from_slice(b", \"cost_usd\": ");
+    write_f64(out, n.cost_usd);
+    out.extend_from_slice(b", \"tokens_in\": ");
+    write_opt_u64(out, n.tokens_in);
+    out.extend_from_slice(b", \"tokens_out\": ");
+    write_opt_u64(out, n.tokens_out);
+    out.extend_from_slice(b", \"stop_reason\": ");
+    write_opt_str(out, n.stop_reason.as_deref());
+    out.extend_from_slice(b", \"error_class\": ");
+    match n.error_class {
+        Some(e) => sym(out, e),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b", \"metadata\": ");
+    match n.metadata.as_deref() {
+        Some(m) => m.write_json(out),
+        None => write_dict(out, &[]),
+    }
+    out.push(b'}');
+}

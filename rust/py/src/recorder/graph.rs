@@ -1,0 +1,380 @@
+//! `ExecutionGraph`: the native class users import. Argument checks, hook dispatch and
+//! object creation only; the graph itself is `chainwarden_core::recorder::Graph`.
+
+use chainwarden_core::recorder::ids::parse_id;
+use chainwarden_core::recorder::{Config, Graph, Kind};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::{PyTraverseError, PyVisit};
+
+use super::hooks::{fire, notify, HookList};
+use super::node_event::NodeEvent;
+use super::snapshot::{self, id_str};
+use crate::convert::{metadata_to_py, number, opt_int};
+use crate::errors::recorder_err;
+
+/// Lets other threads run Python while this one waits for the graph lock.
+fn release_gil_while(f: &mut dyn FnMut()) {
+    // SAFETY: only called from methods entered with the GIL (or thread state) held, and
+    // `f` touches no Python objects.
+    unsafe {
+        let state = pyo3::ffi::PyEval_SaveThread();
+        f();
+        pyo3::ffi::PyEval_RestoreThread(state);
+    }
+}
+
+#[pyclass(
+    frozen,
+    subclass,
+    module = "chainwarden._core",
+    name = "ExecutionGraph"
+)]
+pub struct ExecutionGraph {
+    graph: Graph,
+    observers: HookList,
+    subscribers: HookList,
+}
+
+fn kind_arg(kind: &str) -> PyResult<Kind> {
+    Kind::parse(kind).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "kind must be one of 'llm', 'tool', 'system', 'memory_read', 'memory_write'; got {kind:?}"
+        ))
+    })
+}
+
+impl ExecutionGraph {
+    pub fn core(&self) -> &Graph {
+        &self.graph
+    }
+
+    fn after_finish(
+        &self,
+        py: Python<'_>,
+        node_id: &Bound<'_, PyString>,
+        finished: chainwarden_core::recorder::events::Finished,
+        observer_call: impl FnOnce(&Self, Python<'_>) -> PyResult<()>,
+    ) -> PyResult<()> {
+        if !finished.applied {
+            return Ok(());
+        }
+        let _ = node_id;
+        observer_call(self, py)?;
+        if let Some(event) = finished.event {
+            let event = Bound::new(py, NodeEvent::from_core(event, self.graph.chain_id()))?;
+            fire(py, &self.subscribers, event.as_any())?;
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl ExecutionGraph {
+    #[new]
+    #[pyo3(
+        signature = (chain_id=None, cost_rate_threshold_usd_per_sec=None, token_velocity_threshold=None, observers=None, max_nodes=None),
+        text_signature = "(chain_id=None, cost_rate_threshold_usd_per_sec=0.1, token_velocity_threshold=500.0, observers=None, max_nodes=0)"
+    )]
+    fn new(
+        py: Python<'_>,
+        chain_id: Option<String>,
+        cost_rate_threshold_usd_per_sec: Option<&Bound<'_, PyAny>>,
+        token_velocity_threshold: Option<&Bound<'_, PyAny>>,
+        observers: Option<&Bound<'_, PyAny>>,
+        max_nodes: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let defaults = Config::default();
+        let threshold = |v: Option<&Bound<'_, PyAny>>, field, default| {
+            v.map_or(Ok(default), |v| number(v, field))
+        };
+        let max_nodes = opt_int(max_nodes, "max_nodes")?.unwrap_or(0);
+        if max_nodes < 0 {
+            return Err(PyValueError::new_err(format!(
+                "max_nodes must be >= 0 (0 = unlimited); got {max_nodes}"
+            )));
+        }
+        let config = Config {
+            cost_rate_threshold_usd_per_sec: threshold(
+                cost_rate_threshold_usd_per_sec,
+                "cost_rate_threshold_usd_per_sec",
+                defaults.cost_rate_threshold_usd_per_sec,
+            )?,
+            token_velocity_threshold: threshold(
+                token_velocity_threshold,
+                "token_velocity_threshold",
+                defaults.token_velocity_threshold,
+            )?,
+            max_nodes: max_nodes as usize,
+        };
+        let chain_id = match chain_id.filter(|c| !c.is_empty()) {
+            Some(c) => c,
+            None => py.import("uuid")?.call_method0("uuid4")?.str()?.to_string(),
+        };
+        let graph = Graph::new(chain_id, config)
+            .map_err(recorder_err)?
+            .with_blocking_section(release_gil_while);
+        let observers = match observers.filter(|o| !o.is_none()) {
+            None => Vec::new(),
+            Some(o) => o
+                .try_iter()?
+                .map(|x| x.map(Bound::unbind))
+                .collect::<PyResult<_>>()?,
+        };
+        Ok(ExecutionGraph {
+            graph,
+            observers: HookList::from_vec(observers),
+            subscribers: HookList::default(),
+        })
+    }
+
+    #[getter]
+    fn chain_id(&self) -> &str {
+        self.graph.chain_id()
+    }
+
+    #[getter]
+    fn root_id<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyString>> {
+        self.graph.root_id().map(|r| id_str(py, r))
+    }
+
+    #[getter]
+    fn max_nodes(&self) -> usize {
+        self.graph.config().max_nodes
+    }
+
+    #[getter]
+    fn pruned_count(&self) -> u64 {
+        self.graph.pruned_count()
+    }
+
+    fn __len__(&self) -> usize {
+        self.graph.len()
+    }
+
+    fn add_observer(&self, py: Python<'_>, observer: &Bound<'_, PyAny>) {
+        self.observers.add(py, observer);
+    }
+
+    fn remove_observer(&self, py: Python<'_>, observer: &Bound<'_, PyAny>) {
+        self.observers.remove(py, observer);
+    }
+
+    fn add_subscriber(&self, py: Python<'_>, callback: &Bound<'_, PyAny>) -> PyResult<()> {
+        if !callback.is_callable() {
+            return Err(PyTypeError::new_err("subscriber must be callable"));
+        }
+        self.subscribers.add(py, callback);
+        Ok(())
+    }
+
+    fn remove_subscriber(&self, py: Python<'_>, callback: &Bound<'_, PyAny>) {
+        self.subscribers.remove(py, callback);
+    }
+
+    #[pyo3(signature = (name, metadata=None))]
+    fn create_root<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        metadata: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyString>> {
+        let meta = crate::convert::metadata(metadata)?;
+        let id = self.graph.create_root(name, meta).map_err(recorder_err)?;
+        Ok(id_str(py, id))
+    }
+
+    #[pyo3(signature = (parent_id, kind, name, model=None, metadata=None, *, running=false))]
+    fn begin_node<'py>(
+        &self,
+        py: Python<'py>,
+        parent_id: &str,
+        kind: &str,
+        name: &str,
+        model: Option<&str>,
+        metadata: Option<&Bound<'py, PyAny>>,
+        running: bool,
+    ) -> PyResult<Bound<'py, PyString>> {
+        let kind = kind_arg(kind)?;
+        let meta = crate::convert::metadata(metadata)?;
+        let want_start = running && self.observers.any();
+        let (id, started) = self
+            .graph
+            .begin_node(parent_id, kind, name, model, meta, running, want_start)
+            .map_err(recorder_err)?;
+        let node_id = id_str(py, id);
+        if let Some(s) = started {
+            notify(py, &self.observers, "on_node_start", || {
+                (
+                    node_id.clone(),
+                    s.name.as_str(),
+                    metadata_to_py(py, s.metadata.as_ref())?,
+                )
+                    .into_pyobject(py)
+            })?;
+        }
+        Ok(node_id)
+    }
+
+    fn mark_running(&self, py: Python<'_>, node_id: &Bound<'_, PyString>) -> PyResult<()> {
+        let want_start = self.observers.any();
+        let started = self
+            .graph
+            .mark_running(node_id.to_str()?, want_start)
+            .map_err(recorder_err)?;
+        if let Some(s) = started {
+            notify(py, &self.observers, "on_node_start", || {
+                (
+                    node_id,
+                    s.name.as_str(),
+                    metadata_to_py(py, s.metadata.as_ref())?,
+                )
+                    .into_pyobject(py)
+            })?;
+        }
+        Ok(())
+    }
+
+    #[pyo3(signature = (node_id, cost_usd, tokens_in=None, tokens_out=None))]
+    fn mark_success(
+        &self,
+        py: Python<'_>,
+        node_id: &Bound<'_, PyString>,
+        cost_usd: &Bound<'_, PyAny>,
+        tokens_in: Option<&Bound<'_, PyAny>>,
+        tokens_out: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let cost = number(cost_usd, "cost_usd")?;
+        let tokens_in = opt_int(tokens_in, "tokens_in")?;
+        let tokens_out = opt_int(tokens_out, "tokens_out")?;
+        let finished = self
+            .graph
+            .mark_success(
+                node_id.to_str()?,
+                cost,
+                tokens_in,
+                tokens_out,
+                self.subscribers.any(),
+            )
+            .map_err(recorder_err)?;
+        let duration = finished.duration_ms as f64;
+        self.after_finish(py, node_id, finished, |s, py| {
+            notify(py, &s.observers, "on_node_complete", || {
+                (node_id, cost, duration).into_pyobject(py)
+            })
+        })
+    }
+
+    #[pyo3(signature = (node_id, error_class, stop_reason=None))]
+    fn mark_failure(
+        &self,
+        py: Python<'_>,
+        node_id: &Bound<'_, PyString>,
+        error_class: &str,
+        stop_reason: Option<&str>,
+    ) -> PyResult<()> {
+        let finished = self
+            .graph
+            .mark_failure(
+                node_id.to_str()?,
+                error_class,
+                stop_reason,
+                self.subscribers.any(),
+            )
+            .map_err(recorder_err)?;
+        self.after_finish(py, node_id, finished, |s, py| {
+            notify(py, &s.observers, "on_node_failed", || {
+                (node_id, error_class).into_pyobject(py)
+            })
+        })
+    }
+
+    #[pyo3(signature = (node_id, stop_reason=None))]
+    fn mark_halt(
+        &self,
+        py: Python<'_>,
+        node_id: &Bound<'_, PyString>,
+        stop_reason: Option<&str>,
+    ) -> PyResult<()> {
+        let finished = self
+            .graph
+            .mark_halt(node_id.to_str()?, stop_reason, self.subscribers.any())
+            .map_err(recorder_err)?;
+        let reason = finished.reason.clone().unwrap_or_default();
+        self.after_finish(py, node_id, finished, |s, py| {
+            notify(py, &s.observers, "on_node_failed", || {
+                (node_id, reason.as_str()).into_pyobject(py)
+            })?;
+            notify(py, &s.observers, "on_decision", || {
+                (node_id, "HALT", reason.as_str()).into_pyobject(py)
+            })
+        })
+    }
+
+    fn increment_retries(&self, node_id: &str) -> PyResult<()> {
+        self.graph.increment_retries(node_id).map_err(recorder_err)
+    }
+
+    fn drain_divergence_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        snapshot::divergence_events(
+            py,
+            self.graph.chain_id(),
+            self.graph.drain_divergence_events(),
+        )
+    }
+
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        snapshot::snapshot(py, &self.graph)
+    }
+
+    /// The snapshot as JSON bytes, identical to `json.dumps(self.snapshot())`.
+    fn snapshot_json<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let bytes = self.graph.snapshot_json();
+        PyBytes::new(py, &bytes)
+    }
+
+    /// The aggregate counters only, read without taking the graph lock.
+    fn aggregates<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        snapshot::aggregates(py, &self.graph.aggregates())
+    }
+
+    /// One node's fields, as in `snapshot()["nodes"][node_id]`.
+    fn node<'py>(&self, py: Python<'py>, node_id: &str) -> PyResult<Bound<'py, PyDict>> {
+        snapshot::node(py, &self.graph, parse_id(node_id))?.ok_or_else(|| {
+            recorder_err(chainwarden_core::recorder::RecorderError::NodeNotFound(
+                node_id.to_owned(),
+            ))
+        })
+    }
+
+    fn __contains__(&self, node_id: &Bound<'_, PyAny>) -> bool {
+        node_id
+            .cast::<PyString>()
+            .ok()
+            .and_then(|s| s.to_str().ok().and_then(parse_id))
+            .is_some_and(|id| self.graph.lock().arena.get(id).is_some())
+    }
+
+    fn __repr__(&self) -> String {
+        let a = self.graph.aggregates();
+        format!(
+            "<ExecutionGraph chain_id={:?} nodes={} llm_calls={} tool_calls={} cost_usd={}>",
+            self.graph.chain_id(),
+            self.graph.len(),
+            a.total_llm_calls,
+            a.total_tool_calls,
+            a.total_cost_usd
+        )
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        self.observers.traverse(&visit)?;
+        self.subscribers.traverse(&visit)
+    }
+
+    fn __clear__(&self) {
+        self.observers.clear();
+        self.subscribers.clear();
+    }
+}

@@ -1,0 +1,14 @@
+//! Bindings for the call-graph recorder.
+
+mod graph;
+mod hooks;
+mod node_event;
+mod snapshot;
+
+use pyo3::prelude::*;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<graph::ExecutionGraph>()?;
+    m.add_class::<node_event::NodeEvent>()?;
+    Ok(())
+}
