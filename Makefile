@@ -38,7 +38,10 @@ lint: build
 	$(VENV)/bin/python -m mypy.stubtest chainwarden._core --allowlist .stubtest-allowlist
 
 bench: build
-	$(VENV)/bin/pytest benches --benchmark-only --benchmark-columns=min,median,mean,rounds -q -p no:randomly
+	mkdir -p .benchmarks
+	$(VENV)/bin/pytest benches -q --benchmark-only --benchmark-columns=min,median,rounds \
+		--benchmark-json=.benchmarks/latest.json $(BENCH_ARGS)
+	$(PY) benches/report.py .benchmarks/latest.json
 
 clean:
 	cargo clean

@@ -2,6 +2,7 @@
 //!
 //! Nothing here knows about Python; `rust/py` translates at the edge.
 
+pub mod clock;
 pub mod containment;
 pub mod json;
 pub mod recorder;

@@ -128,12 +128,13 @@ impl Chain {
         u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    fn timed_out(&self, now_ns: u64) -> bool {
+    /// Reads the clock only when the chain has a timeout: most chains do not pay for it.
+    fn timed_out(&self) -> bool {
         if self.cancel_cause.load(Ordering::Acquire) == Stop::Timeout.code() {
             return true;
         }
         let limit = self.limits.timeout_ms;
-        if limit > 0 && now_ns / 1_000_000 >= limit {
+        if limit > 0 && self.now_ns() / 1_000_000 >= limit {
             self.cancel(Stop::Timeout);
             return true;
         }
@@ -146,7 +147,6 @@ impl Chain {
         if self.aborted.load(Ordering::Acquire) {
             return Err(Stop::Aborted);
         }
-        let now = self.now_ns();
         let limits = &self.limits;
         let mut c = self.counters.lock();
         if c.cost_usd + BUDGET_EPSILON >= limits.max_cost_usd {
@@ -159,7 +159,7 @@ impl Chain {
         if c.retries >= limits.max_retries_total {
             return Err(Stop::Retries);
         }
-        if self.timed_out(now) {
+        if self.timed_out() {
             return Err(Stop::Timeout);
         }
         if cost_estimate > 0.0 && c.cost_usd + cost_estimate > limits.max_cost_usd {

@@ -1,14 +1,20 @@
-//! Node storage indexed by id. Ids are dense and increasing, so a deque offset by the
-//! oldest live id gives O(1) lookup, and pruned nodes at the front release their memory.
-
-use std::collections::VecDeque;
+//! Node storage indexed by id. Ids are dense and increasing, so fixed-size chunks offset by
+//! the oldest live chunk give O(1) lookup; growth never moves existing nodes, and chunks
+//! whose nodes were all pruned are released.
 
 use super::ids::NodeId;
 use super::node::Node;
 
+const CHUNK: usize = 4096;
+
+struct Chunk {
+    nodes: Vec<Node>,
+    pruned: usize,
+}
+
 pub struct Arena {
-    slots: VecDeque<Node>,
-    /// Id held by `slots[0]`.
+    chunks: Vec<Chunk>,
+    /// Id held by `chunks[0].nodes[0]`.
     base: NodeId,
     live: usize,
 }
@@ -16,7 +22,7 @@ pub struct Arena {
 impl Default for Arena {
     fn default() -> Self {
         Arena {
-            slots: VecDeque::new(),
+            chunks: Vec::new(),
             base: 1,
             live: 0,
         }
@@ -25,36 +31,63 @@ impl Default for Arena {
 
 impl Arena {
     pub fn push(&mut self, node: Node) {
-        debug_assert_eq!(node.id, self.base + self.slots.len() as NodeId);
-        self.slots.push_back(node);
+        if self.chunks.last().is_none_or(|c| c.nodes.len() == CHUNK) {
+            self.chunks.push(Chunk {
+                nodes: Vec::with_capacity(CHUNK),
+                pruned: 0,
+            });
+        }
+        let full_chunks = self.chunks.len() - 1;
+        let chunk = self
+            .chunks
+            .last_mut()
+            .expect("a chunk with room was just ensured");
+        debug_assert_eq!(
+            node.id,
+            self.base + (full_chunks * CHUNK + chunk.nodes.len()) as NodeId
+        );
+        chunk.nodes.push(node);
         self.live += 1;
     }
 
-    fn index(&self, id: NodeId) -> Option<usize> {
+    fn slot(&self, id: NodeId) -> Option<(usize, usize)> {
         let i = id.checked_sub(self.base)? as usize;
-        (i < self.slots.len()).then_some(i)
+        Some((i / CHUNK, i % CHUNK))
     }
 
     pub fn get(&self, id: NodeId) -> Option<&Node> {
-        self.index(id).map(|i| &self.slots[i]).filter(|n| !n.pruned)
+        let (c, i) = self.slot(id)?;
+        self.chunks.get(c)?.nodes.get(i).filter(|n| !n.pruned)
     }
 
     pub fn get_mut(&mut self, id: NodeId) -> Option<&mut Node> {
-        let i = self.index(id)?;
-        Some(&mut self.slots[i]).filter(|n| !n.pruned)
+        let (c, i) = self.slot(id)?;
+        self.chunks
+            .get_mut(c)?
+            .nodes
+            .get_mut(i)
+            .filter(|n| !n.pruned)
     }
 
-    /// Evicts a node. Its slot is reclaimed once every older slot is gone too.
+    /// Evicts a node; its chunk is released once every node in it is gone.
     pub fn prune(&mut self, id: NodeId) {
-        if let Some(node) = self.get_mut(id) {
-            node.pruned = true;
-            node.metadata = None;
-            node.stop_reason = None;
-            self.live -= 1;
-        }
-        while self.slots.front().is_some_and(|n| n.pruned) {
-            self.slots.pop_front();
-            self.base += 1;
+        let Some((c, i)) = self.slot(id) else { return };
+        let Some(chunk) = self.chunks.get_mut(c) else {
+            return;
+        };
+        let Some(node) = chunk.nodes.get_mut(i).filter(|n| !n.pruned) else {
+            return;
+        };
+        node.pruned = true;
+        node.metadata = None;
+        node.stop_reason = None;
+        chunk.pruned += 1;
+        self.live -= 1;
+        let released = self.chunks.iter().take_while(|c| c.pruned == CHUNK).count();
+        if released > 0 {
+            // Moves only chunk headers, and only once per CHUNK evictions.
+            self.chunks.drain(..released);
+            self.base += (released * CHUNK) as NodeId;
         }
     }
 
@@ -68,6 +101,61 @@ impl Arena {
 
     /// Live nodes in creation order.
     pub fn iter(&self) -> impl Iterator<Item = &Node> {
-        self.slots.iter().filter(|n| !n.pruned)
+        self.chunks
+            .iter()
+            .flat_map(|c| c.nodes.iter())
+            .filter(|n| !n.pruned)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recorder::kind::{Kind, Status};
+
+    fn node(id: NodeId) -> Node {
+        Node {
+            id,
+            parent: 0,
+            start_ms: 0,
+            end_ms: None,
+            cost_usd: 0.0,
+            tokens_in: None,
+            tokens_out: None,
+            stop_reason: None,
+            metadata: None,
+            name: 0,
+            model: None,
+            error_class: None,
+            depth: 0,
+            retries: 0,
+            kind: Kind::Tool,
+            status: Status::Success,
+            pruned: false,
+        }
+    }
+
+    #[test]
+    fn fully_pruned_front_chunks_are_released() {
+        let mut a = Arena::default();
+        let total = CHUNK as NodeId * 2 + 10;
+        for id in 1..=total {
+            a.push(node(id));
+        }
+        for id in 1..=CHUNK as NodeId {
+            a.prune(id);
+        }
+        assert_eq!(a.chunks.len(), 2);
+        assert_eq!(a.len(), CHUNK + 10);
+        assert!(a.get(1).is_none());
+        assert_eq!(
+            a.get(CHUNK as NodeId + 1).map(|n| n.id),
+            Some(CHUNK as NodeId + 1)
+        );
+        assert_eq!(a.get(total).map(|n| n.id), Some(total));
+        assert!(a.get(total + 1).is_none());
+        a.push(node(total + 1));
+        assert_eq!(a.iter().count(), CHUNK + 11);
+        assert_eq!(a.iter().next().map(|n| n.id), Some(CHUNK as NodeId + 1));
     }
 }

@@ -1,8 +1,6 @@
 //! Loop and runaway detection: repeated (kind, name) signatures in a sliding window, and
 //! cost-rate / token-velocity spikes on completed calls. Each signal fires once per chain.
 
-use std::collections::VecDeque;
-
 use rustc_hash::FxHashSet;
 
 use super::ids::NodeId;
@@ -46,9 +44,44 @@ pub enum DivergenceEvent {
     },
 }
 
+/// The last WINDOW dispatch signatures, oldest first from `head`.
+struct Window {
+    sigs: [(Kind, Sym); WINDOW],
+    len: usize,
+    head: usize,
+}
+
+impl Default for Window {
+    fn default() -> Self {
+        // Slots beyond `len` are never read.
+        Window {
+            sigs: [(Kind::System, 0); WINDOW],
+            len: 0,
+            head: 0,
+        }
+    }
+}
+
+impl Window {
+    fn push(&mut self, sig: (Kind, Sym)) {
+        let slot = (self.head + self.len) % WINDOW;
+        self.sigs[slot] = sig;
+        if self.len == WINDOW {
+            self.head = (self.head + 1) % WINDOW;
+        } else {
+            self.len += 1;
+        }
+    }
+
+    /// Newest first.
+    fn iter_rev(&self) -> impl Iterator<Item = (Kind, Sym)> + '_ {
+        (0..self.len).map(move |i| self.sigs[(self.head + self.len - 1 - i) % WINDOW])
+    }
+}
+
 #[derive(Default)]
 pub struct Divergence {
-    window: VecDeque<(Kind, Sym)>,
+    window: Window,
     emitted: FxHashSet<(Kind, Sym, Mode)>,
     cost_rate_fired: bool,
     velocity_fired: bool,
@@ -62,15 +95,16 @@ impl Divergence {
 
     /// Records one dispatch of `(kind, name)`; at most one pattern event per call.
     pub fn observe_dispatch(&mut self, kind: Kind, name: Sym) {
-        if self.window.len() == WINDOW {
-            self.window.pop_front();
-        }
-        self.window.push_back((kind, name));
         let sig = (kind, name);
-        let consecutive = self.window.iter().rev().take_while(|&&s| s == sig).count();
+        self.window.push(sig);
+        let consecutive = self.window.iter_rev().take_while(|&s| s == sig).count();
         let consec_threshold = kind.consecutive_threshold();
         if consecutive >= consec_threshold {
-            if self.emitted.insert((kind, name, Mode::Consecutive)) {
+            // The trailing run grows one step at a time, so it can only newly qualify at
+            // exactly the threshold; past it the signature has already been reported.
+            if consecutive == consec_threshold
+                && self.emitted.insert((kind, name, Mode::Consecutive))
+            {
                 self.pending.push(DivergenceEvent::Pattern {
                     mode: Mode::Consecutive,
                     kind,
@@ -81,7 +115,7 @@ impl Divergence {
             // A consecutive burst is never also reported as a frequency pattern.
             return;
         }
-        let freq = self.window.iter().filter(|&&s| s == sig).count();
+        let freq = self.window.iter_rev().filter(|&s| s == sig).count();
         if freq >= kind.frequency_threshold() && self.emitted.insert((kind, name, Mode::Frequency))
         {
             self.pending.push(DivergenceEvent::Pattern {

@@ -39,6 +39,7 @@ pub struct Finished {
     pub duration_ms: i64,
     /// The stop reason recorded (halt defaults to "halt").
     pub reason: Option<String>,
-    /// Present only when the caller asked for it.
-    pub event: Option<NodeEvent>,
+    /// Present only when the caller asked for it; boxed so the common no-subscriber
+    /// result stays a few words wide.
+    pub event: Option<Box<NodeEvent>>,
 }

@@ -3,7 +3,6 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::{Mutex, MutexGuard};
 
@@ -63,12 +62,7 @@ pub struct Graph {
     blocking: BlockingSection,
 }
 
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+pub use crate::clock::now_ms;
 
 /// The parts of a terminal transition that differ between success, fail and halt.
 struct Terminal<'a> {
@@ -187,7 +181,7 @@ impl Graph {
         metadata: Option<Value>,
         running: bool,
         want_start: bool,
-    ) -> Result<(NodeId, Option<Started>), RecorderError> {
+    ) -> Result<(NodeId, Option<Box<Started>>), RecorderError> {
         let mut st = self.lock();
         let parent = parse_id(parent_id).filter(|&p| st.arena.get(p).is_some());
         let Some(parent) = parent else {
@@ -285,13 +279,13 @@ impl Graph {
             .ok_or_else(|| RecorderError::NodeNotFound(node_id.to_owned()))
     }
 
-    fn started(st: &State, id: NodeId) -> Started {
+    fn started(st: &State, id: NodeId) -> Box<Started> {
         let node = st.arena.get(id).expect("node exists under the lock");
-        Started {
+        Box::new(Started {
             id,
             name: st.names.resolve(node.name).to_owned(),
             metadata: node.metadata.as_deref().cloned(),
-        }
+        })
     }
 
     /// `created → running`; every call (even a no-op) counts as a dispatch for divergence.
@@ -299,7 +293,7 @@ impl Graph {
         &self,
         node_id: &str,
         want_start: bool,
-    ) -> Result<Option<Started>, RecorderError> {
+    ) -> Result<Option<Box<Started>>, RecorderError> {
         let mut st = self.lock();
         let node = Self::node_mut(&mut st, node_id)?;
         let transitioned = node.status == Status::Created;
@@ -423,7 +417,7 @@ impl Graph {
         if self.config.max_nodes > 0 && st.root != Some(id) {
             st.evictable.push(Reverse(id));
         }
-        let event = want_event.then(|| Self::event(st, id));
+        let event = want_event.then(|| Box::new(Self::event(st, id)));
         Ok(Finished {
             applied: true,
             duration_ms,

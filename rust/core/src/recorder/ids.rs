@@ -2,8 +2,8 @@
 
 pub type NodeId = u64;
 
-/// Formats `id` into `buf` and returns the text; no allocation on the hot path.
-pub fn format_id(id: NodeId, buf: &mut [u8; 24]) -> &str {
+/// Formats `id` into `buf` and returns the ASCII bytes; no allocation on the hot path.
+pub fn format_id_bytes(id: NodeId, buf: &mut [u8; 24]) -> &[u8] {
     let mut digits = itoa::Buffer::new();
     let d = digits.format(id).as_bytes();
     let pad = 6usize.saturating_sub(d.len());
@@ -11,8 +11,12 @@ pub fn format_id(id: NodeId, buf: &mut [u8; 24]) -> &str {
     buf[1..1 + pad].fill(b'0');
     buf[1 + pad..1 + pad + d.len()].copy_from_slice(d);
     let len = 1 + pad + d.len();
-    // Only ASCII was written.
-    std::str::from_utf8(&buf[..len]).unwrap_or_default()
+    &buf[..len]
+}
+
+pub fn format_id(id: NodeId, buf: &mut [u8; 24]) -> &str {
+    // Only ASCII digits and 'n' were written.
+    std::str::from_utf8(format_id_bytes(id, buf)).unwrap_or_default()
 }
 
 pub fn id_string(id: NodeId) -> String {
@@ -22,6 +26,18 @@ pub fn id_string(id: NodeId) -> String {
 /// Parses an id produced by [`format_id`]; any other spelling (`n1`, `n0000001`) is unknown.
 pub fn parse_id(s: &str) -> Option<NodeId> {
     let b = s.as_bytes();
+    // Hot path: every id below a million has exactly this shape.
+    if b.len() == 7 && b[0] == b'n' {
+        let mut v: u64 = 0;
+        for &c in &b[1..] {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            v = v * 10 + u64::from(d);
+        }
+        return (v > 0).then_some(v);
+    }
     if b.len() < 7 || b.len() > 21 || b[0] != b'n' {
         return None;
     }

@@ -17,3 +17,6 @@ pub use aggregates::AggregatesView;
 pub use error::RecorderError;
 pub use graph::{Config, Graph};
 pub use kind::{Kind, Status};
+
+#[cfg(test)]
+mod tests;

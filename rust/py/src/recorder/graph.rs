@@ -63,7 +63,7 @@ impl ExecutionGraph {
         let _ = node_id;
         observer_call(self, py)?;
         if let Some(event) = finished.event {
-            let event = Bound::new(py, NodeEvent::from_core(event, self.graph.chain_id()))?;
+            let event = Bound::new(py, NodeEvent::from_core(*event, self.graph.chain_id()))?;
             fire(py, &self.subscribers, event.as_any())?;
         }
         Ok(())

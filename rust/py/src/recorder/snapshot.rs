@@ -3,9 +3,10 @@
 
 use chainwarden_core::recorder::divergence::DivergenceEvent;
 use chainwarden_core::recorder::graph::{now_ms, Graph, State};
-use chainwarden_core::recorder::ids::{format_id, NodeId};
+use chainwarden_core::recorder::ids::{format_id, format_id_bytes, NodeId};
 use chainwarden_core::recorder::node::Node;
 use chainwarden_core::recorder::{AggregatesView, Kind, Status};
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString};
@@ -14,6 +15,8 @@ use crate::convert::metadata_to_py;
 
 struct Keys {
     node: [Py<PyString>; 15],
+    /// Every node key mapped to None: copying it gives a dict already sized and keyed.
+    template: Py<PyDict>,
     kinds: [Py<PyString>; 5],
     statuses: [Py<PyString>; 5],
 }
@@ -39,15 +42,39 @@ const NODE_KEYS: [&str; 15] = [
 static KEYS: PyOnceLock<Keys> = PyOnceLock::new();
 
 fn keys(py: Python<'_>) -> &Keys {
-    KEYS.get_or_init(py, || Keys {
-        node: NODE_KEYS.map(|k| PyString::intern(py, k).unbind()),
-        kinds: Kind::ALL.map(|k| PyString::intern(py, k.as_str()).unbind()),
-        statuses: Status::ALL.map(|s| PyString::intern(py, s.as_str()).unbind()),
+    KEYS.get_or_init(py, || {
+        let node = NODE_KEYS.map(|k| PyString::intern(py, k).unbind());
+        let template = PyDict::new(py);
+        for k in &node {
+            template
+                .set_item(k.bind(py), py.None())
+                .expect("str keys always insert");
+        }
+        Keys {
+            node,
+            template: template.unbind(),
+            kinds: Kind::ALL.map(|k| PyString::intern(py, k.as_str()).unbind()),
+            statuses: Status::ALL.map(|s| PyString::intern(py, s.as_str()).unbind()),
+        }
     })
 }
 
+/// A node id as a Python str. Ids are ASCII, so the string is filled directly instead of
+/// going through UTF-8 decoding: this runs once per `begin_node`.
 pub fn id_str(py: Python<'_>, id: NodeId) -> Bound<'_, PyString> {
-    PyString::new(py, format_id(id, &mut [0; 24]))
+    let mut buf = [0u8; 24];
+    let bytes = format_id_bytes(id, &mut buf);
+    // SAFETY: PyUnicode_New(len, 127) makes a compact ASCII string with room for `len`
+    // one-byte code points; we fill exactly that many with ASCII before anyone sees it.
+    unsafe {
+        let ptr = ffi::PyUnicode_New(bytes.len() as ffi::Py_ssize_t, 127);
+        if ptr.is_null() {
+            // Only on memory exhaustion; the slow path reports it properly.
+            return PyString::new(py, format_id(id, &mut buf));
+        }
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), ffi::PyUnicode_1BYTE_DATA(ptr), bytes.len());
+        Bound::from_owned_ptr(py, ptr).cast_into_unchecked()
+    }
 }
 
 /// Per-call cache of label strings, indexed by interned symbol.
@@ -55,6 +82,7 @@ struct Labels<'py, 'a> {
     py: Python<'py>,
     st: &'a State,
     cache: Vec<Option<Bound<'py, PyString>>>,
+    last_parent: Option<(NodeId, Bound<'py, PyString>)>,
 }
 
 impl<'py> Labels<'py, '_> {
@@ -66,47 +94,126 @@ impl<'py> Labels<'py, '_> {
             .clone()
     }
 
-    fn opt(&mut self, sym: Option<u32>) -> Option<Bound<'py, PyString>> {
-        sym.map(|s| self.get(s))
+    /// Siblings share a parent, so the last parent id string is reused.
+    fn parent(&mut self, id: NodeId) -> Bound<'py, PyString> {
+        match &self.last_parent {
+            Some((last, s)) if *last == id => s.clone(),
+            _ => {
+                let s = id_str(self.py, id);
+                self.last_parent = Some((id, s.clone()));
+                s
+            }
+        }
     }
+}
+
+/// Stores `value` (a new reference, or null after a failed constructor) under `key`.
+fn put(d: &Bound<'_, PyDict>, key: &Py<PyString>, value: *mut ffi::PyObject) -> PyResult<()> {
+    let py = d.py();
+    if value.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: `d` and `key` are live objects; `value` is an owned, non-null reference that
+    // PyDict_SetItem borrows (it takes its own reference), so we release ours afterwards.
+    let rc = unsafe {
+        let rc = ffi::PyDict_SetItem(d.as_ptr(), key.as_ptr(), value);
+        ffi::Py_DECREF(value);
+        rc
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(PyErr::fetch(py))
+    }
+}
+
+fn put_obj(d: &Bound<'_, PyDict>, key: &Py<PyString>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    put(d, key, value.clone().into_ptr())
 }
 
 fn node_dict<'py>(
     py: Python<'py>,
     n: &Node,
+    id: &Bound<'py, PyString>,
     labels: &mut Labels<'py, '_>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let k = &keys(py).node;
-    let d = PyDict::new(py);
-    d.set_item(k[0].bind(py), id_str(py, n.id))?;
-    d.set_item(k[1].bind(py), n.parent_id().map(|p| id_str(py, p)))?;
-    d.set_item(k[2].bind(py), keys(py).kinds[n.kind as usize].bind(py))?;
-    d.set_item(k[3].bind(py), labels.get(n.name))?;
-    d.set_item(k[4].bind(py), n.start_ms)?;
-    d.set_item(k[5].bind(py), n.end_ms)?;
-    d.set_item(k[6].bind(py), keys(py).statuses[n.status as usize].bind(py))?;
-    d.set_item(k[7].bind(py), labels.opt(n.model))?;
-    d.set_item(k[8].bind(py), n.retries)?;
-    d.set_item(k[9].bind(py), n.cost_usd)?;
-    d.set_item(k[10].bind(py), n.tokens_in)?;
-    d.set_item(k[11].bind(py), n.tokens_out)?;
-    d.set_item(k[12].bind(py), n.stop_reason.as_deref())?;
-    d.set_item(k[13].bind(py), labels.opt(n.error_class))?;
-    d.set_item(k[14].bind(py), metadata_to_py(py, n.metadata.as_deref())?)?;
+    let keys = keys(py);
+    let k = &keys.node;
+    let d = keys.template.bind(py).copy()?;
+    // Keys whose value is None are already right in the template.
+    put_obj(&d, &k[0], id.as_any())?;
+    if let Some(p) = n.parent_id() {
+        put_obj(&d, &k[1], labels.parent(p).as_any())?;
+    }
+    put_obj(&d, &k[2], keys.kinds[n.kind as usize].bind(py))?;
+    put_obj(&d, &k[3], labels.get(n.name).as_any())?;
+    // SAFETY (all constructors below): plain value constructors; null is handled by `put`.
+    put(&d, &k[4], unsafe { ffi::PyLong_FromLongLong(n.start_ms) })?;
+    if let Some(e) = n.end_ms {
+        put(&d, &k[5], unsafe { ffi::PyLong_FromLongLong(e) })?;
+    }
+    put_obj(&d, &k[6], keys.statuses[n.status as usize].bind(py))?;
+    if let Some(m) = n.model {
+        put_obj(&d, &k[7], labels.get(m).as_any())?;
+    }
+    put(&d, &k[8], unsafe {
+        ffi::PyLong_FromUnsignedLongLong(u64::from(n.retries))
+    })?;
+    put(&d, &k[9], unsafe { ffi::PyFloat_FromDouble(n.cost_usd) })?;
+    if let Some(t) = n.tokens_in {
+        put(&d, &k[10], unsafe { ffi::PyLong_FromUnsignedLongLong(t) })?;
+    }
+    if let Some(t) = n.tokens_out {
+        put(&d, &k[11], unsafe { ffi::PyLong_FromUnsignedLongLong(t) })?;
+    }
+    if let Some(r) = n.stop_reason.as_deref() {
+        put_obj(&d, &k[12], PyString::new(py, r).as_any())?;
+    }
+    if let Some(e) = n.error_class {
+        put_obj(&d, &k[13], labels.get(e).as_any())?;
+    }
+    put_obj(
+        &d,
+        &k[14],
+        metadata_to_py(py, n.metadata.as_deref())?.as_any(),
+    )?;
     Ok(d)
 }
 
+/// Pauses the cyclic collector while a large acyclic tree is built: every dict allocation
+/// would otherwise count towards a collection that can find nothing to free.
+struct GcPause(bool);
+
+impl GcPause {
+    fn new() -> Self {
+        // SAFETY: called with the interpreter attached; the previous state is restored on drop.
+        GcPause(unsafe { pyo3::ffi::PyGC_Disable() } != 0)
+    }
+}
+
+impl Drop for GcPause {
+    fn drop(&mut self) {
+        if self.0 {
+            // SAFETY: as above.
+            unsafe { pyo3::ffi::PyGC_Enable() };
+        }
+    }
+}
+
 pub fn snapshot<'py>(py: Python<'py>, graph: &Graph) -> PyResult<Bound<'py, PyDict>> {
+    let _gc = GcPause::new();
     let st = graph.lock();
     let nodes = PyDict::new(py);
     let mut labels = Labels {
         py,
         st: &st,
         cache: vec![None; st.names.len()],
+        last_parent: None,
     };
     for n in st.arena.iter() {
-        let d = node_dict(py, n, &mut labels)?;
-        nodes.set_item(d.get_item(keys(py).node[0].bind(py))?, d)?;
+        let id = id_str(py, n.id);
+        let d = node_dict(py, n, &id, &mut labels)?;
+        nodes.set_item(id, d)?;
     }
     let root = st.root;
     drop(labels);
@@ -133,8 +240,9 @@ pub fn node<'py>(
         py,
         st: &st,
         cache: vec![None; st.names.len()],
+        last_parent: None,
     };
-    node_dict(py, n, &mut labels).map(Some)
+    node_dict(py, n, &id_str(py, n.id), &mut labels).map(Some)
 }
 
 pub fn aggregates<'py>(py: Python<'py>, a: &AggregatesView) -> PyResult<Bound<'py, PyDict>> {

@@ -1,0 +1,100 @@
+"""ExecutionGraph: chainwarden vs veronica-core 3.10.0, plus the empty-native-call floor.
+
+Each group holds the same workload for every implementation; `benches/report.py` turns
+the medians into ratios."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chainwarden import ExecutionGraph
+from chainwarden._core import _BenchFloor
+from veronica_core.containment import ExecutionGraph as VeronicaGraph
+
+N_NODES = 100_000
+SNAPSHOT_NODES = 10_000
+MEMORY_NODES = 1_000_000
+
+IMPLS: dict[str, Callable[[], Any]] = {"chainwarden": ExecutionGraph, "veronica": VeronicaGraph}
+
+
+def lifecycle_loop(g: Any, root: str, n: int) -> None:
+    begin, running, success = g.begin_node, g.mark_running, g.mark_success
+    for _ in range(n):
+        node = begin(root, "llm", "step")
+        running(node)
+        success(node, 0.001, 10, 20)
+
+
+def filled(factory: Callable[[], Any], n: int) -> Any:
+    g = factory()
+    lifecycle_loop(g, g.create_root("run"), n)
+    return g
+
+
+@pytest.mark.benchmark(group="graph: begin+running+success x 100k")
+@pytest.mark.parametrize("impl", ["chainwarden", "veronica", "floor"])
+def test_per_node_lifecycle(benchmark: Any, impl: str) -> None:
+    def setup() -> tuple[tuple[Any, str], dict[str, Any]]:
+        if impl == "floor":
+            return (_BenchFloor(), "n000001"), {}
+        g = IMPLS[impl]()
+        return (g, g.create_root("run")), {}
+
+    benchmark.extra_info["nodes"] = N_NODES
+    benchmark.pedantic(lambda g, root: lifecycle_loop(g, root, N_NODES), setup=setup, rounds=5, iterations=1)
+
+
+@pytest.mark.benchmark(group="graph: snapshot() at 10k nodes")
+@pytest.mark.parametrize("impl", ["chainwarden", "veronica"])
+def test_snapshot(benchmark: Any, impl: str) -> None:
+    g = filled(IMPLS[impl], SNAPSHOT_NODES)
+    snap = benchmark(g.snapshot)
+    assert len(snap["nodes"]) == SNAPSHOT_NODES + 1
+
+
+@pytest.mark.benchmark(group="graph: JSON snapshot at 10k nodes")
+@pytest.mark.parametrize("impl", ["chainwarden", "veronica"])
+def test_snapshot_json(benchmark: Any, impl: str) -> None:
+    g = filled(IMPLS[impl], SNAPSHOT_NODES)
+    encode = g.snapshot_json if impl == "chainwarden" else lambda: json.dumps(g.snapshot())
+    out = benchmark(encode)
+    assert len(out) > SNAPSHOT_NODES * 100
+
+
+@pytest.mark.benchmark(group="graph: aggregates at 10k nodes")
+@pytest.mark.parametrize("impl", ["chainwarden", "veronica"])
+def test_aggregates(benchmark: Any, impl: str) -> None:
+    g = filled(IMPLS[impl], SNAPSHOT_NODES)
+    # The reference has no counters-only call: its cheapest route is a full snapshot.
+    read = g.aggregates if impl == "chainwarden" else lambda: g.snapshot()["aggregates"]
+    assert benchmark(read)["total_llm_calls"] == SNAPSHOT_NODES
+
+
+MEMORY_SCRIPT = Path(__file__).with_name("memory_per_node.py")
+
+
+@pytest.mark.benchmark(group="graph: memory per node at 1M nodes")
+@pytest.mark.parametrize("impl", ["chainwarden", "veronica"])
+def test_memory_per_node(benchmark: Any, impl: str) -> None:
+    """RSS growth per node, measured in a fresh interpreter (the time shown is the run)."""
+    result: dict[str, float] = {}
+
+    def run() -> None:
+        out = subprocess.run(
+            [sys.executable, str(MEMORY_SCRIPT), impl, str(MEMORY_NODES)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        result.update(json.loads(out.stdout))
+
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    benchmark.extra_info.update(result)
+    assert result["nodes"] == MEMORY_NODES
