@@ -113,3 +113,21 @@ def test_child_with_invalid_limits_is_rejected() -> None:
         ctx.spawn_child(max_steps=True)
     with pytest.raises(ValueError):
         ctx.create_child("a", ["b"])
+
+
+async def test_bad_wrap_arguments_raise_and_leave_state_unchanged() -> None:
+    ctx = ExecutionContext(ExecutionConfig(**GOOD))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="fn must be callable"):
+        ctx.wrap_llm_call(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="options must be a WrapOptions"):
+        ctx.wrap_tool_call(lambda: None, {"cost_estimate_hint": 1.0})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="fn must be callable"):
+        await ctx.wrap_llm_call_async(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="options must be a WrapOptions"):
+        await ctx.wrap_tool_call_async(lambda: None, "fast")  # type: ignore[arg-type]
+    snap = ctx.get_snapshot()
+    assert (snap.step_count, snap.retries_used, len(snap.nodes)) == (0, 0, 0)
+    assert ctx.get_graph_snapshot()["aggregates"]["total_llm_calls"] == 0
+    assert snap.graph_summary is not None
+    with pytest.raises(TypeError):
+        snap.graph_summary["total_llm_calls"] = 5  # type: ignore[index]

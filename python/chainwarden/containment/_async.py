@@ -41,7 +41,11 @@ async def wrap_async(
     options: WrapOptions | None,
     report: Any,
 ) -> Decision:
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     opts = _DEFAULT_OPTIONS if options is None else options
+    if not isinstance(opts, WrapOptions):
+        raise TypeError(f"options must be a WrapOptions or None, got {type(opts).__name__}")
     core = ctx._core
     node = core.begin(
         ctx._current.get(),

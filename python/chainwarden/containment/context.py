@@ -15,7 +15,7 @@ import uuid
 import weakref
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Any, Final
 
 from chainwarden._core import ChainCore
@@ -57,6 +57,10 @@ _CANCELLED: Final[dict[int, tuple[str, int]]] = {
     _CAUSE_BUDGET: ("budget_exceeded", _HALTED),
     _CAUSE_TIMEOUT: ("timeout", _TIMEOUT),
 }
+
+
+def _bad_options(options: object) -> TypeError:
+    return TypeError(f"options must be a WrapOptions or None, got {type(options).__name__}")
 
 
 def _window_halt(events: list[Any]) -> bool:
@@ -229,7 +233,7 @@ class ExecutionContext:
             elapsed_ms=elapsed_ms,
             nodes=nodes,
             events=self._events.snapshot(),
-            graph_summary=core.aggregates(),
+            graph_summary=MappingProxyType(core.aggregates()),
             parent_chain_id=self._parent._metadata.chain_id if self._parent is not None else None,
         )
 
@@ -287,16 +291,21 @@ class ExecutionContext:
         return self._wrap(fn, 1, options, None)
 
     def _wrap(self, fn: Callable[[], Any], kind: int, options: WrapOptions | None, report: Any) -> Decision:
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
         opts = _DEFAULT_OPTIONS if options is None else options
-        node = self._core.begin(
-            self._current.get(),
-            kind,
-            opts.operation_name,
-            (opts.model or self._llm_model) if kind == 0 else None,
-            opts.cost_estimate_hint,
-            not self._gated,
-            True,
-        )
+        try:
+            node = self._core.begin(
+                self._current.get(),
+                kind,
+                opts.operation_name,
+                (opts.model or self._llm_model) if kind == 0 else None,
+                opts.cost_estimate_hint,
+                not self._gated,
+                True,
+            )
+        except AttributeError:
+            raise _bad_options(options) from None
         if node < 0:
             return self._refuse(-node, opts, report)
         if self._gated:

@@ -162,7 +162,9 @@ impl Chain {
         if self.timed_out() {
             return Err(Stop::Timeout);
         }
-        if cost_estimate > 0.0 && c.cost_usd + cost_estimate > limits.max_cost_usd {
+        // The same float tolerance as the ceiling: 0.2 + 0.1 must fit under 0.3.
+        if cost_estimate > 0.0 && c.cost_usd + cost_estimate > limits.max_cost_usd + BUDGET_EPSILON
+        {
             return Err(Stop::Estimate);
         }
         c.in_flight += 1;

@@ -67,6 +67,10 @@ fn estimate_is_checked_after_every_limit() {
     succeed(&c, 0.5);
     assert_eq!(begin(&c, 0.6), Err(Stop::Estimate));
     assert!(begin(&c, 0.5).is_ok());
+    let c = contained(0.3, 10, 5);
+    succeed(&c, 0.1);
+    succeed(&c, 0.1);
+    assert!(begin(&c, 0.1).is_ok(), "0.2 + 0.1 fits under 0.3");
 }
 
 #[test]
