@@ -39,7 +39,6 @@ async def wrap_async(
     fn: Callable[[], Awaitable[Any]],
     kind: int,
     options: WrapOptions | None,
-    report: Any,
 ) -> Decision:
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
@@ -47,6 +46,7 @@ async def wrap_async(
     if not isinstance(opts, WrapOptions):
         raise TypeError(f"options must be a WrapOptions or None, got {type(opts).__name__}")
     core = ctx._core
+    ctx._async_used = True
     node = core.begin(
         ctx._current.get(),
         kind,
@@ -57,9 +57,9 @@ async def wrap_async(
         False,  # the task interleaves with others on this thread: its children find it by ContextVar
     )
     if node < 0:
-        return ctx._refuse(-node, opts, report)
+        return ctx._refuse(-node, opts)
     if ctx._gated:
-        verdict = ctx._gate(node, kind, opts, report)
+        verdict = ctx._gate(node, kind, opts)
         if verdict is not None:
             return verdict
     loop = asyncio.get_running_loop()
@@ -91,18 +91,17 @@ async def wrap_async(
                 name = core.node_name(node)
                 detail = f"call {opts.operation_name or name} exceeded timeout_ms={opts.timeout_ms}"
                 ctx._emit("timeout", detail, node_id=name)
-                if report is not None:
-                    report.append("timeout")
+                ctx._note.reason = "timeout"
                 return Decision.HALT
             ctx._on_timeout()
     finally:
         ctx._untrack(task)
     if task.cancelled():
-        return ctx._failed(asyncio.CancelledError(), node, opts, report)
+        return ctx._failed(asyncio.CancelledError(), node, opts)
     exc = task.exception()
     if exc is not None:
-        return ctx._failed(exc, node, opts, report)
-    return ctx._succeeded(node, kind, opts, report)
+        return ctx._failed(exc, node, opts)
+    return ctx._succeeded(node, kind, opts)
 
 
 async def _await(fn: Callable[[], Awaitable[Any]]) -> Any:

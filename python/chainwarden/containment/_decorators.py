@@ -31,12 +31,13 @@ class CallRefused(RuntimeError):
         self.stop_reason = stop_reason
 
 
-def _outcome(decision: Decision, report: list[str], box: list[Any], errors: list[BaseException]) -> Any:
+def _outcome(ctx: ExecutionContext, decision: Decision, box: list[Any], errors: list[BaseException]) -> Any:
     if decision is Decision.ALLOW:
         return box[0]
     if errors and decision is Decision.RETRY:
         raise errors[0]
-    refused = CallRefused(decision, report[-1] if report else None)
+    # Read at once: nothing else ran on this thread since the wrap recorded why it stopped.
+    refused = CallRefused(decision, ctx.last_stop_reason)
     if errors:
         raise refused from errors[0]
     raise refused
@@ -50,7 +51,6 @@ def contained(ctx: ExecutionContext, kind: int, opts: WrapOptions) -> Callable[[
             async def run_async(*args: Any, **kwargs: Any) -> Any:
                 box: list[Any] = []
                 errors: list[BaseException] = []
-                report: list[str] = []
 
                 async def thunk() -> None:
                     try:
@@ -59,8 +59,8 @@ def contained(ctx: ExecutionContext, kind: int, opts: WrapOptions) -> Callable[[
                         errors.append(exc)
                         raise
 
-                decision = await wrap_async(ctx, thunk, kind, opts, report)
-                return _outcome(decision, report, box, errors)
+                decision = await wrap_async(ctx, thunk, kind, opts)
+                return _outcome(ctx, decision, box, errors)
 
             return run_async
 
@@ -68,7 +68,6 @@ def contained(ctx: ExecutionContext, kind: int, opts: WrapOptions) -> Callable[[
         def run(*args: Any, **kwargs: Any) -> Any:
             box: list[Any] = []
             errors: list[BaseException] = []
-            report: list[str] = []
 
             def thunk() -> None:
                 try:
@@ -77,8 +76,8 @@ def contained(ctx: ExecutionContext, kind: int, opts: WrapOptions) -> Callable[[
                     errors.append(exc)
                     raise
 
-            decision = ctx._wrap(thunk, kind, opts, report)
-            return _outcome(decision, report, box, errors)
+            wrap = ctx.wrap_llm_call if kind == 0 else ctx.wrap_tool_call
+            return _outcome(ctx, wrap(thunk, opts), box, errors)
 
         return run
 

@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from types import MappingProxyType, TracebackType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from chainwarden._core import ChainCore
 from chainwarden.containment._async import wrap_async
@@ -57,6 +57,53 @@ _CANCELLED: Final[dict[int, tuple[str, int]]] = {
     _CAUSE_BUDGET: ("budget_exceeded", _HALTED),
     _CAUSE_TIMEOUT: ("timeout", _TIMEOUT),
 }
+
+
+class _StopNote(threading.local):
+    """Why the latest non-ALLOW call on this thread ended as it did; written only off the fast path."""
+
+    reason: str | None = None
+
+
+def _sync_wrap(kind: int) -> Callable[[ExecutionContext, Callable[[], Any], WrapOptions | None], Decision]:
+    """Builds ``wrap_llm_call`` (kind 0) / ``wrap_tool_call`` (kind 1): the fast path of every
+    wrapped call, two native calls around ``fn`` when no pipeline, breaker, parent or metrics
+    need consulting."""
+
+    def wrap(self: ExecutionContext, fn: Callable[[], Any], options: WrapOptions | None = None) -> Decision:
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+        opts = _DEFAULT_OPTIONS if options is None else options
+        try:
+            name = opts.operation_name
+            node = self._core.begin(
+                self._current.get() if self._async_used else None,
+                kind,
+                name,
+                (opts.model or self._llm_model) if kind == 0 else None,
+                opts.cost_estimate_hint,
+                self._dispatch,
+                True,
+            )
+        except AttributeError:
+            raise _bad_options(options) from None
+        if node < 0:
+            return self._refuse(-node, opts)
+        if self._gated:
+            verdict = self._gate(node, kind, opts)
+            if verdict is not None:
+                return verdict
+        try:
+            fn()
+        except BaseException as exc:
+            return self._failed(exc, node, opts)
+        if self._plain:
+            self._core.succeed(node, name != "", opts.cost_estimate_hint)
+            return Decision.ALLOW
+        return self._succeeded(node, kind, opts)
+
+    wrap.__name__ = wrap.__qualname__ = ("wrap_llm_call", "wrap_tool_call")[kind]
+    return wrap
 
 
 def _bad_options(options: object) -> TypeError:
@@ -109,7 +156,11 @@ class ExecutionContext:
         self._llm_model = self._metadata.model
         # Nothing to consult or notify besides the core and the graph: _wrap may finish inline.
         self._gated = pipeline is not None or circuit_breaker is not None
+        self._dispatch = not self._gated
         self._plain = not self._gated and parent is None and metrics is None
+        # Until an async wrap runs, no task can carry a parent node: skip the ContextVar read.
+        self._async_used = False
+        self._note = _StopNote()
         self._lock = threading.Lock()
         self._tasks: dict[asyncio.Task[Any], asyncio.AbstractEventLoop] = {}
         self._closed = False
@@ -282,53 +333,33 @@ class ExecutionContext:
 
     # -- wrapping --------------------------------------------------------------------------
 
-    def wrap_llm_call(self, fn: Callable[[], Any], options: WrapOptions | None = None) -> Decision:
-        """Runs ``fn`` as one LLM call of the chain; returns ALLOW, RETRY, HALT or a pipeline verdict."""
-        return self._wrap(fn, 0, options, None)
+    if TYPE_CHECKING:  # the runtime versions are built by _sync_wrap (one frame less per call)
 
-    def wrap_tool_call(self, fn: Callable[[], Any], options: WrapOptions | None = None) -> Decision:
-        """As ``wrap_llm_call`` for a tool call (tool hooks, no ``before_charge``)."""
-        return self._wrap(fn, 1, options, None)
+        def wrap_llm_call(self, fn: Callable[[], Any], options: WrapOptions | None = None) -> Decision:
+            """Runs ``fn`` as one LLM call of the chain; returns ALLOW, RETRY, HALT or a pipeline verdict."""
+            ...
 
-    def _wrap(self, fn: Callable[[], Any], kind: int, options: WrapOptions | None, report: Any) -> Decision:
-        if not callable(fn):
-            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-        opts = _DEFAULT_OPTIONS if options is None else options
-        try:
-            node = self._core.begin(
-                self._current.get(),
-                kind,
-                opts.operation_name,
-                (opts.model or self._llm_model) if kind == 0 else None,
-                opts.cost_estimate_hint,
-                not self._gated,
-                True,
-            )
-        except AttributeError:
-            raise _bad_options(options) from None
-        if node < 0:
-            return self._refuse(-node, opts, report)
-        if self._gated:
-            verdict = self._gate(node, kind, opts, report)
-            if verdict is not None:
-                return verdict
-        try:
-            fn()
-        except BaseException as exc:
-            return self._failed(exc, node, opts, report)
-        if self._plain:
-            self._core.succeed(node, opts.operation_name != "", opts.cost_estimate_hint)
-            return Decision.ALLOW
-        return self._succeeded(node, kind, opts, report)
+        def wrap_tool_call(self, fn: Callable[[], Any], options: WrapOptions | None = None) -> Decision:
+            """As ``wrap_llm_call`` for a tool call (tool hooks, no ``before_charge``)."""
+            ...
 
-    def _refuse(self, code: int, opts: WrapOptions, report: Any) -> Decision:
+    else:
+        wrap_llm_call = _sync_wrap(0)
+        wrap_tool_call = _sync_wrap(1)
+
+    @property
+    def last_stop_reason(self) -> str | None:
+        """Why the latest refused, stopped or failed call on this thread did not return ALLOW
+        (a stop reason, ``pipeline_halt``, ``before_charge_halt`` or ``retry``)."""
+        return self._note.reason
+
+    def _refuse(self, code: int, opts: WrapOptions) -> Decision:
         stop_reason = _STOPS[code]
         if code == _CAUSE_TIMEOUT:
             self._on_timeout()
         elif code != _CAUSE_ABORTED:
             self._forced_stop(stop_reason, self._refusal_detail(code, opts))
-        if report is not None:
-            report.append(stop_reason)
+        self._note.reason = stop_reason
         self._count_decision("HALT")
         return Decision.HALT
 
@@ -362,13 +393,12 @@ class ExecutionContext:
             },
         )
 
-    def _halt_admitted(self, node_id: int, opts: WrapOptions, why: str, report: Any) -> None:
+    def _halt_admitted(self, node_id: int, opts: WrapOptions, why: str) -> None:
         self._core.fail(node_id, opts.operation_name != "", False, _HALTED, "", why)
         self._count_decision("HALT")
-        if report is not None:
-            report.append(why)
+        self._note.reason = why
 
-    def _gate(self, node_id: int, kind: int, opts: WrapOptions, report: Any) -> Decision | None:
+    def _gate(self, node_id: int, kind: int, opts: WrapOptions) -> Decision | None:
         """Pipeline, then circuit breaker. Returns the refusing decision, or None to dispatch."""
         try:
             pipeline = self._pipeline
@@ -383,7 +413,7 @@ class ExecutionContext:
                         self._forced_stop(why, "BudgetWindowHook returned HALT")
                     else:
                         self._mirror_pipeline()
-                    self._halt_admitted(node_id, opts, why, report)
+                    self._halt_admitted(node_id, opts, why)
                     return verdict
             breaker = self._breaker
             if breaker is not None:
@@ -397,7 +427,7 @@ class ExecutionContext:
                 decision = breaker.check(policy_ctx)
                 if not decision.allowed:
                     self._forced_stop("circuit_open", f"circuit breaker denied: {decision.reason}")
-                    self._halt_admitted(node_id, opts, "circuit_open", report)
+                    self._halt_admitted(node_id, opts, "circuit_open")
                     return Decision.HALT
         except BaseException:
             # A hook that raises must not leak the step reservation or leave the node open.
@@ -406,13 +436,13 @@ class ExecutionContext:
         self._core.dispatch(node_id)
         return None
 
-    def _succeeded(self, node_id: int, kind: int, opts: WrapOptions, report: Any) -> Decision:
+    def _succeeded(self, node_id: int, kind: int, opts: WrapOptions) -> Decision:
         cost = opts.cost_estimate_hint
         if kind == 0 and cost > 0.0 and self._pipeline is not None:
             raw = self._pipeline.before_charge(self._tool_ctx(node_id, opts, cost), cost)
             if raw != Decision.ALLOW:
                 self._mirror_pipeline()
-                self._halt_admitted(node_id, opts, "before_charge_halt", report)
+                self._halt_admitted(node_id, opts, "before_charge_halt")
                 return Decision(str(getattr(raw, "value", raw)))
         self._core.succeed(node_id, opts.operation_name != "", cost)
         if self._breaker is not None:
@@ -424,14 +454,13 @@ class ExecutionContext:
             self._count_decision("ALLOW")
         return Decision.ALLOW
 
-    def _failed(self, exc: BaseException, node_id: int, opts: WrapOptions, report: Any) -> Decision:
+    def _failed(self, exc: BaseException, node_id: int, opts: WrapOptions) -> Decision:
         cause = self._core.cancel_cause
         if cause:
             # The chain was cancelled while the call ran: its failure is the cancellation's doing.
             why, status = _CANCELLED[cause]
             self._core.fail(node_id, opts.operation_name != "", False, status, "", why)
-            if report is not None:
-                report.append(why)
+            self._note.reason = why
             self._reraise_signals(exc)
             return Decision.HALT
         pipeline = self._pipeline
@@ -442,7 +471,7 @@ class ExecutionContext:
             self._breaker.record_failure(error=exc)
         if verdict == Decision.HALT:
             self._mirror_pipeline()
-            self._halt_admitted(node_id, opts, "pipeline_halt", report)
+            self._halt_admitted(node_id, opts, "pipeline_halt")
             self._reraise_signals(exc)
             return Decision.HALT
         retries = self._core.fail(node_id, opts.operation_name != "", True, _ERROR, type(exc).__name__)
@@ -451,13 +480,11 @@ class ExecutionContext:
             # now (the core has halted the node with this reason).
             detail = f"{type(exc).__name__} exhausted the retry budget of {self._config.max_retries_total}"
             self._forced_stop("provider_error", detail, error_class=type(exc).__name__)
-            if report is not None:
-                report.append("provider_error")
+            self._note.reason = "provider_error"
             self._reraise_signals(exc)
             return Decision.HALT
         self._reraise_signals(exc)
-        if report is not None:
-            report.append("retry")
+        self._note.reason = "retry"
         return Decision.RETRY
 
     @staticmethod
@@ -477,12 +504,12 @@ class ExecutionContext:
     ) -> Decision:
         """As ``wrap_llm_call`` for a coroutine function. The coroutine runs in a task that is
         cancelled on abort, on the chain timeout or on ``options.timeout_ms``."""
-        return await wrap_async(self, fn, 0, options, None)
+        return await wrap_async(self, fn, 0, options)
 
     async def wrap_tool_call_async(
         self, fn: Callable[[], Awaitable[Any]], options: WrapOptions | None = None
     ) -> Decision:
-        return await wrap_async(self, fn, 1, options, None)
+        return await wrap_async(self, fn, 1, options)
 
     def _track(self, task: asyncio.Task[Any], loop: asyncio.AbstractEventLoop) -> None:
         with self._lock:
