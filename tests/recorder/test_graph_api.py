@@ -6,7 +6,9 @@ import json
 import re
 from typing import Any
 
+import hypothesis.strategies as st
 from chainwarden import ExecutionGraph, containment
+from hypothesis import given, settings
 
 TS = re.compile(rb'"(start_ts_ms|end_ts_ms|snapshot_ts_ms)": (\d+|null)')
 
@@ -130,3 +132,17 @@ def test_halt_without_reason_records_halt() -> None:
 def test_repr_mentions_counts() -> None:
     g = build()
     assert "nodes=5" in repr(g) and "llm_calls=2" in repr(g)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    meta_value=st.one_of(st.floats(), st.text(), st.integers(-(2**63), 2**63 - 1), st.booleans()),
+    cost=st.floats(min_value=0, allow_infinity=False),
+    name=st.text(min_size=1),
+)
+def test_snapshot_json_matches_json_dumps_for_any_value(meta_value: Any, cost: float, name: str) -> None:
+    g = ExecutionGraph(chain_id=name)
+    root = g.create_root(name, metadata={name: meta_value, "list": [meta_value, (meta_value,)]})
+    g.mark_success(g.begin_node(root, "tool", name, model=name), cost, tokens_out=3)
+    g.mark_failure(g.begin_node(root, "llm", "x"), name, stop_reason=name)
+    assert strip_ts(g.snapshot_json()) == strip_ts(json.dumps(g.snapshot()).encode())

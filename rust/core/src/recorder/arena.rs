@@ -2,8 +2,18 @@
 //! the oldest live chunk give O(1) lookup; growth never moves existing nodes, and chunks
 //! whose nodes were all pruned are released.
 
+use rustc_hash::FxHashMap;
+
 use super::ids::NodeId;
 use super::node::Node;
+use crate::value::Value;
+
+/// Fields most nodes never have, kept out of the node itself.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Extras {
+    pub stop_reason: Option<Box<str>>,
+    pub metadata: Option<Box<Value>>,
+}
 
 const CHUNK: usize = 4096;
 
@@ -17,6 +27,7 @@ pub struct Arena {
     /// Id held by `chunks[0].nodes[0]`.
     base: NodeId,
     live: usize,
+    extras: FxHashMap<NodeId, Extras>,
 }
 
 impl Default for Arena {
@@ -25,12 +36,23 @@ impl Default for Arena {
             chunks: Vec::new(),
             base: 1,
             live: 0,
+            extras: FxHashMap::default(),
         }
     }
 }
 
 impl Arena {
-    pub fn push(&mut self, node: Node) {
+    pub fn push(&mut self, mut node: Node, metadata: Option<Value>) {
+        if let Some(m) = metadata {
+            node.has_extras = true;
+            self.extras.insert(
+                node.id,
+                Extras {
+                    stop_reason: None,
+                    metadata: Some(Box::new(m)),
+                },
+            );
+        }
         if self.chunks.last().is_none_or(|c| c.nodes.len() == CHUNK) {
             self.chunks.push(Chunk {
                 nodes: Vec::with_capacity(CHUNK),
@@ -79,8 +101,9 @@ impl Arena {
             return;
         };
         node.pruned = true;
-        node.metadata = None;
-        node.stop_reason = None;
+        if node.has_extras {
+            self.extras.remove(&id);
+        }
         chunk.pruned += 1;
         self.live -= 1;
         let released = self.chunks.iter().take_while(|c| c.pruned == CHUNK).count();
@@ -88,6 +111,29 @@ impl Arena {
             // Moves only chunk headers, and only once per CHUNK evictions.
             self.chunks.drain(..released);
             self.base += (released * CHUNK) as NodeId;
+        }
+    }
+
+    pub fn extras(&self, node: &Node) -> Option<&Extras> {
+        if node.has_extras {
+            self.extras.get(&node.id)
+        } else {
+            None
+        }
+    }
+
+    pub fn metadata(&self, node: &Node) -> Option<&Value> {
+        self.extras(node).and_then(|e| e.metadata.as_deref())
+    }
+
+    pub fn stop_reason(&self, node: &Node) -> Option<&str> {
+        self.extras(node).and_then(|e| e.stop_reason.as_deref())
+    }
+
+    pub fn set_stop_reason(&mut self, id: NodeId, reason: &str) {
+        if let Some(node) = self.get_mut(id) {
+            node.has_extras = true;
+            self.extras.entry(id).or_default().stop_reason = Some(reason.into());
         }
     }
 
@@ -114,25 +160,9 @@ mod tests {
     use crate::recorder::kind::{Kind, Status};
 
     fn node(id: NodeId) -> Node {
-        Node {
-            id,
-            parent: 0,
-            start_ms: 0,
-            end_ms: None,
-            cost_usd: 0.0,
-            tokens_in: None,
-            tokens_out: None,
-            stop_reason: None,
-            metadata: None,
-            name: 0,
-            model: None,
-            error_class: None,
-            depth: 0,
-            retries: 0,
-            kind: Kind::Tool,
-            status: Status::Success,
-            pruned: false,
-        }
+        let mut n = Node::new(id, 0, 0, Kind::Tool, 0, None);
+        n.status = Status::Success;
+        n
     }
 
     #[test]
@@ -140,12 +170,13 @@ mod tests {
         let mut a = Arena::default();
         let total = CHUNK as NodeId * 2 + 10;
         for id in 1..=total {
-            a.push(node(id));
+            a.push(node(id), if id == 2 { Some(Value::Null) } else { None });
         }
         for id in 1..=CHUNK as NodeId {
             a.prune(id);
         }
         assert_eq!(a.chunks.len(), 2);
+        assert!(a.extras.is_empty(), "pruning drops side-table entries");
         assert_eq!(a.len(), CHUNK + 10);
         assert!(a.get(1).is_none());
         assert_eq!(
@@ -154,7 +185,7 @@ mod tests {
         );
         assert_eq!(a.get(total).map(|n| n.id), Some(total));
         assert!(a.get(total + 1).is_none());
-        a.push(node(total + 1));
+        a.push(node(total + 1), None);
         assert_eq!(a.iter().count(), CHUNK + 11);
         assert_eq!(a.iter().next().map(|n| n.id), Some(CHUNK as NodeId + 1));
     }

@@ -224,28 +224,11 @@ impl Graph {
     ) -> NodeId {
         st.counter += 1;
         let id = st.counter;
-        let metadata = metadata
-            .filter(|m| !matches!(m, Value::Dict(d) if d.is_empty()))
-            .map(Box::new);
-        st.arena.push(Node {
-            id,
-            parent,
-            start_ms: now_ms(),
-            end_ms: None,
-            cost_usd: 0.0,
-            tokens_in: None,
-            tokens_out: None,
-            stop_reason: None,
-            metadata,
-            name,
-            model,
-            error_class: None,
-            depth,
-            retries: 0,
-            kind,
-            status,
-            pruned: false,
-        });
+        let metadata = metadata.filter(|m| !matches!(m, Value::Dict(d) if d.is_empty()));
+        let mut node = Node::new(id, parent, now_ms(), kind, name, model);
+        node.depth = depth;
+        node.status = status;
+        st.arena.push(node, metadata);
         self.agg.set_live_nodes(st.arena.len());
         id
     }
@@ -284,7 +267,7 @@ impl Graph {
         Box::new(Started {
             id,
             name: st.names.resolve(node.name).to_owned(),
-            metadata: node.metadata.as_deref().cloned(),
+            metadata: st.arena.metadata(node).cloned(),
         })
     }
 
@@ -381,16 +364,17 @@ impl Graph {
         }
         let end = now_ms();
         node.status = t.status;
-        node.end_ms = Some(end);
-        node.error_class = error_class;
-        node.stop_reason = t.stop_reason.map(Into::into);
+        node.set_end_ms(end);
+        node.set_error_class(error_class);
         if t.status == Status::Success {
             node.cost_usd = t.cost_usd;
-            node.tokens_in = t.tokens_in;
-            node.tokens_out = t.tokens_out;
+            node.set_tokens(t.tokens_in, t.tokens_out);
         }
         let (id, kind, retries) = (node.id, node.kind, node.retries);
         let duration_ms = (end - node.start_ms).max(1);
+        if let Some(reason) = t.stop_reason {
+            st.arena.set_stop_reason(id, reason);
+        }
 
         self.agg.add_retries(u64::from(retries));
         match kind {
@@ -435,13 +419,13 @@ impl Graph {
             kind: n.kind,
             name: st.names.resolve(n.name).to_owned(),
             cost_usd: n.cost_usd,
-            tokens_in: n.tokens_in,
-            tokens_out: n.tokens_out,
+            tokens_in: n.tokens_in(),
+            tokens_out: n.tokens_out(),
             depth: n.depth,
-            elapsed_ms: n.end_ms.map(|e| (e - n.start_ms) as f64),
-            model: name(n.model),
-            error_class: name(n.error_class),
-            stop_reason: n.stop_reason.as_deref().map(Into::into),
+            elapsed_ms: n.end_ms().map(|e| (e - n.start_ms) as f64),
+            model: name(n.model()),
+            error_class: name(n.error_class()),
+            stop_reason: st.arena.stop_reason(n).map(Into::into),
         }
     }
 

@@ -1,16 +1,44 @@
 //! `snapshot()` encoded straight to JSON bytes, identical to `json.dumps(snapshot())`.
 
 use super::aggregates::AggregatesView;
+use super::arena::Extras;
 use super::graph::{now_ms, Graph};
-use super::ids::{format_id, NodeId};
+use super::ids::{format_id_bytes, NodeId};
 use super::node::Node;
 use crate::json::{write_f64, write_i64, write_str, write_u64};
 use crate::value::write_dict;
 
 fn write_id(out: &mut Vec<u8>, id: NodeId) {
-    out.push(b'"');
-    out.extend_from_slice(format_id(id, &mut [0; 24]).as_bytes());
-    out.push(b'"');
+    let mut buf = [0u8; 24];
+    let id = format_id_bytes(id, &mut buf);
+    if let Ok(fixed) = <&[u8; 7]>::try_from(id) {
+        // Ids below a million: a fixed-size copy the compiler inlines.
+        let mut quoted = [b'"'; 9];
+        quoted[1..8].copy_from_slice(fixed);
+        out.extend_from_slice(&quoted);
+    } else {
+        out.push(b'"');
+        out.extend_from_slice(id);
+        out.push(b'"');
+    }
+}
+
+/// Costs repeat (0.0 for tools, fixed prices per call): reuse the last encoding.
+#[derive(Default)]
+struct FloatCache {
+    bits: Option<u64>,
+    text: Vec<u8>,
+}
+
+impl FloatCache {
+    fn write(&mut self, out: &mut Vec<u8>, v: f64) {
+        if self.bits != Some(v.to_bits()) {
+            self.text.clear();
+            write_f64(&mut self.text, v);
+            self.bits = Some(v.to_bits());
+        }
+        out.extend_from_slice(&self.text);
+    }
 }
 
 fn write_opt_u64(out: &mut Vec<u8>, v: Option<u64>) {
@@ -75,13 +103,14 @@ impl Graph {
             None => out.extend_from_slice(b"null"),
         }
         out.extend_from_slice(b", \"nodes\": {");
+        let mut costs = FloatCache::default();
         for (i, n) in st.arena.iter().enumerate() {
             if i > 0 {
                 out.extend_from_slice(b", ");
             }
             write_id(&mut out, n.id);
             out.extend_from_slice(b": ");
-            write_node(&mut out, n, &mut sym);
+            write_node(&mut out, n, st.arena.extras(n), &mut costs, &mut sym);
         }
         out.extend_from_slice(b"}, \"aggregates\": ");
         write_aggregates(&mut out, &self.aggregates());
@@ -92,7 +121,13 @@ impl Graph {
     }
 }
 
-fn write_node(out: &mut Vec<u8>, n: &Node, sym: &mut impl FnMut(&mut Vec<u8>, u32)) {
+fn write_node(
+    out: &mut Vec<u8>,
+    n: &Node,
+    extras: Option<&Extras>,
+    costs: &mut FloatCache,
+    sym: &mut impl FnMut(&mut Vec<u8>, u32),
+) {
     out.extend_from_slice(b"{\"node_id\": ");
     write_id(out, n.id);
     out.extend_from_slice(b", \"parent_id\": ");
@@ -107,34 +142,34 @@ fn write_node(out: &mut Vec<u8>, n: &Node, sym: &mut impl FnMut(&mut Vec<u8>, u3
     out.extend_from_slice(b", \"start_ts_ms\": ");
     write_i64(out, n.start_ms);
     out.extend_from_slice(b", \"end_ts_ms\": ");
-    match n.end_ms {
+    match n.end_ms() {
         Some(e) => write_i64(out, e),
         None => out.extend_from_slice(b"null"),
     }
     out.extend_from_slice(b", \"status\": \"");
     out.extend_from_slice(n.status.as_str().as_bytes());
     out.extend_from_slice(b"\", \"model\": ");
-    match n.model {
+    match n.model() {
         Some(m) => sym(out, m),
         None => out.extend_from_slice(b"null"),
     }
     out.extend_from_slice(b", \"retries_used\": ");
     write_u64(out, u64::from(n.retries));
     out.extend_from_slice(b", \"cost_usd\": ");
-    write_f64(out, n.cost_usd);
+    costs.write(out, n.cost_usd);
     out.extend_from_slice(b", \"tokens_in\": ");
-    write_opt_u64(out, n.tokens_in);
+    write_opt_u64(out, n.tokens_in());
     out.extend_from_slice(b", \"tokens_out\": ");
-    write_opt_u64(out, n.tokens_out);
+    write_opt_u64(out, n.tokens_out());
     out.extend_from_slice(b", \"stop_reason\": ");
-    write_opt_str(out, n.stop_reason.as_deref());
+    write_opt_str(out, extras.and_then(|e| e.stop_reason.as_deref()));
     out.extend_from_slice(b", \"error_class\": ");
-    match n.error_class {
+    match n.error_class() {
         Some(e) => sym(out, e),
         None => out.extend_from_slice(b"null"),
     }
     out.extend_from_slice(b", \"metadata\": ");
-    match n.metadata.as_deref() {
+    match extras.and_then(|e| e.metadata.as_deref()) {
         Some(m) => m.write_json(out),
         None => write_dict(out, &[]),
     }

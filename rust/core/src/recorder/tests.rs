@@ -54,10 +54,8 @@ fn lifecycle_and_aggregates_follow_decisions_1_and_2() {
     assert_eq!(g.aggregates(), a);
     let st = g.lock();
     assert_eq!(st.arena.get(3).unwrap().status, Status::Halt);
-    assert_eq!(
-        st.arena.get(3).unwrap().stop_reason.as_deref(),
-        Some("halt")
-    );
+    let halted = st.arena.get(3).unwrap();
+    assert_eq!(st.arena.stop_reason(halted), Some("halt"));
 }
 
 #[test]

@@ -149,33 +149,33 @@ fn node_dict<'py>(
     put_obj(&d, &k[3], labels.get(n.name).as_any())?;
     // SAFETY (all constructors below): plain value constructors; null is handled by `put`.
     put(&d, &k[4], unsafe { ffi::PyLong_FromLongLong(n.start_ms) })?;
-    if let Some(e) = n.end_ms {
+    if let Some(e) = n.end_ms() {
         put(&d, &k[5], unsafe { ffi::PyLong_FromLongLong(e) })?;
     }
     put_obj(&d, &k[6], keys.statuses[n.status as usize].bind(py))?;
-    if let Some(m) = n.model {
+    if let Some(m) = n.model() {
         put_obj(&d, &k[7], labels.get(m).as_any())?;
     }
     put(&d, &k[8], unsafe {
         ffi::PyLong_FromUnsignedLongLong(u64::from(n.retries))
     })?;
     put(&d, &k[9], unsafe { ffi::PyFloat_FromDouble(n.cost_usd) })?;
-    if let Some(t) = n.tokens_in {
+    if let Some(t) = n.tokens_in() {
         put(&d, &k[10], unsafe { ffi::PyLong_FromUnsignedLongLong(t) })?;
     }
-    if let Some(t) = n.tokens_out {
+    if let Some(t) = n.tokens_out() {
         put(&d, &k[11], unsafe { ffi::PyLong_FromUnsignedLongLong(t) })?;
     }
-    if let Some(r) = n.stop_reason.as_deref() {
+    if let Some(r) = labels.st.arena.stop_reason(n) {
         put_obj(&d, &k[12], PyString::new(py, r).as_any())?;
     }
-    if let Some(e) = n.error_class {
+    if let Some(e) = n.error_class() {
         put_obj(&d, &k[13], labels.get(e).as_any())?;
     }
     put_obj(
         &d,
         &k[14],
-        metadata_to_py(py, n.metadata.as_deref())?.as_any(),
+        metadata_to_py(py, labels.st.arena.metadata(n))?.as_any(),
     )?;
     Ok(d)
 }

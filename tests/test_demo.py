@@ -1,0 +1,36 @@
+"""`chainwarden demo` runs end to end and shows what it promises."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from chainwarden.cli import main
+from chainwarden.demo import graph
+
+
+def test_demo_command_runs_every_section() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "chainwarden", "demo"], check=True, capture_output=True, text=True
+    ).stdout
+    assert "== call graph (ExecutionGraph) ==" in out
+
+
+def test_graph_section_shows_tree_amplification_and_cost(capsys: object) -> None:
+    assert main(["demo", "--only", "graph"]) == 0
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    lines = out.splitlines()
+    assert lines[1].startswith("n000001 system agent_run")
+    assert any(line.startswith("    n000005 tool   query_metrics  fail") for line in lines)
+    assert "llm_calls_per_root=2.0 tool_calls_per_root=3.0 retries_per_root=1.0" in out
+    g = graph.record_run()
+    assert f"total cost: ${g.aggregates()['total_cost_usd']:.6f}" in out
+
+
+def test_demo_run_is_deterministic() -> None:
+    a = graph.record_run().snapshot()
+    b = graph.record_run().snapshot()
+    strip = {"start_ts_ms", "end_ts_ms"}
+    assert [{k: v for k, v in n.items() if k not in strip} for n in a["nodes"].values()] == [
+        {k: v for k, v in n.items() if k not in strip} for n in b["nodes"].values()
+    ]
