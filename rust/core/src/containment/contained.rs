@@ -219,7 +219,7 @@ impl Contained {
                     kind: n.kind,
                     name,
                     start_ms: n.start_ms,
-                    end_ms: n.end_ms,
+                    end_ms: n.end_ms(),
                     status: d.status,
                     cost_usd: n.cost_usd,
                     retries: n.retries,
