@@ -37,6 +37,7 @@ from chainwarden.shield.types import Decision, ToolCallContext
 __all__ = ["ExecutionContext"]
 
 _DEFAULT_OPTIONS: Final = WrapOptions()
+_ALLOW: Final = Decision.ALLOW  # a module global is a cheaper load than an enum attribute
 # ChainCore outcome codes (see rust/py/src/containment.rs).
 _OK, _RETRY, _HALTED, _ABORTED, _TIMEOUT, _ERROR = range(6)
 # ChainCore stop codes -> seed 003 §6 stop reason (index = code).
@@ -99,7 +100,7 @@ def _sync_wrap(kind: int) -> Callable[[ExecutionContext, Callable[[], Any], Wrap
             return self._failed(exc, node, opts)
         if self._plain:
             self._core.succeed(node, name != "", opts.cost_estimate_hint)
-            return Decision.ALLOW
+            return _ALLOW
         return self._succeeded(node, kind, opts)
 
     wrap.__name__ = wrap.__qualname__ = ("wrap_llm_call", "wrap_tool_call")[kind]
@@ -116,6 +117,32 @@ def _window_halt(events: list[Any]) -> bool:
 
 class ExecutionContext:
     """Containment state shared by every LLM and tool call of one chain."""
+
+    # Slots: the fast path reads a handful of these per call, and slot reads are the cheapest.
+    __slots__ = (
+        "__weakref__",
+        "_async_used",
+        "_breaker",
+        "_closed",
+        "_config",
+        "_core",
+        "_current",
+        "_dispatch",
+        "_events",
+        "_gated",
+        "_llm_model",
+        "_lock",
+        "_metadata",
+        "_metrics",
+        "_note",
+        "_parent",
+        "_pipeline",
+        "_plain",
+        "_stop_snapshot",
+        "_tasks",
+        "_timer",
+        "_token",
+    )
 
     def __init__(  # noqa: PLR0917  (positional order of the reference API)
         self,

@@ -97,7 +97,7 @@ class ExecutionConfig:
         strict_int(self.timeout_ms, "timeout_ms")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WrapOptions:
     """Per-call options. ``cost_estimate_hint`` is both the pre-flight estimate and the cost charged
     on success; ``timeout_ms`` bounds one async call (sync callables are cooperative)."""
