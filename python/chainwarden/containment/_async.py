@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from chainwarden.containment._outcomes import failed, gate, refuse, succeeded
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.types import Decision
 
@@ -57,9 +58,9 @@ async def wrap_async(
         False,  # the task interleaves with others on this thread: its children find it by ContextVar
     )
     if node < 0:
-        return ctx._refuse(-node, opts)
+        return refuse(ctx, -node, opts)
     if ctx._gated:
-        verdict = ctx._gate(node, kind, opts)
+        verdict = gate(ctx, node, kind, opts)
         if verdict is not None:
             return verdict
     loop = asyncio.get_running_loop()
@@ -97,11 +98,11 @@ async def wrap_async(
     finally:
         ctx._untrack(task)
     if task.cancelled():
-        return ctx._failed(asyncio.CancelledError(), node, opts)
+        return failed(ctx, asyncio.CancelledError(), node, opts)
     exc = task.exception()
     if exc is not None:
-        return ctx._failed(exc, node, opts)
-    return ctx._succeeded(node, kind, opts)
+        return failed(ctx, exc, node, opts)
+    return succeeded(ctx, node, kind, opts)
 
 
 async def _await(fn: Callable[[], Awaitable[Any]]) -> Any:

@@ -22,6 +22,8 @@ from chainwarden._core import ChainCore
 from chainwarden.containment._async import wrap_async
 from chainwarden.containment._decorators import contained
 from chainwarden.containment._events import EventLog, stop_event
+from chainwarden.containment._fast import StopNote, sync_wrap
+from chainwarden.containment._outcomes import CAUSE_BUDGET, CAUSE_TIMEOUT
 from chainwarden.containment._records import NodeRecordView
 from chainwarden.containment.types import (
     CancellationToken,
@@ -31,88 +33,11 @@ from chainwarden.containment.types import (
     WrapOptions,
 )
 from chainwarden.shield.event import SafetyEvent
-from chainwarden.shield.policy import PolicyContext
-from chainwarden.shield.types import Decision, ToolCallContext
+from chainwarden.shield.types import Decision
 
 __all__ = ["ExecutionContext"]
 
-_DEFAULT_OPTIONS: Final = WrapOptions()
-_ALLOW: Final = Decision.ALLOW  # a module global is a cheaper load than an enum attribute
-# ChainCore outcome codes (see rust/py/src/containment.rs).
-_OK, _RETRY, _HALTED, _ABORTED, _TIMEOUT, _ERROR = range(6)
-# ChainCore stop codes -> seed 003 §6 stop reason (index = code).
-_STOPS: Final = (
-    "",
-    "aborted",
-    "budget_exceeded",
-    "step_limit_exceeded",
-    "retry_budget_exceeded",
-    "timeout",
-    "budget_exceeded",
-)
-_CAUSE_ABORTED, _CAUSE_BUDGET, _CAUSE_TIMEOUT = 1, 2, 5
 _BUDGET_EPSILON: Final = 1e-9
-# Cancellation cause -> (stop reason, node status) of a call that was running when it happened.
-_CANCELLED: Final[dict[int, tuple[str, int]]] = {
-    _CAUSE_ABORTED: ("aborted", _ABORTED),
-    _CAUSE_BUDGET: ("budget_exceeded", _HALTED),
-    _CAUSE_TIMEOUT: ("timeout", _TIMEOUT),
-}
-
-
-class _StopNote(threading.local):
-    """Why the latest non-ALLOW call on this thread ended as it did; written only off the fast path."""
-
-    reason: str | None = None
-
-
-def _sync_wrap(kind: int) -> Callable[[ExecutionContext, Callable[[], Any], WrapOptions | None], Decision]:
-    """Builds ``wrap_llm_call`` (kind 0) / ``wrap_tool_call`` (kind 1): the fast path of every
-    wrapped call, two native calls around ``fn`` when no pipeline, breaker, parent or metrics
-    need consulting."""
-
-    def wrap(self: ExecutionContext, fn: Callable[[], Any], options: WrapOptions | None = None) -> Decision:
-        if not callable(fn):
-            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-        opts = _DEFAULT_OPTIONS if options is None else options
-        try:
-            name = opts.operation_name
-            node = self._core.begin(
-                self._current.get() if self._async_used else None,
-                kind,
-                name,
-                (opts.model or self._llm_model) if kind == 0 else None,
-                opts.cost_estimate_hint,
-                self._dispatch,
-                True,
-            )
-        except AttributeError:
-            raise _bad_options(options) from None
-        if node < 0:
-            return self._refuse(-node, opts)
-        if self._gated:
-            verdict = self._gate(node, kind, opts)
-            if verdict is not None:
-                return verdict
-        try:
-            fn()
-        except BaseException as exc:
-            return self._failed(exc, node, opts)
-        if self._plain:
-            self._core.succeed(node, name != "", opts.cost_estimate_hint)
-            return _ALLOW
-        return self._succeeded(node, kind, opts)
-
-    wrap.__name__ = wrap.__qualname__ = ("wrap_llm_call", "wrap_tool_call")[kind]
-    return wrap
-
-
-def _bad_options(options: object) -> TypeError:
-    return TypeError(f"options must be a WrapOptions or None, got {type(options).__name__}")
-
-
-def _window_halt(events: list[Any]) -> bool:
-    return any(e.hook == "BudgetWindowHook" and e.decision == Decision.HALT for e in events)
 
 
 class ExecutionContext:
@@ -187,7 +112,7 @@ class ExecutionContext:
         self._plain = not self._gated and parent is None and metrics is None
         # Until an async wrap runs, no task can carry a parent node: skip the ContextVar read.
         self._async_used = False
-        self._note = _StopNote()
+        self._note = StopNote()
         self._lock = threading.Lock()
         self._tasks: dict[asyncio.Task[Any], asyncio.AbstractEventLoop] = {}
         self._closed = False
@@ -258,8 +183,8 @@ class ExecutionContext:
     def _on_timeout(self) -> None:
         # The core may have noticed the deadline first (and set the cause); report it either way,
         # but not when an abort already stopped the chain.
-        self._core.cancel(_CAUSE_TIMEOUT)
-        if self._core.cancel_cause == _CAUSE_TIMEOUT:
+        self._core.cancel(CAUSE_TIMEOUT)
+        if self._core.cancel_cause == CAUSE_TIMEOUT:
             self._forced_stop("timeout", f"timeout_ms={self._config.timeout_ms} elapsed")
         self._token.cancel()
         self._cancel_tasks()
@@ -360,7 +285,7 @@ class ExecutionContext:
 
     # -- wrapping --------------------------------------------------------------------------
 
-    if TYPE_CHECKING:  # the runtime versions are built by _sync_wrap (one frame less per call)
+    if TYPE_CHECKING:  # the runtime versions are built by sync_wrap (one frame less per call)
 
         def wrap_llm_call(self, fn: Callable[[], Any], options: WrapOptions | None = None) -> Decision:
             """Runs ``fn`` as one LLM call of the chain; returns ALLOW, RETRY, HALT or a pipeline verdict."""
@@ -371,158 +296,14 @@ class ExecutionContext:
             ...
 
     else:
-        wrap_llm_call = _sync_wrap(0)
-        wrap_tool_call = _sync_wrap(1)
+        wrap_llm_call = sync_wrap(0)
+        wrap_tool_call = sync_wrap(1)
 
     @property
     def last_stop_reason(self) -> str | None:
         """Why the latest refused, stopped or failed call on this thread did not return ALLOW
         (a stop reason, ``pipeline_halt``, ``before_charge_halt`` or ``retry``)."""
         return self._note.reason
-
-    def _refuse(self, code: int, opts: WrapOptions) -> Decision:
-        stop_reason = _STOPS[code]
-        if code == _CAUSE_TIMEOUT:
-            self._on_timeout()
-        elif code != _CAUSE_ABORTED:
-            self._forced_stop(stop_reason, self._refusal_detail(code, opts))
-        self._note.reason = stop_reason
-        self._count_decision("HALT")
-        return Decision.HALT
-
-    def _refusal_detail(self, code: int, opts: WrapOptions) -> str:
-        cfg = self._config
-        if code == 2:
-            cost = self._core.counters()[1]
-            return f"cost ${cost:.4f} >= ceiling ${cfg.max_cost_usd:.4f}"
-        if code == 3:
-            return f"step limit {cfg.max_steps} reached"
-        if code == 4:
-            return f"retry budget {cfg.max_retries_total} exhausted"
-        hint = opts.cost_estimate_hint
-        return f"cost estimate ${hint:.4f} would exceed chain ceiling ${cfg.max_cost_usd:.4f}"
-
-    def _tool_ctx(self, node_id: int, opts: WrapOptions, cost_usd: float | None = None) -> ToolCallContext:
-        meta = self._metadata
-        return ToolCallContext(
-            request_id=meta.request_id,
-            user_id=meta.user_id,
-            session_id=self._core.node_name(node_id),
-            tool_name=opts.operation_name or None,
-            model=opts.model or meta.model,
-            cost_usd=cost_usd,
-            metadata={
-                "chain_id": meta.chain_id,
-                "org_id": meta.org_id,
-                "team": meta.team,
-                "service": meta.service,
-                **meta.tags,
-            },
-        )
-
-    def _halt_admitted(self, node_id: int, opts: WrapOptions, why: str) -> None:
-        self._core.fail(node_id, opts.operation_name != "", False, _HALTED, "", why)
-        self._count_decision("HALT")
-        self._note.reason = why
-
-    def _gate(self, node_id: int, kind: int, opts: WrapOptions) -> Decision | None:
-        """Pipeline, then circuit breaker. Returns the refusing decision, or None to dispatch."""
-        try:
-            pipeline = self._pipeline
-            if pipeline is not None:
-                tctx = self._tool_ctx(node_id, opts)
-                raw = pipeline.before_llm_call(tctx) if kind == 0 else pipeline.before_tool_call(tctx)
-                if raw != Decision.ALLOW:
-                    verdict = Decision(str(getattr(raw, "value", raw)))
-                    why = "pipeline_halt"
-                    if verdict is Decision.HALT and _window_halt(self._mirror_pipeline()):
-                        why = "provider_rate_limit"
-                        self._forced_stop(why, "BudgetWindowHook returned HALT")
-                    else:
-                        self._mirror_pipeline()
-                    self._halt_admitted(node_id, opts, why)
-                    return verdict
-            breaker = self._breaker
-            if breaker is not None:
-                steps, cost = self._core.counters()[:2]
-                policy_ctx = PolicyContext(
-                    cost_usd=cost,
-                    step_count=steps,
-                    chain_id=self._metadata.chain_id,
-                    entity_id=self._metadata.user_id or "",
-                )
-                decision = breaker.check(policy_ctx)
-                if not decision.allowed:
-                    self._forced_stop("circuit_open", f"circuit breaker denied: {decision.reason}")
-                    self._halt_admitted(node_id, opts, "circuit_open")
-                    return Decision.HALT
-        except BaseException:
-            # A hook that raises must not leak the step reservation or leave the node open.
-            self._core.fail(node_id, opts.operation_name != "", False, _ERROR, "HookError")
-            raise
-        self._core.dispatch(node_id)
-        return None
-
-    def _succeeded(self, node_id: int, kind: int, opts: WrapOptions) -> Decision:
-        cost = opts.cost_estimate_hint
-        if kind == 0 and cost > 0.0 and self._pipeline is not None:
-            raw = self._pipeline.before_charge(self._tool_ctx(node_id, opts, cost), cost)
-            if raw != Decision.ALLOW:
-                self._mirror_pipeline()
-                self._halt_admitted(node_id, opts, "before_charge_halt")
-                return Decision(str(getattr(raw, "value", raw)))
-        self._core.succeed(node_id, opts.operation_name != "", cost)
-        if self._breaker is not None:
-            self._breaker.record_success()
-        if cost > 0.0 and self._parent is not None:
-            self._parent._propagate_child_cost(cost)
-        if self._metrics is not None:
-            self._metrics.record_cost(self._metadata.chain_id, cost)
-            self._count_decision("ALLOW")
-        return Decision.ALLOW
-
-    def _failed(self, exc: BaseException, node_id: int, opts: WrapOptions) -> Decision:
-        cause = self._core.cancel_cause
-        if cause:
-            # The chain was cancelled while the call ran: its failure is the cancellation's doing.
-            why, status = _CANCELLED[cause]
-            self._core.fail(node_id, opts.operation_name != "", False, status, "", why)
-            self._note.reason = why
-            self._reraise_signals(exc)
-            return Decision.HALT
-        pipeline = self._pipeline
-        verdict = (
-            Decision.RETRY if pipeline is None else pipeline.on_error(self._tool_ctx(node_id, opts), exc)
-        )
-        if self._breaker is not None:
-            self._breaker.record_failure(error=exc)
-        if verdict == Decision.HALT:
-            self._mirror_pipeline()
-            self._halt_admitted(node_id, opts, "pipeline_halt")
-            self._reraise_signals(exc)
-            return Decision.HALT
-        retries = self._core.fail(node_id, opts.operation_name != "", True, _ERROR, type(exc).__name__)
-        if retries >= self._config.max_retries_total:
-            # seed 003 §6 provider_error: a failure that drains the retry budget stops the chain
-            # now (the core has halted the node with this reason).
-            detail = f"{type(exc).__name__} exhausted the retry budget of {self._config.max_retries_total}"
-            self._forced_stop("provider_error", detail, error_class=type(exc).__name__)
-            self._note.reason = "provider_error"
-            self._reraise_signals(exc)
-            return Decision.HALT
-        self._reraise_signals(exc)
-        self._note.reason = "retry"
-        return Decision.RETRY
-
-    @staticmethod
-    def _reraise_signals(exc: BaseException) -> None:
-        # Ctrl-C and interpreter exit belong to the process, not to the chain's retry logic.
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
-            raise exc
-
-    def _count_decision(self, decision: str) -> None:
-        if self._metrics is not None:
-            self._metrics.record_decision(self._metadata.chain_id, decision)
 
     # -- async -----------------------------------------------------------------------------
 
@@ -606,7 +387,7 @@ class ExecutionContext:
 
     def _propagate_child_cost(self, cost_usd: float) -> None:
         total = self._core.add_cost(cost_usd)
-        if total + _BUDGET_EPSILON >= self._config.max_cost_usd and self._core.cancel(_CAUSE_BUDGET):
+        if total + _BUDGET_EPSILON >= self._config.max_cost_usd and self._core.cancel(CAUSE_BUDGET):
             ceiling = self._config.max_cost_usd
             detail = f"child spending pushed the chain to ${total:.4f} >= ceiling ${ceiling:.4f}"
             self._forced_stop("budget_exceeded", detail, source="child")
