@@ -149,3 +149,30 @@ async def test_caller_cancellation_propagates_and_closes_the_node() -> None:
     snap = ctx.get_snapshot()
     assert snap.nodes[-1].status == "error"
     assert snap.retries_used == 0
+
+
+async def test_concurrent_tasks_nest_under_their_own_call() -> None:
+    ctx = ExecutionContext(config())
+
+    def outer_for(label: str) -> object:
+        async def outer() -> None:
+            for _ in range(2):
+                await asyncio.sleep(0)  # let the other task interleave
+
+                async def inner() -> None:
+                    await asyncio.sleep(0)
+
+                await ctx.wrap_tool_call_async(inner, WrapOptions(f"inner-{label}"))
+                ctx.wrap_tool_call(lambda: None, WrapOptions(f"sync-{label}"))
+
+        return outer
+
+    await asyncio.gather(
+        ctx.wrap_llm_call_async(outer_for("a"), WrapOptions("outer-a")),  # type: ignore[arg-type]
+        ctx.wrap_llm_call_async(outer_for("b"), WrapOptions("outer-b")),  # type: ignore[arg-type]
+    )
+    nodes = list(ctx.get_snapshot().nodes)
+    outer_ids = {n.operation_name[-1]: n.node_id for n in nodes if n.kind == "llm"}
+    children = [n for n in nodes if n.kind == "tool"]
+    assert len(children) == 8
+    assert all(n.parent_id == outer_ids[n.operation_name[-1]] for n in children)

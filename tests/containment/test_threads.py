@@ -107,3 +107,25 @@ def test_abort_from_another_thread_stops_running_workers() -> None:
     statuses = {n.status for n in snap.nodes}
     assert statuses <= {"ok", "aborted"}
     assert sum(n.status == "aborted" for n in snap.nodes) == THREADS
+
+
+def test_nesting_is_tracked_per_thread() -> None:
+    ctx = ExecutionContext(ExecutionConfig(max_cost_usd=1.0, max_steps=100_000, max_retries_total=5))
+
+    def outer() -> None:
+        for _ in range(3):
+            ctx.wrap_tool_call(lambda: None, WrapOptions(f"inner-{threading.get_ident()}"))
+
+    def work() -> None:
+        for _ in range(50):
+            ctx.wrap_llm_call(outer, WrapOptions(f"outer-{threading.get_ident()}"))
+
+    run_threads(work)
+    nodes = list(ctx.get_snapshot().nodes)
+    outers = {n.node_id: n.operation_name.removeprefix("outer-") for n in nodes if n.kind == "llm"}
+    inners = [n for n in nodes if n.kind == "tool"]
+    assert len(outers) == THREADS * 50
+    assert len(inners) == THREADS * 150
+    # Every inner call hangs under an outer call of its own thread.
+    assert all(outers[n.parent_id] == n.operation_name.removeprefix("inner-") for n in inners if n.parent_id)
+    assert all(n.parent_id is not None for n in inners)
