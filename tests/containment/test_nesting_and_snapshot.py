@@ -1,5 +1,6 @@
 """Nested wraps become child nodes; snapshots are immutable views."""
 
+import asyncio
 from datetime import UTC
 
 import pytest
@@ -84,3 +85,28 @@ def test_snapshot_metadata_fields() -> None:
     assert (snap.chain_id, snap.request_id, snap.parent_chain_id) == ("chain", "req", None)
     assert snap.elapsed_ms >= 0
     assert not snap.aborted and snap.abort_reason is None
+
+
+def test_async_calls_inside_a_sync_call_nest_at_the_right_depth() -> None:
+    ctx = make()
+
+    def sync_outer() -> None:
+        async def main() -> None:
+            async def async_middle() -> None:
+                ctx.wrap_tool_call(lambda: None, WrapOptions("sync-inner"))
+
+                async def leaf() -> None:
+                    return None
+
+                await ctx.wrap_tool_call_async(leaf, WrapOptions("async-inner"))
+
+            await ctx.wrap_llm_call_async(async_middle, WrapOptions("async-middle"))
+
+        asyncio.run(main())
+
+    assert ctx.wrap_llm_call(sync_outer, WrapOptions("sync-outer")) is Decision.ALLOW
+    by_name = {n.operation_name: n for n in ctx.get_snapshot().nodes}
+    assert by_name["sync-outer"].parent_id is None
+    assert by_name["async-middle"].parent_id == by_name["sync-outer"].node_id
+    assert by_name["sync-inner"].parent_id == by_name["async-middle"].node_id
+    assert by_name["async-inner"].parent_id == by_name["async-middle"].node_id

@@ -67,7 +67,7 @@ impl Contained {
     /// Admits a call and creates its node (running when `dispatch`), or creates the node
     /// halted with the refusing stop reason and records the refusal.
     ///
-    /// The parent is the innermost call of this chain open on this thread, else
+    /// The parent is the innermost of the call of this chain open on this thread and
     /// `parent_hint` (an async caller's enclosing call), else the root. With `nest`, an
     /// admitted call becomes the parent of wraps made on this thread until it is closed.
     #[allow(clippy::too_many_arguments)]
@@ -81,7 +81,12 @@ impl Contained {
         dispatch: bool,
         nest: bool,
     ) -> Result<Result<NodeId, Stop>, RecorderError> {
-        let parent = nesting::innermost(self.key).or(parent_hint);
+        // Both candidates are open ancestors of the caller; ids grow with creation, so the
+        // larger one is the deeper (e.g. an async call inside a sync call's event loop).
+        let parent = match (nesting::innermost(self.key), parent_hint) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
         let admitted = self.chain.admit(cost_estimate);
         let graph_parent = parent.unwrap_or(self.root);
         let label = if name.is_empty() { UNNAMED } else { name };

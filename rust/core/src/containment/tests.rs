@@ -131,9 +131,9 @@ fn nested_calls_hang_under_their_parent() {
         .begin(None, Kind::Llm, "op", None, 0.0, true, true)
         .unwrap()
         .unwrap();
-    // The open outer call wins over the hint: it is the innermost call on this thread.
+    // The open outer call is deeper than the hinted root, so it wins.
     let inner = c
-        .begin(Some(12345), Kind::Tool, "", None, 0.0, true, true)
+        .begin(Some(c.root()), Kind::Tool, "", None, 0.0, true, true)
         .unwrap()
         .unwrap();
     c.succeed(inner, false, 0.0).unwrap();
