@@ -16,22 +16,36 @@ from chainwarden.containment.types import NodeRecord
 
 __all__ = ["NodeRecordView"]
 
-_CHUNK = 256
+_CHUNK = 1024
 
 
-def _build(row: tuple[str, str | None, str, str, float, float | None, str, float, int]) -> NodeRecord:
-    node_id, parent_id, kind, name, start_s, end_s, status, cost, retries = row
-    return NodeRecord(
-        node_id=node_id,
-        parent_id=parent_id,
-        kind=kind,  # type: ignore[arg-type]  # the core only emits "llm" / "tool"
-        operation_name=name,
-        start_ts=datetime.fromtimestamp(start_s, UTC),
-        end_ts=None if end_s is None else datetime.fromtimestamp(end_s, UTC),
-        status=status,  # type: ignore[arg-type]  # the core only emits NodeStatus values
-        cost_usd=cost,
-        retries_used=retries,
-    )
+_Row = tuple[str, str | None, str, str, float, float | None, str, float, int]
+
+
+def _build_all(rows: list[_Row]) -> list[NodeRecord]:
+    # Timestamps have millisecond resolution, so neighbouring records mostly share them.
+    stamps: dict[float, datetime] = {}
+
+    def stamp(seconds: float) -> datetime:
+        found = stamps.get(seconds)
+        if found is None:
+            found = stamps[seconds] = datetime.fromtimestamp(seconds, UTC)
+        return found
+
+    return [
+        NodeRecord(
+            node_id,
+            parent_id,
+            kind,  # type: ignore[arg-type]  # the core only emits "llm" / "tool"
+            name,
+            stamp(start_s),
+            None if end_s is None else stamp(end_s),
+            status,  # type: ignore[arg-type]  # the core only emits NodeStatus values
+            cost,
+            retries,
+        )
+        for node_id, parent_id, kind, name, start_s, end_s, status, cost, retries in rows
+    ]
 
 
 class NodeRecordView(Sequence[NodeRecord]):
@@ -52,19 +66,18 @@ class NodeRecordView(Sequence[NodeRecord]):
         if isinstance(index, slice):
             start, stop, step = index.indices(self._len)
             if step == 1:
-                return tuple(_build(r) for r in self._core.records(start, max(start, stop)))
+                return tuple(_build_all(self._core.records(start, max(start, stop))))
             return tuple(self[i] for i in range(start, stop, step))
         if isinstance(index, bool) or not isinstance(index, int):
             raise TypeError(f"indices must be integers or slices, not {type(index).__name__}")
         position = index + self._len if index < 0 else index
         if not 0 <= position < self._len:
             raise IndexError("node record index out of range")
-        return _build(self._core.records(position, position + 1)[0])
+        return _build_all(self._core.records(position, position + 1))[0]
 
     def __iter__(self) -> Iterator[NodeRecord]:
         for start in range(0, self._len, _CHUNK):
-            for row in self._core.records(start, min(start + _CHUNK, self._len)):
-                yield _build(row)
+            yield from _build_all(self._core.records(start, min(start + _CHUNK, self._len)))
 
     def __eq__(self, other: Any) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, str | bytes):

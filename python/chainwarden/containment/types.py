@@ -119,10 +119,11 @@ class WrapOptions:
         _optional_str(self.model, "model")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class NodeRecord:
     """One finished wrap call. ``node_id`` is the node's id in the ExecutionGraph; ``parent_id`` is
-    the enclosing wrap call's node, None at the top level."""
+    the enclosing wrap call's node, None at the top level. A copy: changing it changes nothing in
+    the context (not frozen, so that building thousands of them stays cheap)."""
 
     node_id: str
     parent_id: str | None
