@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from chainwarden.containment import ExecutionConfig, ExecutionContext
 from veronica_core.containment import ExecutionConfig as RefConfig
 from veronica_core.containment import ExecutionContext as RefContext
+
+from chainwarden.containment import ExecutionConfig, ExecutionContext
 
 BIG = {"max_cost_usd": 1e12, "max_steps": 10**12, "max_retries_total": 10}
 

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from veronica_core.containment import ExecutionGraph as VeronicaGraph
+
 from chainwarden import ExecutionGraph
 from chainwarden._core import _BenchFloor
-from veronica_core.containment import ExecutionGraph as VeronicaGraph
 
 N_NODES = 100_000
 SNAPSHOT_NODES = 10_000

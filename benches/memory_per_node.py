@@ -7,8 +7,9 @@ import json
 import sys
 
 import psutil
-from chainwarden import ExecutionGraph
 from veronica_core.containment import ExecutionGraph as VeronicaGraph
+
+from chainwarden import ExecutionGraph
 
 
 def main() -> None:

@@ -3,9 +3,10 @@
 import asyncio
 import threading
 
+from helpers import graph_node
+
 from chainwarden.containment import ExecutionConfig, ExecutionContext, WrapOptions
 from chainwarden.shield import Decision
-from helpers import graph_node
 
 
 def config(timeout_ms: int = 0) -> ExecutionConfig:

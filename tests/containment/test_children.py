@@ -1,6 +1,7 @@
 """Child contexts: their successful costs propagate to the parent chain."""
 
 import pytest
+
 from chainwarden.containment import ExecutionConfig, ExecutionContext, WrapOptions
 from chainwarden.shield import Decision
 

@@ -1,6 +1,7 @@
 """@ctx.llm_call / @ctx.tool_call: contained calls that return results and raise on refusal."""
 
 import pytest
+
 from chainwarden.containment import CallRefused, ExecutionConfig, ExecutionContext
 
 

@@ -17,8 +17,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from chainwarden.containment import ExecutionConfig, ExecutionContext, WrapOptions
-from chainwarden.shield import BudgetWindowHook, CircuitBreaker, ShieldPipeline
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from veronica_core.circuit_breaker import CircuitBreaker as RefBreaker
@@ -27,6 +25,9 @@ from veronica_core.containment import ExecutionContext as RefContext
 from veronica_core.containment import WrapOptions as RefOptions
 from veronica_core.shield.budget_window import BudgetWindowHook as RefWindow
 from veronica_core.shield.pipeline import ShieldPipeline as RefPipeline
+
+from chainwarden.containment import ExecutionConfig, ExecutionContext, WrapOptions
+from chainwarden.shield import BudgetWindowHook, CircuitBreaker, ShieldPipeline
 
 OURS_ONLY = {"provider_rate_limit", "provider_error"}
 

@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from chainwarden.demo import containment
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "containment.md"

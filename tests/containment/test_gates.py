@@ -3,11 +3,12 @@
 from typing import Any
 
 import pytest
-from chainwarden.containment import ChainMetadata, ExecutionConfig, ExecutionContext, WrapOptions
-from chainwarden.shield import Decision, ShieldPipeline, ToolCallContext
 from helpers import Calls, graph_node
 from veronica_core.circuit_breaker import CircuitBreaker as RefBreaker
 from veronica_core.shield.pipeline import ShieldPipeline as RefPipeline
+
+from chainwarden.containment import ChainMetadata, ExecutionConfig, ExecutionContext, WrapOptions
+from chainwarden.shield import Decision, ShieldPipeline, ToolCallContext
 
 
 def config(max_steps: int = 10) -> ExecutionConfig:

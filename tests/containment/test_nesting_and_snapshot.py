@@ -4,9 +4,10 @@ import asyncio
 from datetime import UTC
 
 import pytest
+from helpers import graph_node
+
 from chainwarden.containment import ChainMetadata, ExecutionConfig, ExecutionContext, WrapOptions
 from chainwarden.shield import Decision, SafetyEvent
-from helpers import graph_node
 
 
 def make() -> ExecutionContext:

@@ -2,9 +2,10 @@
 
 import threading
 
+from helpers import Calls, assert_stop
+
 from chainwarden.containment import STOP_REASONS, ExecutionConfig, ExecutionContext, WrapOptions
 from chainwarden.shield import BudgetWindowHook, CircuitBreaker, Decision, ShieldPipeline
-from helpers import Calls, assert_stop
 
 
 def config(**overrides: object) -> ExecutionConfig:

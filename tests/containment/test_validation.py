@@ -1,6 +1,7 @@
 import math
 
 import pytest
+
 from chainwarden.containment import (
     ChainMetadata,
     ExecutionConfig,

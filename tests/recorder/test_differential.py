@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import hypothesis.strategies as st
-from chainwarden import ExecutionGraph
 from hypothesis import HealthCheck, given, settings
 from veronica_core.containment import ExecutionGraph as RefGraph
+
+from chainwarden import ExecutionGraph
 
 TIMESTAMPS = ("start_ts_ms", "end_ts_ms")
 KINDS = ("llm", "tool", "system", "memory_read", "memory_write")

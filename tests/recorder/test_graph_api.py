@@ -7,8 +7,9 @@ import re
 from typing import Any
 
 import hypothesis.strategies as st
-from chainwarden import ExecutionGraph, containment
 from hypothesis import given, settings
+
+from chainwarden import ExecutionGraph, containment
 
 TS = re.compile(rb'"(start_ts_ms|end_ts_ms|snapshot_ts_ms)": (\d+|null)')
 

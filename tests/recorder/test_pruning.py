@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 
-from chainwarden import ExecutionGraph
 from veronica_core.containment import ExecutionGraph as RefGraph
+
+from chainwarden import ExecutionGraph
 
 
 def test_oldest_terminal_node_is_evicted_first() -> None:

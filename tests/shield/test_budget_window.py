@@ -2,6 +2,7 @@ import math
 import threading
 
 import pytest
+
 from chainwarden.shield import BudgetWindowHook, Decision, ToolCallContext
 
 CTX = ToolCallContext(request_id="r")

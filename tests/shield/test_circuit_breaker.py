@@ -2,6 +2,7 @@ import math
 import threading
 
 import pytest
+
 from chainwarden.shield import CircuitBreaker, CircuitState, PolicyContext
 
 

@@ -1,4 +1,5 @@
 import pytest
+
 from chainwarden.shield import Decision, SafetyEvent, ShieldPipeline, ToolCallContext
 
 CTX = ToolCallContext(request_id="req-1", tool_name="search")

@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod containment;
+pub mod dag;
 pub mod json;
 pub mod recorder;
 pub mod value;

@@ -5,6 +5,26 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
+/// A Python str for `s`. ASCII text (ids, labels) is copied straight into a compact
+/// string, skipping CPython's UTF-8 decoder, which dominates when tens of thousands of
+/// ids are returned at once.
+pub fn py_str<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
+    if !s.is_ascii() {
+        return PyString::new(py, s);
+    }
+    // SAFETY: PyUnicode_New(len, 127) returns a compact ASCII string with room for exactly
+    // `len` one-byte code points, which are filled before the object is shared.
+    unsafe {
+        let ptr = pyo3::ffi::PyUnicode_New(s.len() as pyo3::ffi::Py_ssize_t, 127);
+        if ptr.is_null() {
+            // Memory exhaustion: the regular constructor reports it.
+            return PyString::new(py, s);
+        }
+        std::ptr::copy_nonoverlapping(s.as_ptr(), pyo3::ffi::PyUnicode_1BYTE_DATA(ptr), s.len());
+        Bound::from_owned_ptr(py, ptr).cast_into_unchecked()
+    }
+}
+
 /// Deep enough for any real metadata, shallow enough to stop a self-referencing dict.
 const MAX_DEPTH: usize = 200;
 
@@ -129,24 +149,14 @@ pub fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>>
         Value::Int(i) => i.into_pyobject(py)?.into_any(),
         Value::Float(f) => PyFloat::new(py, *f).into_any(),
         Value::Str(s) => PyString::new(py, s).into_any(),
-        Value::List(items) => PyList::new(
-            py,
-            items
-                .iter()
-                .map(|v| to_py(py, v))
-                .collect::<PyResult<Vec<_>>>()?,
-        )?
-        .into_any(),
-        Value::Tuple(items) => PyTuple::new(
-            py,
-            items
-                .iter()
-                .map(|v| to_py(py, v))
-                .collect::<PyResult<Vec<_>>>()?,
-        )?
-        .into_any(),
+        Value::List(items) => PyList::new(py, items_to_py(py, items)?)?.into_any(),
+        Value::Tuple(items) => PyTuple::new(py, items_to_py(py, items)?)?.into_any(),
         Value::Dict(entries) => dict_to_py(py, entries)?.into_any(),
     })
+}
+
+fn items_to_py<'py>(py: Python<'py>, items: &[Value]) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    items.iter().map(|v| to_py(py, v)).collect()
 }
 
 pub fn dict_to_py<'py>(

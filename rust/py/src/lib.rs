@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 mod bench_floor;
 mod containment;
 mod convert;
+mod dag;
 mod errors;
 mod recorder;
 
@@ -12,6 +13,7 @@ mod recorder;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     recorder::register(m)?;
+    dag::register(m)?;
     bench_floor::register(m)?;
     containment::register(m)?;
     Ok(())

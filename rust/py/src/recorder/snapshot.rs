@@ -3,7 +3,7 @@
 
 use chainwarden_core::recorder::divergence::DivergenceEvent;
 use chainwarden_core::recorder::graph::{now_ms, Graph, State};
-use chainwarden_core::recorder::ids::{format_id, format_id_bytes, NodeId};
+use chainwarden_core::recorder::ids::{format_id, NodeId};
 use chainwarden_core::recorder::node::Node;
 use chainwarden_core::recorder::{AggregatesView, Kind, Status};
 use pyo3::ffi;
@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString};
 
-use crate::convert::metadata_to_py;
+use crate::convert::{metadata_to_py, py_str};
 
 struct Keys {
     node: [Py<PyString>; 15],
@@ -59,22 +59,8 @@ fn keys(py: Python<'_>) -> &Keys {
     })
 }
 
-/// A node id as a Python str. Ids are ASCII, so the string is filled directly instead of
-/// going through UTF-8 decoding: this runs once per `begin_node`.
 pub fn id_str(py: Python<'_>, id: NodeId) -> Bound<'_, PyString> {
-    let mut buf = [0u8; 24];
-    let bytes = format_id_bytes(id, &mut buf);
-    // SAFETY: PyUnicode_New(len, 127) makes a compact ASCII string with room for `len`
-    // one-byte code points; we fill exactly that many with ASCII before anyone sees it.
-    unsafe {
-        let ptr = ffi::PyUnicode_New(bytes.len() as ffi::Py_ssize_t, 127);
-        if ptr.is_null() {
-            // Only on memory exhaustion; the slow path reports it properly.
-            return PyString::new(py, format_id(id, &mut buf));
-        }
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), ffi::PyUnicode_1BYTE_DATA(ptr), bytes.len());
-        Bound::from_owned_ptr(py, ptr).cast_into_unchecked()
-    }
+    py_str(py, format_id(id, &mut [0; 24]))
 }
 
 /// Per-call cache of label strings, indexed by interned symbol.
@@ -260,6 +246,21 @@ pub fn aggregates<'py>(py: Python<'py>, a: &AggregatesView) -> PyResult<Bound<'p
     Ok(d)
 }
 
+fn rate_event(
+    d: &Bound<'_, PyDict>,
+    event_type: &str,
+    rate_key: &str,
+    rate: f64,
+    threshold: f64,
+    node: NodeId,
+) -> PyResult<()> {
+    d.set_item("event_type", event_type)?;
+    d.set_item("severity", "warn")?;
+    d.set_item(rate_key, rate)?;
+    d.set_item("threshold", threshold)?;
+    d.set_item("node_id", id_str(d.py(), node))
+}
+
 pub fn divergence_events<'py>(
     py: Python<'py>,
     chain_id: &str,
@@ -285,26 +286,25 @@ pub fn divergence_events<'py>(
                 d.set_item("repeat_count", repeat_count)?;
             }
             DivergenceEvent::CostRate {
-                cost_rate,
+                cost_rate: rate,
                 threshold,
                 node,
             } => {
-                d.set_item("event_type", "COST_RATE_EXCEEDED")?;
-                d.set_item("severity", "warn")?;
-                d.set_item("cost_rate", cost_rate)?;
-                d.set_item("threshold", threshold)?;
-                d.set_item("node_id", id_str(py, node))?;
+                rate_event(&d, "COST_RATE_EXCEEDED", "cost_rate", rate, threshold, node)?;
             }
             DivergenceEvent::TokenVelocity {
-                token_velocity,
+                token_velocity: rate,
                 threshold,
                 node,
             } => {
-                d.set_item("event_type", "TOKEN_VELOCITY_EXCEEDED")?;
-                d.set_item("severity", "warn")?;
-                d.set_item("token_velocity", token_velocity)?;
-                d.set_item("threshold", threshold)?;
-                d.set_item("node_id", id_str(py, node))?;
+                rate_event(
+                    &d,
+                    "TOKEN_VELOCITY_EXCEEDED",
+                    "token_velocity",
+                    rate,
+                    threshold,
+                    node,
+                )?;
             }
         }
         d.set_item("chain_id", chain_id)?;

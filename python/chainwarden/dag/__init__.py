@@ -1,0 +1,35 @@
+"""chainwarden.dag: the conversation / task DAG (seed 001) on the Rust core.
+
+`Graph` holds nodes and edges, `Runner` executes what is ready; see docs/dag.md.
+"""
+
+from chainwarden.dag.errors import (
+    DagEdgeError,
+    DagError,
+    DagInvalidArgumentError,
+    DagNotFoundError,
+    DagPreconditionError,
+)
+from chainwarden.dag.graph import Graph, Mutation
+from chainwarden.dag.result import ExecutionResult
+from chainwarden.dag.runner import Executor, Runner, RunStats
+from chainwarden.dag.vocabulary import EXECUTABLE, TERMINAL, EdgeType, NodeType, State
+
+__all__ = [
+    "EXECUTABLE",
+    "TERMINAL",
+    "DagEdgeError",
+    "DagError",
+    "DagInvalidArgumentError",
+    "DagNotFoundError",
+    "DagPreconditionError",
+    "EdgeType",
+    "ExecutionResult",
+    "Executor",
+    "Graph",
+    "Mutation",
+    "NodeType",
+    "RunStats",
+    "Runner",
+    "State",
+]

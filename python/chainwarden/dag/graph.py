@@ -1,0 +1,250 @@
+"""`Graph`: the thread-safe, transactional face of the native DAG engine.
+
+The engine owns every rule; this layer adds the one thing a single native call cannot: a `mutate()` block that
+spans several calls, holds the graph for its whole duration and is undone as a unit if the block raises.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from chainwarden._core import DagEngine
+from chainwarden.dag.errors import invalid_argument
+
+JSONDict = dict[str, Any]
+
+
+class Mutation:
+    """The handle a `mutate()` block receives; usable only inside that block."""
+
+    __slots__ = ("_engine", "_open")
+
+    def __init__(self, engine: DagEngine) -> None:
+        self._engine = engine
+        self._open = True
+
+    def _live(self) -> DagEngine:
+        if not self._open:
+            raise invalid_argument("this mutation block has ended")
+        return self._engine
+
+    def create_node(
+        self,
+        node_type: str,
+        state: str = "pending",
+        *,
+        content: Any = None,
+        input: JSONDict | None = None,
+        output: JSONDict | None = None,
+        metadata: JSONDict | None = None,
+        node_id: str | None = None,
+    ) -> str:
+        return self._live().create_node(
+            node_type,
+            state,
+            content=content,
+            input=input,
+            output=output,
+            metadata=metadata,
+            node_id=node_id,
+        )
+
+    def create_edge(
+        self,
+        from_id: str,
+        to_id: str,
+        edge_type: str,
+        *,
+        metadata: JSONDict | None = None,
+        edge_id: str | None = None,
+    ) -> str:
+        return self._live().create_edge(from_id, to_id, edge_type, metadata=metadata, edge_id=edge_id)
+
+    def fork(
+        self,
+        from_id: str,
+        node_type: str,
+        *,
+        state: str = "pending",
+        content: Any = None,
+        input: JSONDict | None = None,
+        metadata: JSONDict | None = None,
+        node_id: str | None = None,
+    ) -> str:
+        return self._live().fork(
+            from_id, node_type, state=state, content=content, input=input, metadata=metadata, node_id=node_id
+        )
+
+    def retry(self, node_id: str, *, new_node_id: str | None = None) -> str:
+        return self._live().retry(node_id, new_node_id=new_node_id)
+
+    def regenerate(self, node_id: str, *, new_node_id: str | None = None) -> str:
+        return self._live().regenerate(node_id, new_node_id=new_node_id)
+
+    def edit(self, node_id: str, new_input: JSONDict, *, new_node_id: str | None = None) -> str:
+        return self._live().edit(node_id, new_input, new_node_id=new_node_id)
+
+
+class Graph:
+    """An in-memory conversation / task DAG backed by the Rust core. Safe to share between threads."""
+
+    __slots__ = ("_engine", "_lock")
+
+    def __init__(self, *, graph_id: str | None = None) -> None:
+        self._engine = DagEngine(graph_id)
+        # Re-entrant: an executor running inside a thread that holds the graph may still call mutate().
+        self._lock = threading.RLock()
+
+    @classmethod
+    def _adopt(cls, engine: DagEngine) -> Graph:
+        graph = cls.__new__(cls)
+        graph._engine = engine
+        graph._lock = threading.RLock()
+        return graph
+
+    @property
+    def graph_id(self) -> str:
+        return self._engine.graph_id
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._engine)
+
+    @contextmanager
+    def mutate(self) -> Iterator[Mutation]:
+        """An atomic block: all of it happens (then leaves are repaired), or none of it does."""
+        with self._lock:
+            self._engine.begin()
+            handle = Mutation(self._engine)
+            try:
+                yield handle
+            except BaseException:
+                handle._open = False
+                self._engine.rollback()
+                raise
+            handle._open = False
+            self._engine.commit()
+
+    def compress(
+        self,
+        node_ids: Iterable[str],
+        summary_content: str,
+        *,
+        metadata: JSONDict | None = None,
+        node_id: str | None = None,
+    ) -> str:
+        with self._lock:
+            return self._engine.compress(node_ids, summary_content, metadata=metadata, node_id=node_id)
+
+    def mark_running(self, node_id: str) -> bool:
+        with self._lock:
+            return self._engine.mark_running(node_id)
+
+    def mark_finished(
+        self,
+        node_id: str,
+        *,
+        content: Any = None,
+        output: JSONDict | None = None,
+        metadata: JSONDict | None = None,
+    ) -> bool:
+        with self._lock:
+            return self._engine.mark_finished(node_id, content=content, output=output, metadata=metadata)
+
+    def mark_errored(self, node_id: str, error: object) -> bool:
+        with self._lock:
+            return self._engine.mark_errored(node_id, error)
+
+    def mark_rejected(self, node_id: str, reason: object) -> bool:
+        with self._lock:
+            return self._engine.mark_rejected(node_id, reason)
+
+    def mark_cancelled(self, node_id: str, reason: object) -> bool:
+        with self._lock:
+            return self._engine.mark_cancelled(node_id, reason)
+
+    def mark_skipped(self, node_id: str, reason: object) -> bool:
+        with self._lock:
+            return self._engine.mark_skipped(node_id, reason)
+
+    def claim(self, limit: int = 10) -> list[str]:
+        with self._lock:
+            return self._engine.claim(limit)
+
+    def propagate_failures(self) -> list[str]:
+        with self._lock:
+            return self._engine.propagate_failures()
+
+    def repair_leaves(self) -> list[str]:
+        with self._lock:
+            return self._engine.repair_leaves()
+
+    def leaves(self, *, include_compressed: bool = False) -> list[str]:
+        with self._lock:
+            return self._engine.leaves(include_compressed=include_compressed)
+
+    def node(self, node_id: str) -> JSONDict:
+        with self._lock:
+            return self._engine.node(node_id)
+
+    def edge(self, edge_id: str) -> JSONDict:
+        with self._lock:
+            return self._engine.edge(edge_id)
+
+    def nodes(self, *, include_compressed: bool = False) -> list[JSONDict]:
+        with self._lock:
+            return self._engine.nodes(include_compressed=include_compressed)
+
+    def edges(self, *, include_compressed: bool = False) -> list[JSONDict]:
+        with self._lock:
+            return self._engine.edges(include_compressed=include_compressed)
+
+    def context_for(self, node_id: str, *, mode: str = "preview") -> list[JSONDict]:
+        with self._lock:
+            return self._engine.context_for(node_id, mode=mode)
+
+    def context_ids_for(self, node_id: str) -> list[str]:
+        with self._lock:
+            return self._engine.context_ids_for(node_id)
+
+    def events(self) -> list[JSONDict]:
+        with self._lock:
+            return self._engine.events()
+
+    def to_mermaid(self, *, include_compressed: bool = False, max_label_chars: int = 80) -> str:
+        with self._lock:
+            return self._engine.to_mermaid(
+                include_compressed=include_compressed, max_label_chars=max_label_chars
+            )
+
+    def to_json(self) -> bytes:
+        with self._lock:
+            return self._engine.to_json()
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> Graph:
+        return cls._adopt(DagEngine.from_json(data))
+
+    def check_invariants(self) -> str | None:
+        """Recomputes every derived index and structural rule; the first violation, or None."""
+        with self._lock:
+            return self._engine.check_invariants()
+
+    def apply_result(
+        self,
+        node_id: str,
+        outcome: str,
+        *,
+        message: object = None,
+        content: Any = None,
+        output: JSONDict | None = None,
+        metadata: JSONDict | None = None,
+    ) -> tuple[bool, list[str], list[str]]:
+        """One atomic runner step: apply, propagate failures, repair leaves."""
+        with self._lock:
+            return self._engine.apply_result(
+                node_id, outcome, message=message, content=content, output=output, metadata=metadata
+            )

@@ -1,0 +1,337 @@
+//! Node and edge storage: append-only arenas, id indexes, and adjacency indexed both ways.
+//!
+//! Nothing is ever removed (archiving only stamps `compressed_at`), so arena indexes are stable for the
+//! life of the graph; only a rolled-back transaction truncates the tail.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
+use super::error::{DagError, DagResult};
+use super::events::Event;
+use super::txn::Txn;
+use super::types::{EdgeType, NodeType, State};
+use super::value::Value;
+
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub id: Arc<str>,
+    pub node_type: NodeType,
+    pub state: State,
+    pub input: Value,
+    pub output: Value,
+    pub output_preview: Value,
+    pub metadata: Value,
+    pub retry_of_id: Option<Arc<str>>,
+    pub compressed_by_id: Option<Arc<str>>,
+    pub compressed_at: Option<f64>,
+    pub started_at: Option<f64>,
+    pub finished_at: Option<f64>,
+    pub created_at: f64,
+    /// Live incoming blocking edges whose parent does not (yet) unblock this node.
+    pub(crate) blockers: u32,
+    /// Live incoming dependency edges whose parent failed.
+    pub(crate) failed_deps: u32,
+    /// Live outgoing blocking edges; zero means leaf.
+    pub(crate) out_blocking: u32,
+}
+
+impl Node {
+    pub fn is_active(&self) -> bool {
+        self.compressed_at.is_none()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Edge {
+    pub id: Arc<str>,
+    pub from: u32,
+    pub to: u32,
+    pub edge_type: EdgeType,
+    pub metadata: Value,
+    pub compressed_at: Option<f64>,
+    pub created_at: f64,
+}
+
+/// The fields traversals read, packed so a walk over many edges stays in cache.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EdgeHot {
+    pub from: u32,
+    pub to: u32,
+    pub edge_type: EdgeType,
+    pub active: bool,
+}
+
+/// Edge indexes at one node; most nodes have one or two per direction, kept inline to spare a pointer hop.
+pub(crate) type Adjacency = SmallVec<[u32; 2]>;
+
+/// Reused visit marks so traversals cost O(visited), not O(graph), per call.
+#[derive(Default)]
+pub(crate) struct Marks {
+    stamp: Vec<u32>,
+    epoch: u32,
+}
+
+impl Marks {
+    pub fn start(&mut self, len: usize) {
+        if self.stamp.len() < len {
+            self.stamp.resize(len, 0);
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.stamp.iter_mut().for_each(|s| *s = 0);
+            self.epoch = 1;
+        }
+    }
+
+    /// Marks `i`; returns false if it was already marked in this epoch.
+    pub fn mark(&mut self, i: u32) -> bool {
+        let slot = &mut self.stamp[i as usize];
+        if *slot == self.epoch {
+            false
+        } else {
+            *slot = self.epoch;
+            true
+        }
+    }
+
+    pub fn is_marked(&self, i: u32) -> bool {
+        self.stamp[i as usize] == self.epoch
+    }
+}
+
+pub struct Dag {
+    pub graph_id: String,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) edges: Vec<Edge>,
+    /// Mirrors of `Edge` endpoints/type/activity and of `Node::is_active`, kept in step by the writers.
+    pub(crate) hot: Vec<EdgeHot>,
+    pub(crate) node_active: Vec<bool>,
+    /// True while every id is greater than all ids created before it (always, with generated UUIDv7s):
+    /// then arena order is id order and orderings compare integers instead of strings.
+    pub(crate) ids_in_order: bool,
+    pub(crate) out_adj: Vec<Adjacency>,
+    pub(crate) in_adj: Vec<Adjacency>,
+    pub(crate) node_index: FxHashMap<Arc<str>, u32>,
+    pub(crate) edge_index: FxHashMap<Arc<str>, u32>,
+    /// Active edges by (from, to, type): decisions §9 returns the existing id for a duplicate.
+    pub(crate) active_keys: FxHashMap<(u32, u32, EdgeType), u32>,
+    pub(crate) ready: BTreeSet<Arc<str>>,
+    pub(crate) doomed: BTreeSet<Arc<str>>,
+    pub(crate) leaf_set: BTreeSet<Arc<str>>,
+    pub(crate) bad_leaves: BTreeSet<Arc<str>>,
+    pub(crate) events: Vec<Event>,
+    pub(crate) txn: Txn,
+    pub(crate) dirty: Vec<u32>,
+    pub(crate) marks: Marks,
+}
+
+impl Default for Dag {
+    fn default() -> Self {
+        Self::new(None)
+    }
+}
+
+impl Dag {
+    pub fn new(graph_id: Option<String>) -> Self {
+        Dag {
+            graph_id: graph_id.unwrap_or_else(super::ids::uuid7),
+            nodes: Vec::new(),
+            edges: Vec::new(),
+            hot: Vec::new(),
+            node_active: Vec::new(),
+            ids_in_order: true,
+            out_adj: Vec::new(),
+            in_adj: Vec::new(),
+            node_index: FxHashMap::default(),
+            edge_index: FxHashMap::default(),
+            active_keys: FxHashMap::default(),
+            ready: BTreeSet::new(),
+            doomed: BTreeSet::new(),
+            leaf_set: BTreeSet::new(),
+            bad_leaves: BTreeSet::new(),
+            events: Vec::new(),
+            txn: Txn::default(),
+            dirty: Vec::new(),
+            marks: Marks::default(),
+        }
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn edge_count(&self) -> usize {
+        self.edges.len()
+    }
+
+    pub fn node(&self, id: &str) -> Option<&Node> {
+        self.node_index.get(id).map(|&i| &self.nodes[i as usize])
+    }
+
+    pub fn edge(&self, id: &str) -> Option<&Edge> {
+        self.edge_index.get(id).map(|&i| &self.edges[i as usize])
+    }
+
+    pub fn edge_by_index(&self, i: u32) -> &Edge {
+        &self.edges[i as usize]
+    }
+
+    pub fn node_by_index(&self, i: u32) -> &Node {
+        &self.nodes[i as usize]
+    }
+
+    pub(crate) fn idx(&self, id: &str) -> DagResult<u32> {
+        self.node_index
+            .get(id)
+            .copied()
+            .ok_or_else(|| DagError::node_not_found(id))
+    }
+
+    pub(crate) fn active_idx(&self, id: &str) -> DagResult<u32> {
+        let i = self.idx(id)?;
+        if self.nodes[i as usize].is_active() {
+            Ok(i)
+        } else {
+            Err(DagError::node_inactive(id))
+        }
+    }
+
+    pub(crate) fn check_new_node_id(&self, id: &Option<String>) -> DagResult<()> {
+        match id {
+            Some(s) if s.is_empty() => Err(DagError::invalid("node_id must be a non-empty string")),
+            Some(s) if self.node_index.contains_key(s.as_str()) => {
+                Err(DagError::invalid(format!("node_id {s:?} is already used")))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    pub(crate) fn check_new_edge_id(&self, id: &Option<String>) -> DagResult<()> {
+        match id {
+            Some(s) if s.is_empty() => Err(DagError::invalid("edge_id must be a non-empty string")),
+            Some(s) if self.edge_index.contains_key(s.as_str()) => {
+                Err(DagError::invalid(format!("edge_id {s:?} is already used")))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// An edge counts only while it and both endpoints are active (decisions §8).
+    pub(crate) fn is_live(&self, e: u32) -> bool {
+        let h = self.hot[e as usize];
+        h.active && self.node_active[h.from as usize] && self.node_active[h.to as usize]
+    }
+
+    pub(crate) fn recheck_id_order(&mut self) {
+        self.ids_in_order = self.nodes.windows(2).all(|w| w[0].id < w[1].id);
+    }
+
+    pub(crate) fn live_out(&self, n: u32) -> impl Iterator<Item = &Edge> + '_ {
+        self.out_adj[n as usize]
+            .iter()
+            .filter(|&&e| self.is_live(e))
+            .map(|&e| &self.edges[e as usize])
+    }
+
+    pub(crate) fn live_in(&self, n: u32) -> impl Iterator<Item = &Edge> + '_ {
+        self.in_adj[n as usize]
+            .iter()
+            .filter(|&&e| self.is_live(e))
+            .map(|&e| &self.edges[e as usize])
+    }
+
+    /// Appends a node; the caller has validated everything.
+    pub(crate) fn push_node(&mut self, node: Node) -> u32 {
+        let i = self.nodes.len() as u32;
+        self.node_index.insert(node.id.clone(), i);
+        if self.nodes.last().is_some_and(|last| last.id >= node.id) {
+            self.ids_in_order = false;
+        }
+        self.node_active.push(node.is_active());
+        self.nodes.push(node);
+        self.out_adj.push(Adjacency::new());
+        self.in_adj.push(Adjacency::new());
+        self.txn.log_node_added();
+        self.dirty.push(i);
+        i
+    }
+
+    pub(crate) fn push_edge(&mut self, edge: Edge) -> u32 {
+        let i = self.edges.len() as u32;
+        self.edge_index.insert(edge.id.clone(), i);
+        if edge.compressed_at.is_none() {
+            self.active_keys
+                .insert((edge.from, edge.to, edge.edge_type), i);
+        }
+        self.hot.push(EdgeHot {
+            from: edge.from,
+            to: edge.to,
+            edge_type: edge.edge_type,
+            active: edge.compressed_at.is_none(),
+        });
+        self.out_adj[edge.from as usize].push(i);
+        self.in_adj[edge.to as usize].push(i);
+        self.dirty.push(edge.from);
+        self.dirty.push(edge.to);
+        self.edges.push(edge);
+        self.txn.log_edge_added();
+        i
+    }
+
+    pub(crate) fn new_node(
+        id: Option<String>,
+        node_type: NodeType,
+        state: State,
+        input: Value,
+        output: Value,
+        metadata: Value,
+        at: f64,
+    ) -> Node {
+        let preview = super::preview::derive(&output);
+        Node {
+            id: Arc::from(id.unwrap_or_else(super::ids::uuid7)),
+            node_type,
+            state,
+            input,
+            output,
+            output_preview: preview,
+            metadata,
+            retry_of_id: None,
+            compressed_by_id: None,
+            compressed_at: None,
+            started_at: if state == State::Running {
+                Some(at)
+            } else {
+                None
+            },
+            finished_at: if state.is_terminal() { Some(at) } else { None },
+            created_at: at,
+            blockers: 0,
+            failed_deps: 0,
+            out_blocking: 0,
+        }
+    }
+
+    pub(crate) fn new_edge(
+        &self,
+        id: Option<String>,
+        from: u32,
+        to: u32,
+        edge_type: EdgeType,
+        metadata: Value,
+        at: f64,
+    ) -> Edge {
+        Edge {
+            id: Arc::from(id.unwrap_or_else(super::ids::uuid7)),
+            from,
+            to,
+            edge_type,
+            metadata,
+            compressed_at: None,
+            created_at: at,
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! Compression (spec §8): a finished subgraph becomes one summary node; boundary edges are rewired to it.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashSet;
+
+use super::arena::Dag;
+use super::error::{DagError, DagResult};
+use super::events::{obj, str_list};
+use super::ids::now;
+use super::preview::derive;
+use super::types::{EdgeType, NodeType, State};
+use super::value::Value;
+
+impl Dag {
+    pub fn compress(
+        &mut self,
+        node_ids: &[String],
+        summary_content: &str,
+        metadata: Option<Value>,
+        node_id: Option<String>,
+    ) -> DagResult<String> {
+        if node_ids.is_empty() {
+            return Err(DagError::invalid("node_ids must not be empty"));
+        }
+        let metadata = super::create::object_or_empty(metadata, "metadata")?;
+        self.check_new_node_id(&node_id)?;
+        let mut members: Vec<u32> = Vec::with_capacity(node_ids.len());
+        for id in node_ids {
+            members.push(self.idx(id)?);
+        }
+        members.sort_unstable();
+        members.dedup();
+        if let Some(&n) = members
+            .iter()
+            .find(|&&n| !self.nodes[n as usize].is_active())
+        {
+            return Err(DagError::precondition(
+                "dag.compress.already_compressed",
+                format!("{:?} is already inactive", &*self.nodes[n as usize].id),
+            ));
+        }
+        if let Some(&n) = members
+            .iter()
+            .find(|&&n| self.nodes[n as usize].state != State::Finished)
+        {
+            let node = &self.nodes[n as usize];
+            return Err(DagError::precondition(
+                "dag.compress.not_finished",
+                format!("{:?} is {}", &*node.id, node.state.as_str()),
+            ));
+        }
+        let inside: FxHashSet<u32> = members.iter().copied().collect();
+        let (mut incoming, mut outgoing, mut internal) = (Vec::new(), Vec::new(), Vec::new());
+        for &n in &members {
+            for &e in &self.in_adj[n as usize] {
+                if self.is_live(e) && !inside.contains(&self.edges[e as usize].from) {
+                    incoming.push(e);
+                }
+            }
+            for &e in &self.out_adj[n as usize] {
+                if !self.is_live(e) {
+                    continue;
+                }
+                if inside.contains(&self.edges[e as usize].to) {
+                    internal.push(e);
+                } else {
+                    outgoing.push(e);
+                }
+            }
+        }
+        if !outgoing
+            .iter()
+            .any(|&e| self.edges[e as usize].edge_type.is_blocking())
+        {
+            return Err(DagError::precondition(
+                "dag.compress.summary_would_be_leaf",
+                "no blocking edge leaves the compressed set",
+            ));
+        }
+        // A path that leaves the set and comes back would become a cycle through the summary.
+        let exits: Vec<u32> = outgoing
+            .iter()
+            .map(|&e| self.edges[e as usize].to)
+            .collect();
+        self.flush();
+        if self.reaches_any(&exits, |n| inside.contains(&n)) {
+            return Err(DagError::edge(
+                "dag.edge.cycle",
+                "a path leaves the compressed set and re-enters it; the summary would close a cycle",
+            ));
+        }
+
+        let at = now();
+        let output = obj(vec![("content", Value::Str(summary_content.to_owned()))]);
+        let mut node = Dag::new_node(
+            node_id,
+            NodeType::Summary,
+            State::Finished,
+            Value::empty_object(),
+            output,
+            metadata,
+            at,
+        );
+        node.output_preview = derive(&node.output);
+        let s = self.push_node(node);
+        let summary_id: Arc<str> = self.nodes[s as usize].id.clone();
+        // One rewired edge per (outside node, type, direction); the first archived edge lends its metadata.
+        let mut rewired: FxHashSet<(u32, EdgeType, bool)> = FxHashSet::default();
+        let boundary: Vec<(u32, bool)> = incoming
+            .iter()
+            .map(|&e| (e, true))
+            .chain(outgoing.iter().map(|&e| (e, false)))
+            .collect();
+        for (e, is_in) in boundary {
+            let edge = &self.edges[e as usize];
+            let outside = if is_in { edge.from } else { edge.to };
+            if !rewired.insert((outside, edge.edge_type, is_in)) {
+                continue;
+            }
+            let (from, to) = if is_in { (outside, s) } else { (s, outside) };
+            let new_edge = self.new_edge(None, from, to, edge.edge_type, edge.metadata.clone(), at);
+            self.push_edge(new_edge);
+        }
+        for &n in &members {
+            self.archive_node(n, &summary_id, at);
+        }
+        let ids = |list: &[u32]| str_list(list.iter().map(|&e| &*self.edges[e as usize].id));
+        let p = obj(vec![
+            ("summary_node_id", Value::Str(summary_id.to_string())),
+            (
+                "replaces_node_ids",
+                str_list(members.iter().map(|&n| &*self.nodes[n as usize].id)),
+            ),
+            ("incoming_edge_ids", ids(&incoming)),
+            ("outgoing_edge_ids", ids(&outgoing)),
+            ("internal_edge_ids", ids(&internal)),
+        ]);
+        self.record("subgraph_compressed", &summary_id, p, at);
+        self.flush();
+        Ok(summary_id.to_string())
+    }
+}

@@ -1,0 +1,169 @@
+//! Creating nodes and edges (the primitive mutations).
+
+use super::arena::Dag;
+use super::error::{DagError, DagResult};
+use super::events::obj;
+use super::ids::now;
+use super::state::content_key;
+use super::types::{EdgeType, NodeType, State};
+use super::value::Value;
+
+/// Arguments of `create_node` / `fork`, already converted from the caller's types.
+#[derive(Clone, Debug, Default)]
+pub struct NodeSpec {
+    pub content: Option<Value>,
+    pub input: Option<Value>,
+    pub output: Option<Value>,
+    pub metadata: Option<Value>,
+    pub node_id: Option<String>,
+}
+
+pub(crate) fn object_or_empty(v: Option<Value>, what: &str) -> DagResult<Value> {
+    match v {
+        None => Ok(Value::empty_object()),
+        Some(v @ Value::Object(_)) => Ok(v),
+        Some(_) => Err(DagError::invalid(format!("{what} must be a dict"))),
+    }
+}
+
+/// Spec §2.5.2: the fields a node type must carry.
+pub(crate) fn check_required_payload(t: NodeType, input: &Value, output: &Value) -> DagResult<()> {
+    match t {
+        NodeType::UserMessage if input.get("content").and_then(Value::as_str).is_none() => Err(
+            DagError::invalid("a user_message needs a string input.content"),
+        ),
+        NodeType::Summary if output.get("content").and_then(Value::as_str).is_none() => {
+            Err(DagError::invalid("a summary needs a string output.content"))
+        }
+        _ => Ok(()),
+    }
+}
+
+impl Dag {
+    /// Validates a node spec and builds the node without inserting it.
+    pub(crate) fn build_node(
+        &self,
+        node_type: NodeType,
+        state: State,
+        spec: NodeSpec,
+        at: f64,
+    ) -> DagResult<super::arena::Node> {
+        self.check_new_node_id(&spec.node_id)?;
+        let mut input = object_or_empty(spec.input, "input")?;
+        let mut output = object_or_empty(spec.output, "output")?;
+        let metadata = object_or_empty(spec.metadata, "metadata")?;
+        if let Some(content) = spec.content {
+            let (side, key) = content_key(node_type);
+            if side == "input" {
+                input.set(key, content);
+            } else {
+                output.set(key, content);
+            }
+        }
+        check_required_payload(node_type, &input, &output)?;
+        Ok(Dag::new_node(
+            spec.node_id,
+            node_type,
+            state,
+            input,
+            output,
+            metadata,
+            at,
+        ))
+    }
+
+    pub(crate) fn insert_node(&mut self, node: super::arena::Node, quiet: bool) -> u32 {
+        let at = node.created_at;
+        let n = self.push_node(node);
+        if !quiet {
+            let node = &self.nodes[n as usize];
+            let p = obj(vec![
+                ("node_type", Value::Str(node.node_type.as_str().into())),
+                ("state", Value::Str(node.state.as_str().into())),
+            ]);
+            let id = node.id.clone();
+            self.record("node_created", &id, p, at);
+        }
+        n
+    }
+
+    pub fn create_node(
+        &mut self,
+        node_type: &str,
+        state: &str,
+        spec: NodeSpec,
+    ) -> DagResult<String> {
+        let node_type = NodeType::parse(node_type)?;
+        let state = State::parse(state)?;
+        let node = self.build_node(node_type, state, spec, now())?;
+        let n = self.insert_node(node, false);
+        self.flush();
+        Ok(self.nodes[n as usize].id.to_string())
+    }
+
+    /// Inserts an edge that is known to be valid; records `edge_created` unless `quiet`.
+    pub(crate) fn insert_edge(&mut self, edge: super::arena::Edge, quiet: bool) -> u32 {
+        let (at, edge_type) = (edge.created_at, edge.edge_type);
+        let e = self.push_edge(edge);
+        if !quiet {
+            let edge = &self.edges[e as usize];
+            let p = obj(vec![
+                ("edge_type", Value::Str(edge_type.as_str().into())),
+                (
+                    "from_node_id",
+                    Value::Str(self.nodes[edge.from as usize].id.to_string()),
+                ),
+                (
+                    "to_node_id",
+                    Value::Str(self.nodes[edge.to as usize].id.to_string()),
+                ),
+            ]);
+            let id = edge.id.clone();
+            self.record("edge_created", &id, p, at);
+        }
+        e
+    }
+
+    pub fn create_edge(
+        &mut self,
+        from_id: &str,
+        to_id: &str,
+        edge_type: &str,
+        metadata: Option<Value>,
+        edge_id: Option<String>,
+    ) -> DagResult<String> {
+        let edge_type = EdgeType::parse(edge_type)?;
+        let metadata = object_or_empty(metadata, "metadata")?;
+        self.check_new_edge_id(&edge_id)?;
+        let from = self.idx(from_id)?;
+        let to = self.idx(to_id)?;
+        if from == to {
+            return Err(DagError::edge(
+                "dag.edge.self_loop",
+                format!("edge {from_id:?} -> itself"),
+            ));
+        }
+        for (n, id) in [(from, from_id), (to, to_id)] {
+            if !self.nodes[n as usize].is_active() {
+                return Err(DagError::edge(
+                    "dag.edge.inactive_endpoint",
+                    format!("node {id:?} is inactive"),
+                ));
+            }
+        }
+        if let Some(&existing) = self.active_keys.get(&(from, to, edge_type)) {
+            return Ok(self.edges[existing as usize].id.to_string());
+        }
+        self.flush();
+        if self.would_cycle(from, to) {
+            return Err(DagError::edge(
+                "dag.edge.cycle",
+                format!("edge {from_id:?} -> {to_id:?} would close a cycle"),
+            ));
+        }
+        let edge = self.new_edge(edge_id, from, to, edge_type, metadata, now());
+        let e = self.insert_edge(edge, false);
+        self.flush();
+        Ok(self.edges[e as usize].id.to_string())
+    }
+}

@@ -1,0 +1,68 @@
+//! Leaf detection and repair (spec §5): every active causal leaf is an agent_message or still in flight.
+
+use super::arena::Dag;
+use super::events::obj;
+use super::ids::now;
+use super::types::{EdgeType, NodeType, State};
+use super::value::Value;
+
+impl Dag {
+    /// Active view: nodes without live outgoing blocking edges. Audit view: every node and every blocking
+    /// edge, archived ones included.
+    pub fn leaves(&mut self, include_compressed: bool) -> Vec<String> {
+        self.flush();
+        if !include_compressed {
+            return self.leaf_set.iter().map(|s| s.to_string()).collect();
+        }
+        let mut ids: Vec<&str> = (0..self.nodes.len())
+            .filter(|&n| {
+                !self.out_adj[n]
+                    .iter()
+                    .any(|&e| self.edges[e as usize].edge_type.is_blocking())
+            })
+            .map(|n| &*self.nodes[n].id)
+            .collect();
+        ids.sort_unstable();
+        ids.into_iter().map(str::to_owned).collect()
+    }
+
+    /// Appends a pending agent_message after every invalid leaf; returns the new ids (ascending by leaf id).
+    pub fn repair_leaves(&mut self) -> Vec<String> {
+        self.flush();
+        let bad: Vec<_> = self.bad_leaves.iter().cloned().collect();
+        let at = now();
+        let mut added = Vec::with_capacity(bad.len());
+        for leaf_id in bad {
+            let leaf = self.node_index[&leaf_id];
+            let node = Dag::new_node(
+                None,
+                NodeType::AgentMessage,
+                State::Pending,
+                Value::empty_object(),
+                Value::empty_object(),
+                Value::empty_object(),
+                at,
+            );
+            let child = self.push_node(node);
+            let edge = self.new_edge(
+                None,
+                leaf,
+                child,
+                EdgeType::Sequence,
+                Value::empty_object(),
+                at,
+            );
+            self.push_edge(edge);
+            let child_id = self.nodes[child as usize].id.clone();
+            self.record(
+                "leaf_invariant_repaired",
+                &child_id,
+                obj(vec![("leaf_node_id", Value::Str(leaf_id.to_string()))]),
+                at,
+            );
+            added.push(child_id.to_string());
+        }
+        self.flush();
+        added
+    }
+}

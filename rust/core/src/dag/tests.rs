@@ -1,0 +1,504 @@
+//! Engine-level tests: each spec section against the pure-Rust API.
+
+use super::*;
+
+fn spec_content(s: &str) -> NodeSpec {
+    NodeSpec {
+        content: Some(Value::Str(s.into())),
+        ..NodeSpec::default()
+    }
+}
+
+fn with_id(id: &str) -> NodeSpec {
+    NodeSpec {
+        node_id: Some(id.into()),
+        ..NodeSpec::default()
+    }
+}
+
+fn user(g: &mut Dag, id: &str) -> String {
+    let spec = NodeSpec {
+        node_id: Some(id.into()),
+        ..spec_content("hello")
+    };
+    g.create_node("user_message", "finished", spec).unwrap()
+}
+
+fn task(g: &mut Dag, id: &str) -> String {
+    g.create_node("task", "pending", with_id(id)).unwrap()
+}
+
+fn edge(g: &mut Dag, a: &str, b: &str, t: &str) -> String {
+    g.create_edge(a, b, t, None, None).unwrap()
+}
+
+fn finish(g: &mut Dag, id: &str) {
+    assert!(g.mark_running(id).unwrap());
+    assert!(g.mark_finished(id, FinishPayload::default()).unwrap());
+}
+
+fn fail(g: &mut Dag, id: &str) {
+    assert!(g.mark_running(id).unwrap());
+    assert!(g.mark_errored(id, "boom").unwrap());
+}
+
+fn state(g: &Dag, id: &str) -> State {
+    g.node(id).unwrap().state
+}
+
+#[test]
+fn claim_respects_gating_and_id_order() {
+    let mut g = Dag::new(None);
+    for id in ["p", "s", "d", "x"] {
+        task(&mut g, id);
+    }
+    edge(&mut g, "p", "s", "sequence");
+    edge(&mut g, "p", "d", "dependency");
+    assert_eq!(g.claim(10), vec!["p", "x"]);
+    assert!(g.claim(10).is_empty());
+    assert!(g.mark_errored("p", "bad").unwrap());
+    // errored unblocks sequence but not dependency
+    assert_eq!(g.claim(10), vec!["s"]);
+    assert_eq!(g.propagate_failures(), vec!["d"]);
+    g.check_invariants().unwrap();
+}
+
+#[test]
+fn claim_limit_zero_and_branch_edges_do_not_gate() {
+    let mut g = Dag::new(None);
+    task(&mut g, "a");
+    task(&mut g, "b");
+    edge(&mut g, "a", "b", "branch");
+    assert!(g.claim(0).is_empty());
+    assert_eq!(g.claim(1), vec!["a"]);
+    assert_eq!(g.claim(5), vec!["b"]);
+}
+
+#[test]
+fn context_orders_by_smallest_available_id() {
+    let mut g = Dag::new(None);
+    for id in ["r", "c", "a", "b", "z", "t"] {
+        g.create_node("agent_message", "finished", with_id(id))
+            .unwrap();
+    }
+    edge(&mut g, "r", "c", "sequence");
+    edge(&mut g, "r", "a", "sequence");
+    edge(&mut g, "a", "b", "dependency");
+    edge(&mut g, "c", "t", "sequence");
+    edge(&mut g, "b", "t", "sequence");
+    edge(&mut g, "z", "t", "branch");
+    assert_eq!(g.context_ids_for("t"), vec!["r", "a", "b", "c", "t"]);
+    assert!(g.context_ids_for("nope").is_empty());
+    let ctx = g.context_for("b", false);
+    assert_eq!(ctx.len(), 3);
+    assert!(ctx[0].get("payload").unwrap().get("output").is_none());
+    assert!(g.context_for("b", true)[0]
+        .get("payload")
+        .unwrap()
+        .get("output")
+        .is_some());
+}
+
+#[test]
+fn cycles_self_loops_and_duplicates() {
+    let mut g = Dag::new(None);
+    for id in ["a", "b", "c"] {
+        task(&mut g, id);
+    }
+    let ab = edge(&mut g, "a", "b", "sequence");
+    edge(&mut g, "b", "c", "dependency");
+    assert_eq!(
+        g.create_edge("c", "a", "branch", None, None)
+            .unwrap_err()
+            .code,
+        "dag.edge.cycle"
+    );
+    assert_eq!(
+        g.create_edge("a", "a", "sequence", None, None)
+            .unwrap_err()
+            .code,
+        "dag.edge.self_loop"
+    );
+    assert_eq!(
+        g.create_edge("a", "q", "sequence", None, None)
+            .unwrap_err()
+            .code,
+        "dag.node_not_found"
+    );
+    assert_eq!(g.create_edge("a", "b", "sequence", None, None).unwrap(), ab);
+    assert_eq!(g.edge_count(), 2);
+}
+
+#[test]
+fn propagation_runs_in_rounds_to_a_fixpoint() {
+    let mut g = Dag::new(None);
+    for id in ["a", "b", "c", "d"] {
+        task(&mut g, id);
+    }
+    edge(&mut g, "a", "b", "dependency");
+    edge(&mut g, "b", "c", "dependency");
+    edge(&mut g, "a", "d", "dependency");
+    fail(&mut g, "a");
+    assert_eq!(g.propagate_failures(), vec!["b", "d", "c"]);
+    let meta = &g.node("c").unwrap().metadata;
+    assert_eq!(
+        meta.get("reason"),
+        Some(&Value::Str("blocked_by_failed_dependencies".into()))
+    );
+    let blocked = meta.get("blocked_by").unwrap();
+    assert_eq!(
+        blocked,
+        &Value::Array(vec![Value::Object(vec![
+            ("node_id".into(), Value::Str("b".into())),
+            ("state".into(), Value::Str("skipped".into())),
+            (
+                "edge_id".into(),
+                Value::Str(g.events()[5].subject_id.to_string())
+            ),
+        ])])
+    );
+    assert!(g.propagate_failures().is_empty());
+}
+
+#[test]
+fn leaf_repair_appends_agent_messages() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    assert_eq!(g.leaves(false), vec!["u"]);
+    let added = g.repair_leaves();
+    assert_eq!(added.len(), 1);
+    let a = g.node(&added[0]).unwrap();
+    assert_eq!(
+        (a.node_type, a.state),
+        (NodeType::AgentMessage, State::Pending)
+    );
+    assert_eq!(g.leaves(false), added);
+    assert_eq!(
+        g.events().last().unwrap().event_type,
+        "leaf_invariant_repaired"
+    );
+    assert!(g.repair_leaves().is_empty());
+}
+
+#[test]
+fn rollback_restores_everything() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    g.create_node("agent_message", "pending", with_id("a"))
+        .unwrap();
+    edge(&mut g, "u", "a", "sequence");
+    let before = g.to_json();
+    g.begin();
+    task(&mut g, "t");
+    edge(&mut g, "a", "t", "dependency");
+    g.claim(10);
+    g.mark_errored("a", "x").unwrap();
+    g.begin();
+    g.retry("a", Some("a2".into())).unwrap();
+    g.rollback();
+    assert!(g.node("a2").is_none());
+    g.rollback();
+    assert_eq!(g.to_json(), before);
+    g.check_invariants().unwrap();
+    assert_eq!(g.claim(10), vec!["a"]);
+}
+
+#[test]
+fn retry_takes_over_pending_downstream() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    task(&mut g, "t");
+    task(&mut g, "down");
+    edge(&mut g, "u", "t", "sequence");
+    edge(&mut g, "t", "down", "dependency");
+    fail(&mut g, "t");
+    let new = g.retry("t", Some("t2".into())).unwrap();
+    let n = g.node(&new).unwrap();
+    assert_eq!(n.retry_of_id.as_deref(), Some("t"));
+    assert_eq!(n.metadata.get("attempt"), Some(&Value::Int(2)));
+    assert!(n.metadata.get("error").is_none());
+    assert!(!g.node("t").unwrap().is_active());
+    assert_eq!(g.context_ids_for("down"), vec!["u", "t2", "down"]);
+    assert_eq!(g.claim(10), vec!["t2"]);
+    assert_eq!(g.retry("t", None).unwrap_err().code, "dag.node_not_found");
+    g.check_invariants().unwrap();
+}
+
+#[test]
+fn retry_preconditions_in_order() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    task(&mut g, "t");
+    task(&mut g, "d");
+    edge(&mut g, "t", "d", "sequence");
+    assert_eq!(
+        g.retry("u", None).unwrap_err().code,
+        "dag.retry.not_retriable"
+    );
+    assert_eq!(g.retry("t", None).unwrap_err().code, "dag.retry.bad_state");
+    fail(&mut g, "t");
+    g.claim(10);
+    assert_eq!(
+        g.retry("t", None).unwrap_err().code,
+        "dag.retry.downstream_not_pending"
+    );
+}
+
+#[test]
+fn regenerate_and_edit() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    g.create_node("agent_message", "pending", with_id("a"))
+        .unwrap();
+    edge(&mut g, "u", "a", "sequence");
+    assert_eq!(
+        g.regenerate("a", None).unwrap_err().code,
+        "dag.regenerate.bad_state"
+    );
+    assert_eq!(
+        g.edit("u", Value::empty_object(), None).unwrap_err().code,
+        "dag.edit.downstream_active"
+    );
+    finish(&mut g, "a");
+    let a2 = g.regenerate("a", None).unwrap();
+    assert_eq!(state(&g, &a2), State::Pending);
+    finish(&mut g, &a2);
+    let new_input = Value::Object(vec![("content".into(), Value::Str("edited".into()))]);
+    let u2 = g.edit("u", new_input, None).unwrap();
+    assert!(!g.node(&a2).unwrap().is_active());
+    assert_eq!(
+        g.node(&u2).unwrap().input.get("content"),
+        Some(&Value::Str("edited".into()))
+    );
+    let replaced = g
+        .events()
+        .iter()
+        .rfind(|e| e.event_type == "node_replaced")
+        .unwrap();
+    assert_eq!(
+        replaced.particulars.get("archived_node_ids").unwrap(),
+        &Value::Array(vec![Value::Str(a2.clone()), Value::Str("u".into()),])
+    );
+    assert_eq!(g.repair_leaves().len(), 1);
+    g.check_invariants().unwrap();
+}
+
+#[test]
+fn compression_rewires_the_boundary() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    for id in ["a", "b", "c"] {
+        g.create_node("agent_message", "finished", with_id(id))
+            .unwrap();
+    }
+    edge(&mut g, "u", "a", "sequence");
+    edge(&mut g, "a", "b", "sequence");
+    edge(&mut g, "b", "c", "dependency");
+    let ids = vec!["a".to_string(), "b".to_string()];
+    let s = g.compress(&ids, "summary", None, Some("s".into())).unwrap();
+    assert_eq!(g.context_ids_for("c"), vec!["u", "s", "c"]);
+    assert_eq!(s, "s");
+    let err = g.compress(&ids, "again", None, None).unwrap_err();
+    assert_eq!(err.code, "dag.compress.already_compressed");
+    let leaf = vec!["c".to_string()];
+    assert_eq!(
+        g.compress(&leaf, "x", None, None).unwrap_err().code,
+        "dag.compress.summary_would_be_leaf"
+    );
+    g.check_invariants().unwrap();
+}
+
+#[test]
+fn json_round_trip_is_lossless() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    task(&mut g, "t");
+    edge(&mut g, "u", "t", "dependency");
+    fail(&mut g, "t");
+    g.retry("t", None).unwrap();
+    g.repair_leaves();
+    let text = g.to_json();
+    let mut back = Dag::from_json(&text).unwrap();
+    assert_eq!(back.to_json(), text);
+    back.check_invariants().unwrap();
+    assert_eq!(
+        Dag::from_json("{}").err().unwrap().code,
+        "dag.invalid_argument"
+    );
+}
+
+#[test]
+fn mermaid_lines() {
+    let mut g = Dag::new(None);
+    let spec = NodeSpec {
+        node_id: Some("u-1".into()),
+        ..spec_content("say   \"hi\"\nnow")
+    };
+    g.create_node("user_message", "finished", spec).unwrap();
+    g.fork("u-1", "agent_message", "pending", with_id("a-1"))
+        .unwrap();
+    let m = g.to_mermaid(false, 80);
+    let lines: Vec<&str> = m.lines().collect();
+    assert_eq!(lines[0], "flowchart TD");
+    assert_eq!(lines[1], "N_a1[\"agent_message:pending\"]");
+    assert_eq!(
+        lines[2],
+        "N_u1[\"user_message:finished say \\\"hi\\\" now\"]"
+    );
+    assert!(lines.contains(&"N_u1 -->|branch:fork| N_a1"));
+    assert!(lines.contains(&"N_u1 -->|sequence| N_a1"));
+}
+
+/// Reference ordering: repeatedly emit the smallest-id closure node whose closure parents are all emitted.
+fn naive_context(g: &Dag, target: &str) -> Vec<String> {
+    let mut closure = std::collections::BTreeSet::new();
+    let mut stack = vec![target.to_string()];
+    let parents = |id: &str| -> Vec<String> {
+        g.edge_records(false)
+            .iter()
+            .filter(|e| e.get("to_node_id").and_then(Value::as_str) == Some(id))
+            .filter(|e| e.get("edge_type").and_then(Value::as_str) != Some("branch"))
+            .map(|e| {
+                e.get("from_node_id")
+                    .and_then(Value::as_str)
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    while let Some(n) = stack.pop() {
+        if closure.insert(n.clone()) {
+            stack.extend(parents(&n));
+        }
+    }
+    let mut done: Vec<String> = Vec::new();
+    while done.len() < closure.len() {
+        let next = closure
+            .iter()
+            .find(|n| !done.contains(n) && parents(n).iter().all(|p| done.contains(p)))
+            .unwrap()
+            .clone();
+        done.push(next);
+    }
+    done
+}
+
+fn random_dag(ids: &[String]) -> Dag {
+    let mut g = Dag::new(None);
+    let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut rand = |m: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % m as u64) as usize
+    };
+    for (i, id) in ids.iter().enumerate() {
+        g.create_node("agent_message", "finished", with_id(id))
+            .unwrap();
+        for _ in 0..(i.min(3)) {
+            let p = rand(i);
+            let t = ["sequence", "dependency", "branch"][rand(3)];
+            g.create_edge(&ids[p], id, t, None, None).unwrap();
+        }
+    }
+    g
+}
+
+#[test]
+fn context_order_matches_the_reference_with_and_without_ordered_ids() {
+    let ordered: Vec<String> = (0..60).map(|_| uuid7()).collect();
+    let mut shuffled: Vec<String> = (0..60).map(|i| format!("n{:02}", (i * 37) % 60)).collect();
+    shuffled.dedup();
+    for ids in [ordered, shuffled] {
+        let mut g = random_dag(&ids);
+        assert_eq!(g.ids_in_order, ids.windows(2).all(|w| w[0] < w[1]));
+        for target in ids.iter().rev().take(10) {
+            assert_eq!(
+                g.context_ids_for(target),
+                naive_context(&g, target),
+                "target {target}"
+            );
+        }
+        g.check_invariants().unwrap();
+    }
+}
+
+#[test]
+fn compression_refuses_a_set_that_is_left_and_reentered() {
+    let mut g = Dag::new(None);
+    for id in ["a", "m", "b", "z"] {
+        g.create_node("agent_message", "finished", with_id(id))
+            .unwrap();
+    }
+    edge(&mut g, "a", "m", "sequence");
+    edge(&mut g, "m", "b", "sequence");
+    edge(&mut g, "b", "z", "sequence");
+    let before = g.to_json();
+    let set = vec!["a".to_string(), "b".to_string()];
+    assert_eq!(
+        g.compress(&set, "s", None, None).unwrap_err().code,
+        "dag.edge.cycle"
+    );
+    assert_eq!(g.to_json(), before);
+}
+
+#[test]
+fn edit_archives_the_whole_descendant_closure() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    for id in ["a", "t", "b"] {
+        g.create_node("agent_message", "finished", with_id(id))
+            .unwrap();
+    }
+    edge(&mut g, "u", "a", "sequence");
+    edge(&mut g, "a", "t", "dependency");
+    edge(&mut g, "t", "b", "sequence");
+    let u2 = g
+        .edit("u", Value::empty_object(), Some("u2".into()))
+        .unwrap();
+    for id in ["u", "a", "t", "b"] {
+        assert!(!g.node(id).unwrap().is_active(), "{id}");
+        assert_eq!(g.node(id).unwrap().compressed_by_id.as_deref(), Some("u2"));
+    }
+    assert_eq!(g.leaves(false), vec![u2]);
+    assert_eq!(g.leaves(true), vec!["b".to_string(), "u2".to_string()]);
+    g.check_invariants().unwrap();
+}
+
+#[test]
+fn rollback_restores_archived_edges_and_their_duplicate_index() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    g.create_node("agent_message", "finished", with_id("a"))
+        .unwrap();
+    let ua = edge(&mut g, "u", "a", "sequence");
+    g.begin();
+    g.regenerate("a", None).unwrap();
+    assert!(g.edge(&ua).unwrap().compressed_at.is_some());
+    g.rollback();
+    assert!(g.edge(&ua).unwrap().compressed_at.is_none());
+    // the restored edge is found again as the active duplicate
+    assert_eq!(g.create_edge("u", "a", "sequence", None, None).unwrap(), ua);
+    g.check_invariants().unwrap();
+}
+
+#[test]
+fn from_json_validates_references() {
+    let mut g = Dag::new(None);
+    task(&mut g, "a");
+    task(&mut g, "b");
+    edge(&mut g, "a", "b", "sequence");
+    let text = g.to_json();
+    let dangling = text.replace("\"to_node_id\":\"b\"", "\"to_node_id\":\"ghost\"");
+    assert_eq!(
+        Dag::from_json(&dangling).err().unwrap().code,
+        "dag.invalid_argument"
+    );
+    let bad_state = text.replacen("\"state\":\"pending\"", "\"state\":\"sleeping\"", 1);
+    assert_eq!(
+        Dag::from_json(&bad_state).err().unwrap().code,
+        "dag.invalid_argument"
+    );
+    let duplicate = text.replace("\"node_id\":\"b\"", "\"node_id\":\"a\"");
+    assert!(Dag::from_json(&duplicate).is_err());
+}

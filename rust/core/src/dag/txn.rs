@@ -1,0 +1,185 @@
+//! Undo log behind `mutate()`: nested savepoints, rolled back in reverse order.
+//!
+//! Every public operation validates before it writes, so a lone failed call never needs this; the log exists
+//! for blocks of several calls that must vanish together when the caller's block raises.
+
+use rustc_hash::FxHashMap;
+
+use super::arena::{Dag, Node};
+
+pub(crate) enum Undo {
+    NodeAdded,
+    EdgeAdded,
+    NodeSaved(u32, Box<Node>),
+    EdgeSaved(u32, Option<f64>),
+}
+
+struct Savepoint {
+    id: u64,
+    log_len: usize,
+    events_len: usize,
+    nodes_len: usize,
+    edges_len: usize,
+}
+
+#[derive(Default)]
+pub(crate) struct Txn {
+    log: Vec<Undo>,
+    savepoints: Vec<Savepoint>,
+    /// Arena slot -> savepoint that already holds its pre-image, so each slot is cloned once per level.
+    saved_nodes: FxHashMap<u32, u64>,
+    saved_edges: FxHashMap<u32, u64>,
+    next_id: u64,
+}
+
+impl Txn {
+    pub fn depth(&self) -> usize {
+        self.savepoints.len()
+    }
+
+    pub fn log_node_added(&mut self) {
+        if !self.savepoints.is_empty() {
+            self.log.push(Undo::NodeAdded);
+        }
+    }
+
+    pub fn log_edge_added(&mut self) {
+        if !self.savepoints.is_empty() {
+            self.log.push(Undo::EdgeAdded);
+        }
+    }
+}
+
+impl Dag {
+    pub fn txn_depth(&self) -> usize {
+        self.txn.depth()
+    }
+
+    pub fn begin(&mut self) {
+        self.flush();
+        self.txn.next_id += 1;
+        let sp = Savepoint {
+            id: self.txn.next_id,
+            log_len: self.txn.log.len(),
+            events_len: self.events.len(),
+            nodes_len: self.nodes.len(),
+            edges_len: self.edges.len(),
+        };
+        self.txn.savepoints.push(sp);
+    }
+
+    pub(crate) fn save_node(&mut self, n: u32) {
+        let Some(sp) = self.txn.savepoints.last() else {
+            return;
+        };
+        if (n as usize) >= sp.nodes_len || self.txn.saved_nodes.get(&n) == Some(&sp.id) {
+            return;
+        }
+        let id = sp.id;
+        self.txn
+            .log
+            .push(Undo::NodeSaved(n, Box::new(self.nodes[n as usize].clone())));
+        self.txn.saved_nodes.insert(n, id);
+    }
+
+    pub(crate) fn save_edge(&mut self, e: u32) {
+        let Some(sp) = self.txn.savepoints.last() else {
+            return;
+        };
+        if (e as usize) >= sp.edges_len || self.txn.saved_edges.get(&e) == Some(&sp.id) {
+            return;
+        }
+        let id = sp.id;
+        self.txn
+            .log
+            .push(Undo::EdgeSaved(e, self.edges[e as usize].compressed_at));
+        self.txn.saved_edges.insert(e, id);
+    }
+
+    /// Keeps the innermost savepoint's changes; the outermost commit runs leaf repair first (decisions §7).
+    pub fn commit(&mut self) -> Vec<String> {
+        let repaired = if self.txn.depth() == 1 {
+            self.repair_leaves()
+        } else {
+            Vec::new()
+        };
+        self.txn.savepoints.pop();
+        if self.txn.savepoints.is_empty() {
+            self.txn.log.clear();
+            self.txn.saved_nodes.clear();
+            self.txn.saved_edges.clear();
+        }
+        repaired
+    }
+
+    /// Undoes everything since the innermost `begin`.
+    pub fn rollback(&mut self) {
+        let Some(sp) = self.txn.savepoints.pop() else {
+            return;
+        };
+        self.flush();
+        let mut touched: Vec<u32> = Vec::new();
+        while self.txn.log.len() > sp.log_len {
+            match self.txn.log.pop().expect("log longer than savepoint") {
+                Undo::NodeAdded => {
+                    let node = self.nodes.pop().expect("node to undo");
+                    self.node_active.pop();
+                    self.out_adj.pop();
+                    self.in_adj.pop();
+                    self.node_index.remove(&node.id);
+                    for set in [
+                        &mut self.ready,
+                        &mut self.doomed,
+                        &mut self.leaf_set,
+                        &mut self.bad_leaves,
+                    ] {
+                        set.remove(&node.id);
+                    }
+                }
+                Undo::EdgeAdded => {
+                    let i = self.edges.len() as u32 - 1;
+                    let edge = self.edges.pop().expect("edge to undo");
+                    self.hot.pop();
+                    let popped_out = self.out_adj[edge.from as usize].pop();
+                    let popped_in = self.in_adj[edge.to as usize].pop();
+                    debug_assert_eq!((popped_out, popped_in), (Some(i), Some(i)));
+                    self.edge_index.remove(&edge.id);
+                    let key = (edge.from, edge.to, edge.edge_type);
+                    if self.active_keys.get(&key) == Some(&i) {
+                        self.active_keys.remove(&key);
+                    }
+                    touched.extend([edge.from, edge.to]);
+                }
+                Undo::NodeSaved(n, node) => {
+                    self.node_active[n as usize] = node.is_active();
+                    self.nodes[n as usize] = *node;
+                    touched.push(n);
+                }
+                Undo::EdgeSaved(e, at) => {
+                    let edge = &mut self.edges[e as usize];
+                    edge.compressed_at = at;
+                    self.hot[e as usize].active = at.is_none();
+                    if at.is_none() {
+                        self.active_keys
+                            .insert((edge.from, edge.to, edge.edge_type), e);
+                    }
+                    touched.extend([edge.from, edge.to]);
+                }
+            }
+        }
+        self.events.truncate(sp.events_len);
+        if !self.ids_in_order {
+            self.recheck_id_order();
+        }
+        if self.txn.savepoints.is_empty() {
+            self.txn.saved_nodes.clear();
+            self.txn.saved_edges.clear();
+        }
+        for n in touched {
+            if (n as usize) < self.nodes.len() {
+                self.dirty_neighbourhood(n);
+            }
+        }
+        self.flush();
+    }
+}

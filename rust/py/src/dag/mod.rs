@@ -1,0 +1,14 @@
+//! Bindings of the DAG engine: the `DagEngine` class and the `DagError` exception family.
+
+mod args;
+mod convert;
+mod engine;
+mod errors;
+
+use pyo3::prelude::*;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    m.add_class::<engine::DagEngine>()?;
+    Ok(())
+}
