@@ -56,3 +56,14 @@ def test_get_snapshot_after_10k_calls(benchmark: Any, impl: str) -> None:
         ctx.wrap_llm_call(noop)
     snap = benchmark(ctx.get_snapshot)
     assert snap.step_count == 10_000
+
+
+@pytest.mark.benchmark(group="snapshot-10k-all-records")
+@pytest.mark.parametrize("impl", ["chainwarden", "veronica"])
+def test_snapshot_and_read_every_record_after_10k_calls(benchmark: Any, impl: str) -> None:
+    # The lazy view only pays off if nobody reads it: this is the cost when everybody does.
+    ctx = chainwarden_ctx() if impl == "chainwarden" else reference_ctx()
+    for _ in range(10_000):
+        ctx.wrap_llm_call(noop)
+    records = benchmark(lambda: list(ctx.get_snapshot().nodes))
+    assert len(records) == 10_000
