@@ -300,6 +300,7 @@ class ChainCore:
         self,
         node: int,
         named: bool,
+        cost_estimate: float,
         retry: bool,
         status: int,
         error_class: str,

@@ -1,6 +1,7 @@
 """Real threads hammering one context; invariants checked afterwards."""
 
 import threading
+import time
 
 from chainwarden.containment import ExecutionConfig, ExecutionContext, WrapOptions
 from chainwarden.shield import Decision
@@ -129,3 +130,24 @@ def test_nesting_is_tracked_per_thread() -> None:
     # Every inner call hangs under an outer call of its own thread.
     assert all(outers[n.parent_id] == n.operation_name.removeprefix("inner-") for n in inners if n.parent_id)
     assert all(n.parent_id is not None for n in inners)
+
+
+def test_cost_ceiling_is_never_overshot_by_concurrent_estimated_calls() -> None:
+    ctx = ExecutionContext(ExecutionConfig(max_cost_usd=10.0, max_steps=100_000, max_retries_total=5))
+    opts = WrapOptions("paid", cost_estimate_hint=0.25)
+    allowed: list[int] = []
+    lock = threading.Lock()
+
+    def slow() -> None:
+        time.sleep(0)  # yield the GIL so calls overlap
+
+    def work() -> None:
+        mine = sum(ctx.wrap_llm_call(slow, opts) is Decision.ALLOW for _ in range(100))
+        with lock:
+            allowed.append(mine)
+
+    run_threads(work)
+    snap = ctx.get_snapshot()
+    assert sum(allowed) == 40
+    assert snap.cost_usd_accumulated == 10.0
+    assert snap.step_count == 40

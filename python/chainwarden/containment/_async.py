@@ -82,13 +82,28 @@ async def wrap_async(
             # Not the provider's failure: no retry consumed, no breaker strike.
             task.cancel()
             await asyncio.wait((task,))
-            core.fail(node, opts.operation_name != "", False, _ERROR_STATUS, "CancelledError")
+            core.fail(
+                node,
+                opts.operation_name != "",
+                opts.cost_estimate_hint,
+                False,
+                _ERROR_STATUS,
+                "CancelledError",
+            )
             raise
         if not done:
             task.cancel()
             await asyncio.wait((task,))
             if per_call:
-                core.fail(node, opts.operation_name != "", False, _TIMEOUT_STATUS, "", "timeout")
+                core.fail(
+                    node,
+                    opts.operation_name != "",
+                    opts.cost_estimate_hint,
+                    False,
+                    _TIMEOUT_STATUS,
+                    "",
+                    "timeout",
+                )
                 name = core.node_name(node)
                 detail = f"call {opts.operation_name or name} exceeded timeout_ms={opts.timeout_ms}"
                 ctx._emit("timeout", detail, node_id=name)

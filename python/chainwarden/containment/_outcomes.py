@@ -85,7 +85,7 @@ def tool_ctx(
 
 
 def halt_admitted(ctx: ExecutionContext, node_id: int, opts: WrapOptions, why: str) -> None:
-    ctx._core.fail(node_id, opts.operation_name != "", False, _HALTED, "", why)
+    ctx._core.fail(node_id, opts.operation_name != "", opts.cost_estimate_hint, False, _HALTED, "", why)
     count_decision(ctx, "HALT")
     ctx._note.reason = why
 
@@ -123,7 +123,9 @@ def gate(ctx: ExecutionContext, node_id: int, kind: int, opts: WrapOptions) -> D
                 return Decision.HALT
     except BaseException:
         # A hook that raises must not leak the step reservation or leave the node open.
-        ctx._core.fail(node_id, opts.operation_name != "", False, _ERROR, "HookError")
+        ctx._core.fail(
+            node_id, opts.operation_name != "", opts.cost_estimate_hint, False, _ERROR, "HookError"
+        )
         raise
     ctx._core.dispatch(node_id)
     return None
@@ -153,7 +155,7 @@ def failed(ctx: ExecutionContext, exc: BaseException, node_id: int, opts: WrapOp
     if cause:
         # The chain was cancelled while the call ran: its failure is the cancellation's doing.
         why, status = _CANCELLED[cause]
-        ctx._core.fail(node_id, opts.operation_name != "", False, status, "", why)
+        ctx._core.fail(node_id, opts.operation_name != "", opts.cost_estimate_hint, False, status, "", why)
         ctx._note.reason = why
         reraise_signals(exc)
         return Decision.HALT
@@ -166,7 +168,9 @@ def failed(ctx: ExecutionContext, exc: BaseException, node_id: int, opts: WrapOp
         halt_admitted(ctx, node_id, opts, "pipeline_halt")
         reraise_signals(exc)
         return Decision.HALT
-    retries = ctx._core.fail(node_id, opts.operation_name != "", True, _ERROR, type(exc).__name__)
+    retries = ctx._core.fail(
+        node_id, opts.operation_name != "", opts.cost_estimate_hint, True, _ERROR, type(exc).__name__
+    )
     if retries >= ctx._config.max_retries_total:
         # seed 003 §6 provider_error: a failure that drains the retry budget stops the chain
         # now (the core has halted the node with this reason).

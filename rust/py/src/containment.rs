@@ -196,12 +196,14 @@ impl ChainCore {
             .map_err(recorder_err)
     }
 
-    /// Closes a failed or stopped call; returns the chain's retries used afterwards.
-    #[pyo3(signature = (node, named, retry, status, error_class, halt_reason=None))]
+    /// Closes a failed or stopped call admitted with `cost_estimate`; returns the chain's
+    /// retries used afterwards.
+    #[pyo3(signature = (node, named, cost_estimate, retry, status, error_class, halt_reason=None))]
     fn fail(
         &self,
         node: NodeId,
         named: bool,
+        cost_estimate: f64,
         retry: bool,
         status: u8,
         error_class: &str,
@@ -209,7 +211,7 @@ impl ChainCore {
     ) -> PyResult<u64> {
         let end = halt_reason.map_or(GraphEnd::Fail(error_class), GraphEnd::Halt);
         self.inner
-            .fail(node, named, retry, status_arg(status)?, end)
+            .fail(node, named, cost_estimate, retry, status_arg(status)?, end)
             .map_err(recorder_err)
     }
 

@@ -86,6 +86,9 @@ struct Counters {
     retries: u64,
     /// Admitted calls not yet closed; each holds a step reservation.
     in_flight: u64,
+    /// Sum of the cost estimates of the calls in flight: concurrent estimated calls must not
+    /// overshoot the ceiling together.
+    reserved_usd: f64,
     abort_reason: Option<String>,
     done: Vec<Done>,
 }
@@ -162,12 +165,14 @@ impl Chain {
         if self.timed_out() {
             return Err(Stop::Timeout);
         }
-        // The same float tolerance as the ceiling: 0.2 + 0.1 must fit under 0.3.
-        if cost_estimate > 0.0 && c.cost_usd + cost_estimate > limits.max_cost_usd + BUDGET_EPSILON
-        {
+        // The same float tolerance as the ceiling: 0.2 + 0.1 must fit under 0.3. Estimates of
+        // calls in flight count as spent.
+        let committed = c.cost_usd + c.reserved_usd;
+        if cost_estimate > 0.0 && committed + cost_estimate > limits.max_cost_usd + BUDGET_EPSILON {
             return Err(Stop::Estimate);
         }
         c.in_flight += 1;
+        c.reserved_usd += cost_estimate;
         Ok(())
     }
 
@@ -183,15 +188,25 @@ impl Chain {
     }
 
     /// Gives back the reservation of an admitted call that could not start.
-    pub fn release(&self) {
-        let mut c = self.counters.lock();
+    pub fn release(&self, cost_estimate: f64) {
+        Self::unreserve(&mut self.counters.lock(), cost_estimate);
+    }
+
+    fn unreserve(c: &mut Counters, cost_estimate: f64) {
         c.in_flight = c.in_flight.saturating_sub(1);
+        // With nothing in flight the exact answer is 0; this also drops float residue.
+        c.reserved_usd = if c.in_flight == 0 {
+            0.0
+        } else {
+            (c.reserved_usd - cost_estimate).max(0.0)
+        };
     }
 
     /// Closes an admitted call. Returns the chain's retries used afterwards.
-    pub fn leave(&self, node: NodeId, named: bool, outcome: Outcome) -> u64 {
+    /// `cost_estimate` is the estimate the call was admitted with (its reservation).
+    pub fn leave(&self, node: NodeId, named: bool, cost_estimate: f64, outcome: Outcome) -> u64 {
         let mut c = self.counters.lock();
-        c.in_flight = c.in_flight.saturating_sub(1);
+        Self::unreserve(&mut c, cost_estimate);
         let status = match outcome {
             Outcome::Success(cost) => {
                 c.steps += 1;

@@ -100,7 +100,7 @@ impl Contained {
             Err(e) => {
                 if admitted.is_ok() {
                     // Give back the reservation of a call that never got a node.
-                    self.chain.release();
+                    self.chain.release(cost_estimate);
                 }
                 return Err(e);
             }
@@ -140,6 +140,7 @@ impl Contained {
         }
     }
 
+    /// Closes a completed call; its cost is the estimate it was admitted with.
     pub fn succeed(&self, node: NodeId, named: bool, cost_usd: f64) -> Result<(), RecorderError> {
         if node == self.root {
             return Err(not_open(node));
@@ -149,17 +150,20 @@ impl Contained {
         })?;
         self.check_open(node, &finished)?;
         nesting::pop(self.key, node);
-        self.chain.leave(node, named, Outcome::Success(cost_usd));
+        self.chain
+            .leave(node, named, cost_usd, Outcome::Success(cost_usd));
         Ok(())
     }
 
-    /// Closes a call that failed or was stopped. With `retry`, one unit of the retry budget is
+    /// Closes a call that failed or was stopped (`cost_estimate`: the estimate it was admitted
+    /// with). With `retry`, one unit of the retry budget is
     /// consumed; if that drains it, the node halts with `provider_error` whatever `end` says.
     /// Returns the chain's retries used afterwards.
     pub fn fail(
         &self,
         node: NodeId,
         named: bool,
+        cost_estimate: f64,
         retry: bool,
         status: Status,
         end: GraphEnd<'_>,
@@ -173,7 +177,7 @@ impl Contained {
         } else {
             Outcome::Stopped(status)
         };
-        let retries = self.chain.leave(node, named, outcome);
+        let retries = self.chain.leave(node, named, cost_estimate, outcome);
         let drained = retry && retries >= self.chain.limits().max_retries_total;
         with_id(node, |id| {
             if retry {

@@ -78,12 +78,12 @@ fn retries_count_exhaust_and_halt_with_provider_error() {
     let c = contained(1.0, 10, 2);
     let first = begin(&c, 0.0).unwrap();
     assert_eq!(
-        c.fail(first, true, true, Status::Error, GraphEnd::Fail("E")),
+        c.fail(first, true, 0.0, true, Status::Error, GraphEnd::Fail("E")),
         Ok(1)
     );
     let second = begin(&c, 0.0).unwrap();
     assert_eq!(
-        c.fail(second, true, true, Status::Error, GraphEnd::Fail("E")),
+        c.fail(second, true, 0.0, true, Status::Error, GraphEnd::Fail("E")),
         Ok(2)
     );
     assert_eq!(begin(&c, 0.0), Err(Stop::Retries));
@@ -108,7 +108,7 @@ fn closing_twice_or_unknown_nodes_is_an_error() {
     assert!(c.succeed(999, true, 0.1).is_err());
     assert!(c.succeed(c.root(), true, 0.1).is_err());
     assert!(c
-        .fail(node, true, true, Status::Error, GraphEnd::Fail("E"))
+        .fail(node, true, 0.0, true, Status::Error, GraphEnd::Fail("E"))
         .is_err());
     assert_eq!(c.counters().steps, 1);
 }
@@ -223,4 +223,46 @@ fn nesting_is_per_thread_and_per_chain() {
     a.succeed(outer, true, 0.0).unwrap();
     assert_eq!(b.records(0, 1)[0].parent, None);
     assert!(a.records(0, 2).iter().all(|r| r.parent.is_none()));
+}
+
+#[test]
+fn estimates_of_calls_in_flight_are_reserved() {
+    let c = contained(1.0, 100, 5);
+    let a = begin(&c, 0.4).unwrap();
+    let b = begin(&c, 0.4).unwrap();
+    assert_eq!(
+        begin(&c, 0.4),
+        Err(Stop::Estimate),
+        "0.8 reserved + 0.4 > 1.0"
+    );
+    c.fail(a, true, 0.4, false, Status::Halted, GraphEnd::Halt("x"))
+        .unwrap();
+    let again = begin(&c, 0.4).unwrap();
+    c.succeed(b, true, 0.4).unwrap();
+    c.succeed(again, true, 0.4).unwrap();
+    assert_eq!(c.counters().cost_usd, 0.8);
+    assert_eq!(begin(&c, 0.3), Err(Stop::Estimate));
+    assert!(begin(&c, 0.2).is_ok());
+}
+
+#[test]
+fn concurrent_estimated_calls_never_overshoot_the_ceiling() {
+    let c = Arc::new(contained(10.0, u64::MAX, 5));
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            let c = Arc::clone(&c);
+            thread::spawn(move || {
+                for _ in 0..100 {
+                    if let Ok(node) = begin(&c, 0.25) {
+                        c.succeed(node, true, 0.25).unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(c.counters().cost_usd, 10.0);
+    assert_eq!(c.counters().steps, 40);
 }
