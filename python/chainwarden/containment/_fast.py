@@ -62,7 +62,12 @@ def sync_wrap(kind: int) -> Callable[[ExecutionContext, Callable[[], Any], WrapO
             return _ALLOW
         return succeeded(self, node, kind, opts)
 
-    wrap.__name__ = wrap.__qualname__ = ("wrap_llm_call", "wrap_tool_call")[kind]
+    wrap.__name__ = ("wrap_llm_call", "wrap_tool_call")[kind]
+    wrap.__qualname__ = f"ExecutionContext.{wrap.__name__}"
+    wrap.__doc__ = (
+        "Runs ``fn`` as one LLM call of the chain; returns ALLOW, RETRY, HALT or a pipeline verdict.",
+        "As ``wrap_llm_call`` for a tool call (tool hooks, no ``before_charge``).",
+    )[kind]
     return wrap
 
 

@@ -106,7 +106,7 @@ class ExecutionContext:
         # must not adopt that context's node.
         self._current: ContextVar[int | None] = ContextVar(f"chainwarden_node_{id(self):x}", default=None)
         self._llm_model = self._metadata.model
-        # Nothing to consult or notify besides the core and the graph: _wrap may finish inline.
+        # Nothing to consult or notify besides the core: the fast path may finish the call inline.
         self._gated = pipeline is not None or circuit_breaker is not None
         self._dispatch = not self._gated
         self._plain = not self._gated and parent is None and metrics is None
