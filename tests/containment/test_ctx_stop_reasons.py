@@ -2,7 +2,7 @@
 
 import threading
 
-from helpers import Calls, assert_stop
+from ctx_helpers import Calls, assert_stop
 
 from chainwarden.containment import STOP_REASONS, ExecutionConfig, ExecutionContext, WrapOptions
 from chainwarden.shield import BudgetWindowHook, CircuitBreaker, Decision, ShieldPipeline

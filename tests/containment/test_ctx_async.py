@@ -3,7 +3,7 @@
 import asyncio
 import threading
 
-from helpers import graph_node
+from ctx_helpers import graph_node
 
 from chainwarden.containment import ExecutionConfig, ExecutionContext, WrapOptions
 from chainwarden.shield import Decision

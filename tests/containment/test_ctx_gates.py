@@ -3,7 +3,7 @@
 from typing import Any
 
 import pytest
-from helpers import Calls, graph_node
+from ctx_helpers import Calls, graph_node
 from veronica_core.circuit_breaker import CircuitBreaker as RefBreaker
 from veronica_core.shield.pipeline import ShieldPipeline as RefPipeline
 

@@ -4,7 +4,7 @@ import asyncio
 from datetime import UTC
 
 import pytest
-from helpers import graph_node
+from ctx_helpers import graph_node
 
 from chainwarden.containment import ChainMetadata, ExecutionConfig, ExecutionContext, WrapOptions
 from chainwarden.shield import Decision, SafetyEvent
