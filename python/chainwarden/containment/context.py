@@ -25,6 +25,7 @@ from chainwarden.containment._events import EventLog, stop_event
 from chainwarden.containment._fast import StopNote, sync_wrap
 from chainwarden.containment._outcomes import CAUSE_BUDGET, CAUSE_TIMEOUT
 from chainwarden.containment._records import NodeRecordView
+from chainwarden.containment._timeouts import timeouts
 from chainwarden.containment.types import (
     CancellationToken,
     ChainMetadata,
@@ -117,14 +118,14 @@ class ExecutionContext:
         self._tasks: dict[asyncio.Task[Any], asyncio.AbstractEventLoop] = {}
         self._closed = False
         self._stop_snapshot: ContextSnapshot | None = None
-        self._timer: threading.Timer | None = None
+        self._timer: int | None = None
         if config.timeout_ms > 0:
             self._start_timer(config.timeout_ms / 1000.0)
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def _start_timer(self, seconds: float) -> None:
-        # The timer must not keep an abandoned context alive until it fires.
+        # The pending timeout must not keep an abandoned context alive until it fires.
         ref = weakref.ref(self)
 
         def fire() -> None:
@@ -132,10 +133,7 @@ class ExecutionContext:
             if ctx is not None:
                 ctx._on_timeout()
 
-        timer = threading.Timer(seconds, fire)
-        timer.daemon = True
-        timer.start()
-        self._timer = timer
+        self._timer = timeouts.schedule(seconds, fire)
 
     def __enter__(self) -> ExecutionContext:
         return self
@@ -163,7 +161,7 @@ class ExecutionContext:
         self._token.cancel()
         self._cancel_tasks()
         if self._timer is not None:
-            self._timer.cancel()
+            timeouts.cancel(self._timer)
         close = getattr(self._breaker, "close", None)
         if callable(close):
             close()
