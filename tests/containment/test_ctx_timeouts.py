@@ -28,3 +28,11 @@ def test_many_chains_with_timeouts_share_one_thread() -> None:
     for ctx in contexts:
         ctx.close()
     assert all(ctx.cancellation_token.is_cancelled for ctx in contexts)
+
+
+def test_cancelled_entries_do_not_pile_up() -> None:
+    timeouts = Timeouts()
+    handles = [timeouts.schedule(3600.0, lambda: None) for _ in range(1000)]
+    for handle in handles:
+        timeouts.cancel(handle)
+    assert len(timeouts._heap) <= 64

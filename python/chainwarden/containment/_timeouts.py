@@ -33,9 +33,14 @@ class Timeouts:
             return handle
 
     def cancel(self, handle: int) -> None:
-        # The heap entry stays until its deadline; without a callback it is skipped.
+        # The heap entry stays until its deadline (then it is skipped), unless dead entries come
+        # to outnumber live ones: chains closed long before their timeout must not pile up.
         with self._cond:
             self._callbacks.pop(handle, None)
+            heap = self._heap
+            if len(heap) > 64 and 2 * len(self._callbacks) < len(heap):
+                self._heap = [entry for entry in heap if entry[1] in self._callbacks]
+                heapq.heapify(self._heap)
 
     def _run(self) -> None:
         while True:
