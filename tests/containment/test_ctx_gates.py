@@ -114,3 +114,25 @@ def test_metrics_receive_costs_and_decisions() -> None:
     ctx.wrap_llm_call(lambda: None, WrapOptions(cost_estimate_hint=0.5))
     ctx.wrap_llm_call(lambda: None)
     assert seen == [("cost", 0.5), ("decision", "ALLOW"), ("decision", "HALT")]
+
+
+def test_raising_on_error_or_before_charge_closes_the_call() -> None:
+    class Raises:
+        def on_error(self, ctx: ToolCallContext, err: BaseException) -> Decision:
+            raise RuntimeError("retry hook bug")
+
+        def before_charge(self, ctx: ToolCallContext, cost_usd: float) -> Decision:
+            raise RuntimeError("budget hook bug")
+
+    hook = Raises()
+    ctx = ExecutionContext(config(), pipeline=ShieldPipeline(retry=hook, budget=hook))  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="retry hook bug"):
+        ctx.wrap_llm_call(Calls(ValueError()))
+    with pytest.raises(RuntimeError, match="budget hook bug"):
+        ctx.wrap_llm_call(lambda: None, WrapOptions(cost_estimate_hint=0.5))
+    snap = ctx.get_snapshot()
+    assert [n.status for n in snap.nodes] == ["error", "error"]
+    assert (snap.step_count, snap.retries_used, snap.cost_usd_accumulated) == (0, 0, 0.0)
+    assert ctx._core.in_flight == 0
+    # The estimate reservation was released too: a call using the whole budget still fits.
+    assert ctx.wrap_tool_call(lambda: None, WrapOptions(cost_estimate_hint=1.0)) is Decision.ALLOW

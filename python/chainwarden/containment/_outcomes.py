@@ -122,19 +122,25 @@ def gate(ctx: ExecutionContext, node_id: int, kind: int, opts: WrapOptions) -> D
                 halt_admitted(ctx, node_id, opts, "circuit_open")
                 return Decision.HALT
     except BaseException:
-        # A hook that raises must not leak the step reservation or leave the node open.
-        ctx._core.fail(
-            node_id, opts.operation_name != "", opts.cost_estimate_hint, False, _ERROR, "HookError"
-        )
+        hook_failed(ctx, node_id, opts)
         raise
     ctx._core.dispatch(node_id)
     return None
 
 
+def hook_failed(ctx: ExecutionContext, node_id: int, opts: WrapOptions) -> None:
+    # A hook that raises must not leak the call's reservations or leave its node open.
+    ctx._core.fail(node_id, opts.operation_name != "", opts.cost_estimate_hint, False, _ERROR, "HookError")
+
+
 def succeeded(ctx: ExecutionContext, node_id: int, kind: int, opts: WrapOptions) -> Decision:
     cost = opts.cost_estimate_hint
     if kind == 0 and cost > 0.0 and ctx._pipeline is not None:
-        raw = ctx._pipeline.before_charge(tool_ctx(ctx, node_id, opts, cost), cost)
+        try:
+            raw = ctx._pipeline.before_charge(tool_ctx(ctx, node_id, opts, cost), cost)
+        except BaseException:
+            hook_failed(ctx, node_id, opts)
+            raise
         if raw != Decision.ALLOW:
             ctx._mirror_pipeline()
             halt_admitted(ctx, node_id, opts, "before_charge_halt")
@@ -160,9 +166,13 @@ def failed(ctx: ExecutionContext, exc: BaseException, node_id: int, opts: WrapOp
         reraise_signals(exc)
         return Decision.HALT
     pipeline = ctx._pipeline
-    verdict = Decision.RETRY if pipeline is None else pipeline.on_error(tool_ctx(ctx, node_id, opts), exc)
-    if ctx._breaker is not None:
-        ctx._breaker.record_failure(error=exc)
+    try:
+        verdict = Decision.RETRY if pipeline is None else pipeline.on_error(tool_ctx(ctx, node_id, opts), exc)
+        if ctx._breaker is not None:
+            ctx._breaker.record_failure(error=exc)
+    except BaseException:
+        hook_failed(ctx, node_id, opts)
+        raise
     if verdict == Decision.HALT:
         ctx._mirror_pipeline()
         halt_admitted(ctx, node_id, opts, "pipeline_halt")
