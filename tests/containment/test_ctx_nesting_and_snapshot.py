@@ -1,6 +1,7 @@
 """Nested wraps become child nodes; snapshots are immutable views."""
 
 import asyncio
+import json
 from datetime import UTC
 
 import pytest
@@ -111,3 +112,15 @@ def test_async_calls_inside_a_sync_call_nest_at_the_right_depth() -> None:
     assert by_name["async-middle"].parent_id == by_name["sync-outer"].node_id
     assert by_name["sync-inner"].parent_id == by_name["async-middle"].node_id
     assert by_name["async-inner"].parent_id == by_name["async-middle"].node_id
+
+
+def test_graph_snapshot_json_matches_the_dict() -> None:
+    ctx = make()
+    ctx.wrap_llm_call(lambda: None, WrapOptions("a", 0.25))
+    ctx.wrap_tool_call(lambda: None)
+    raw = ctx.get_graph_snapshot_json()
+    assert json.loads(raw) == ctx.get_graph_snapshot()
+    graph = json.loads(raw)
+    assert graph["chain_id"] == "chain"
+    assert graph["nodes"][graph["root_id"]]["name"] == "chain_root"
+    assert graph["aggregates"]["total_cost_usd"] == 0.25

@@ -244,6 +244,10 @@ class ExecutionContext:
         snapshot: dict[str, Any] = json.loads(self._core.graph_snapshot_json())
         return snapshot
 
+    def get_graph_snapshot_json(self) -> bytes:
+        """``get_graph_snapshot()`` as JSON bytes, encoded natively (the cheap way to export it)."""
+        return self._core.graph_snapshot_json()
+
     def record_event(self, event: SafetyEvent) -> None:
         """Adds an application-emitted event to the chain log (deduplicated by content)."""
         for name in ("event_type", "decision", "reason", "hook", "request_id"):
