@@ -266,3 +266,26 @@ fn concurrent_estimated_calls_never_overshoot_the_ceiling() {
     assert_eq!(c.counters().cost_usd, 10.0);
     assert_eq!(c.counters().steps, 40);
 }
+
+#[test]
+fn timeout_is_noticed_at_admission_and_becomes_the_cancel_cause() {
+    let limits = Limits {
+        max_cost_usd: 1.0,
+        max_steps: 10,
+        max_retries_total: 2,
+        timeout_ms: 1,
+    };
+    let c = Contained::new(limits, "chain").unwrap();
+    thread::sleep(std::time::Duration::from_millis(5));
+    assert_eq!(begin(&c, 0.0), Err(Stop::Timeout));
+    assert_eq!(c.chain().cancel_cause(), Stop::Timeout.code());
+    // An abort after the timeout keeps the first cause.
+    assert!(c.chain().abort("late"));
+    assert_eq!(c.chain().cancel_cause(), Stop::Timeout.code());
+    assert_eq!(begin(&c, 0.0), Err(Stop::Aborted));
+    let records = c.records(0, 10);
+    assert_eq!(
+        records.iter().map(|r| r.status).collect::<Vec<_>>(),
+        [Status::Timeout, Status::Aborted]
+    );
+}
