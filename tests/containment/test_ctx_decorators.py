@@ -1,8 +1,11 @@
 """@ctx.llm_call / @ctx.tool_call: contained calls that return results and raise on refusal."""
 
+import asyncio
+
 import pytest
 
-from chainwarden.containment import CallRefused, ExecutionConfig, ExecutionContext
+from chainwarden.containment import CallRefused, ExecutionConfig, ExecutionContext, WrapOptions
+from chainwarden.shield import Decision
 
 
 def make(max_steps: int = 10, max_retries_total: int = 3) -> ExecutionContext:
@@ -73,3 +76,45 @@ def test_decorator_validates_its_options() -> None:
         ctx.llm_call(cost=-1.0)
     with pytest.raises(TypeError):
         ctx.tool_call(name=3)  # type: ignore[arg-type]
+
+
+def test_with_block_is_one_contained_call() -> None:
+    ctx = make(max_steps=2)
+    with ctx.llm_call(name="plan", cost=0.25):
+        assert ctx.wrap_tool_call(lambda: None) is Decision.ALLOW  # nests under the block
+    snap = ctx.get_snapshot()
+    inner, block = snap.nodes
+    assert (block.operation_name, block.status, block.cost_usd) == ("plan", "ok", 0.25)
+    assert inner.parent_id == block.node_id
+    assert snap.step_count == 2
+    ran = []
+    with pytest.raises(CallRefused) as info, ctx.llm_call(name="refused"):
+        ran.append(True)
+    assert ran == []
+    assert info.value.stop_reason == "step_limit_exceeded"
+
+
+def test_with_block_failure_is_counted_and_propagates() -> None:
+    ctx = make(max_retries_total=2)
+    with pytest.raises(KeyError), ctx.tool_call(name="lookup"):
+        raise KeyError("missing")
+    assert ctx.get_snapshot().retries_used == 1
+    with pytest.raises(CallRefused) as info, ctx.tool_call(name="lookup"):
+        raise KeyError("missing again")
+    assert info.value.stop_reason == "provider_error"
+    assert isinstance(info.value.__cause__, KeyError)
+
+
+async def test_with_block_around_awaits_keeps_nesting_per_task() -> None:
+    ctx = make(max_steps=20)
+
+    async def agent(label: str) -> None:
+        with ctx.llm_call(name=f"block-{label}"):
+            await asyncio.sleep(0)  # the other task runs its block meanwhile
+            ctx.wrap_tool_call(lambda: None, WrapOptions(f"tool-{label}"))
+            await asyncio.sleep(0)
+
+    await asyncio.gather(agent("a"), agent("b"))
+    by_name = {n.operation_name: n for n in ctx.get_snapshot().nodes}
+    for label in "ab":
+        assert by_name[f"tool-{label}"].parent_id == by_name[f"block-{label}"].node_id

@@ -1,7 +1,7 @@
 """Chain-level recording and containment: the call graph of an agent chain, and ExecutionContext."""
 
 from chainwarden._core import ExecutionGraph, NodeEvent
-from chainwarden.containment._decorators import CallRefused
+from chainwarden.containment._blocks import CallRefused
 from chainwarden.containment._events import STOP_REASONS
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.containment.types import (

@@ -2,7 +2,8 @@
 
 A decorated function returns its own result. When containment refuses the call it raises
 ``CallRefused`` (carrying the decision and stop reason); when the function itself fails, its
-exception propagates after the failure has been counted.
+exception propagates after the failure has been counted. The same object used as ``with``
+contains a block instead of a function (see ``_blocks``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from chainwarden.containment._async import wrap_async
+from chainwarden.containment._blocks import CallRefused, ContainedBlock
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.types import Decision
 
@@ -20,15 +22,6 @@ if TYPE_CHECKING:
     from chainwarden.containment.context import ExecutionContext
 
 __all__ = ["CallRefused", "contained"]
-
-
-class CallRefused(RuntimeError):
-    """A contained call did not run (or its result was not accepted)."""
-
-    def __init__(self, decision: Decision, stop_reason: str | None) -> None:
-        super().__init__(f"call refused: {decision.value} ({stop_reason or 'unknown'})")
-        self.decision = decision
-        self.stop_reason = stop_reason
 
 
 def _outcome(ctx: ExecutionContext, decision: Decision, box: list[Any], errors: list[BaseException]) -> Any:
@@ -43,42 +36,50 @@ def _outcome(ctx: ExecutionContext, decision: Decision, box: list[Any], errors: 
     raise refused
 
 
-def contained(ctx: ExecutionContext, kind: int, opts: WrapOptions) -> Callable[[Callable[..., Any]], Any]:
-    def decorate(fn: Callable[..., Any]) -> Any:
-        if inspect.iscoroutinefunction(fn):
+class Contained(ContainedBlock):
+    """What ``ctx.llm_call(...)`` returns: a decorator, and a context manager for one block."""
 
-            @functools.wraps(fn)
-            async def run_async(*args: Any, **kwargs: Any) -> Any:
-                box: list[Any] = []
-                errors: list[BaseException] = []
+    def __call__(self, fn: Callable[..., Any]) -> Any:
+        return _decorate(self._ctx, self._kind, self._opts, fn)
 
-                async def thunk() -> None:
-                    try:
-                        box.append(await fn(*args, **kwargs))
-                    except BaseException as exc:
-                        errors.append(exc)
-                        raise
 
-                decision = await wrap_async(ctx, thunk, kind, opts)
-                return _outcome(ctx, decision, box, errors)
+def contained(ctx: ExecutionContext, kind: int, opts: WrapOptions) -> Contained:
+    return Contained(ctx, kind, opts)
 
-            return run_async
+
+def _decorate(ctx: ExecutionContext, kind: int, opts: WrapOptions, fn: Callable[..., Any]) -> Any:
+    if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
-        def run(*args: Any, **kwargs: Any) -> Any:
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
             box: list[Any] = []
             errors: list[BaseException] = []
 
-            def thunk() -> None:
+            async def thunk() -> None:
                 try:
-                    box.append(fn(*args, **kwargs))
+                    box.append(await fn(*args, **kwargs))
                 except BaseException as exc:
                     errors.append(exc)
                     raise
 
-            wrap = ctx.wrap_llm_call if kind == 0 else ctx.wrap_tool_call
-            return _outcome(ctx, wrap(thunk, opts), box, errors)
+            decision = await wrap_async(ctx, thunk, kind, opts)
+            return _outcome(ctx, decision, box, errors)
 
-        return run
+        return run_async
 
-    return decorate
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        box: list[Any] = []
+        errors: list[BaseException] = []
+
+        def thunk() -> None:
+            try:
+                box.append(fn(*args, **kwargs))
+            except BaseException as exc:
+                errors.append(exc)
+                raise
+
+        wrap = ctx.wrap_llm_call if kind == 0 else ctx.wrap_tool_call
+        return _outcome(ctx, wrap(thunk, opts), box, errors)
+
+    return run

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from chainwarden._core import ChainCore
 from chainwarden.containment._async import wrap_async
-from chainwarden.containment._decorators import contained
+from chainwarden.containment._decorators import Contained, contained
 from chainwarden.containment._events import EventLog, stop_event
 from chainwarden.containment._fast import StopNote, sync_wrap
 from chainwarden.containment._outcomes import CAUSE_BUDGET, CAUSE_TIMEOUT
@@ -331,12 +331,14 @@ class ExecutionContext:
 
     # -- decorators ------------------------------------------------------------------------
 
-    def llm_call(self, name: str = "", cost: float = 0.0, *, timeout_ms: int | None = None) -> Any:
+    def llm_call(self, name: str = "", cost: float = 0.0, *, timeout_ms: int | None = None) -> Contained:
         """Decorator: each call of the decorated (sync or async) function is one contained LLM call.
-        Returns the function's result; a refused call raises ``CallRefused``; a failure re-raises."""
+        Returns the function's result; a refused call raises ``CallRefused``; a failure re-raises.
+        As ``with ctx.llm_call(...):`` it contains the block instead (one object per ``with``)."""
         return contained(self, 0, WrapOptions(name, cost, timeout_ms))
 
-    def tool_call(self, name: str = "", cost: float = 0.0, *, timeout_ms: int | None = None) -> Any:
+    def tool_call(self, name: str = "", cost: float = 0.0, *, timeout_ms: int | None = None) -> Contained:
+        """As ``llm_call`` for tool calls."""
         return contained(self, 1, WrapOptions(name, cost, timeout_ms))
 
     # -- children --------------------------------------------------------------------------
