@@ -126,3 +126,9 @@ def test_graph_snapshot_json_matches_the_dict() -> None:
     assert graph["chain_id"] == "chain"
     assert graph["nodes"][graph["root_id"]]["name"] == "chain_root"
     assert graph["aggregates"]["total_cost_usd"] == 0.25
+
+
+def test_repr_shows_the_counters() -> None:
+    ctx = make()
+    ctx.wrap_llm_call(lambda: None, WrapOptions("a", 0.25))
+    assert repr(ctx) == "<ExecutionContext chain_id='chain' steps=1 cost_usd=0.2500 retries=0 aborted=False>"

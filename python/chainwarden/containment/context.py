@@ -218,6 +218,13 @@ class ExecutionContext:
         """The snapshot taken just before the first forced stop (partial-result preservation)."""
         return self._stop_snapshot
 
+    def __repr__(self) -> str:
+        steps, cost, retries, aborted = self._core.counters()[:4]
+        return (
+            f"<ExecutionContext chain_id={self._metadata.chain_id!r} steps={steps} "
+            f"cost_usd={cost:.4f} retries={retries} aborted={aborted}>"
+        )
+
     def get_snapshot(self) -> ContextSnapshot:
         core = self._core
         steps, cost, retries, aborted, abort_reason, elapsed_ms, records = core.counters()
