@@ -44,4 +44,4 @@ def run(out: TextIO) -> None:
     out.write("halted nodes: " + ", ".join(f"{n.operation_name} ({n.status})" for n in halted) + "\n")
     summary = snap.graph_summary or {}
     llm, tools = summary.get("total_llm_calls"), summary.get("total_tool_calls")
-    out.write(f"graph: {llm} llm calls, {tools} tool calls recorded (halted ones included)\n")
+    out.write(f"graph: {llm} llm calls, {tools} tool calls recorded (halted ones included)\n\n")
