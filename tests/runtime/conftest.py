@@ -22,17 +22,14 @@ from chainwarden.runtime import (
 from chainwarden.runtime.once import Once
 
 
-def containment_module() -> Any:
-    module = importlib.import_module("chainwarden.containment")
-    if hasattr(module, "ExecutionContext"):
-        return module
-    # Until chainwarden's ExecutionContext lands: the reference implementation it is a drop-in of.
-    return importlib.import_module("veronica_core.containment")
-
-
-@pytest.fixture
-def containment() -> Containment:
-    return Containment(containment_module())
+@pytest.fixture(
+    params=["chainwarden.containment", "veronica_core.containment"], ids=["async-wrap", "sync-wrap"]
+)
+def containment(request: pytest.FixtureRequest) -> Containment:
+    """chainwarden's ExecutionContext (what InProcGraphExecutor uses by default; LLM calls go through its
+    wrap_llm_call_async), and the reference it is a drop-in of, which has only the synchronous wrap and so
+    exercises the executor's thread bridge."""
+    return Containment(importlib.import_module(request.param))
 
 
 @pytest.fixture

@@ -1,5 +1,28 @@
-"""Chain-level recording and containment: the call graph of an agent chain."""
+"""Chain-level recording and containment: the call graph of an agent chain, and ExecutionContext."""
 
 from chainwarden._core import ExecutionGraph, NodeEvent
+from chainwarden.containment._blocks import CallRefused
+from chainwarden.containment._events import STOP_REASONS
+from chainwarden.containment.context import ExecutionContext
+from chainwarden.containment.types import (
+    CancellationToken,
+    ChainMetadata,
+    ContextSnapshot,
+    ExecutionConfig,
+    NodeRecord,
+    WrapOptions,
+)
 
-__all__ = ["ExecutionGraph", "NodeEvent"]
+__all__ = [
+    "STOP_REASONS",
+    "CallRefused",
+    "CancellationToken",
+    "ChainMetadata",
+    "ContextSnapshot",
+    "ExecutionConfig",
+    "ExecutionContext",
+    "ExecutionGraph",
+    "NodeEvent",
+    "NodeRecord",
+    "WrapOptions",
+]

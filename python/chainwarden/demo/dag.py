@@ -73,4 +73,4 @@ def run(out: TextIO) -> None:
     except DagError as err:
         out.write(f"retrying tool-rome now is refused: {err.code} (its downstream already ended)\n")
     out.write(f"context of the answer: {g.context_ids_for('answer')}\n")
-    out.write(g.to_mermaid(include_compressed=True, max_label_chars=48))
+    out.write(g.to_mermaid(include_compressed=True, max_label_chars=48).rstrip("\n") + "\n\n")

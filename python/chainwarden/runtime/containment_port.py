@@ -61,7 +61,11 @@ class Containment:
 
 
 def refusal_is_timeout(guard: LlmCallGuard) -> bool:
-    """True when the context's latest safety event says the chain ran out of time."""
+    """True when the context says the refused call ran out of time (chain or per-call timeout)."""
+    reason = getattr(guard, "last_stop_reason", None)
+    if reason is not None:
+        return "timeout" in str(reason).lower()
+    # A context without `last_stop_reason` (the reference one): its latest safety event tells.
     snapshot_of = getattr(guard, "get_snapshot", None)
     if snapshot_of is None:
         return False

@@ -98,32 +98,55 @@ class RunContext:
     ) -> LlmResult:
         """Runs one LLM call under the run's ExecutionContext and reports its usage.
 
-        The context's API is synchronous (limits are checked before `fn` runs), so it is driven from a worker
-        thread while the call's coroutine runs on this loop.
+        Limits are checked before the provider is called; a failed call is retried while the context says
+        RETRY.
         """
-        loop = asyncio.get_running_loop()
         options = self._containment.wrap_options(operation_name, cost_estimate_hint)
         while True:
-            attempt = _BridgedCall(call, loop)
-            try:
-                # A copied context keeps the containment's ContextVar nesting per call, as to_thread does.
-                wrapped = functools.partial(
-                    contextvars.copy_context().run, self.guard.wrap_llm_call, attempt.invoke, options
-                )
-                decision = await loop.run_in_executor(self._llm_threads, wrapped)
-            except asyncio.CancelledError:
-                attempt.cancel()
-                raise
+            outcome: list[LlmResult] = []
+            failure: list[BaseException] = []
+            decision = await self._wrap(call, options, outcome, failure)
             name = decision_name(decision)
-            if name == "ALLOW" and attempt.outcome:
-                return self._report(attempt.outcome[0])
+            if name == "ALLOW" and outcome:
+                return self._report(outcome[0])
             if name == "RETRY":
                 continue
             raise LlmCallRefused(
-                name,
-                attempt.failure[0] if attempt.failure else None,
-                timed_out=refusal_is_timeout(self.guard),
+                name, failure[0] if failure else None, timed_out=refusal_is_timeout(self.guard)
             )
+
+    async def _wrap(
+        self,
+        call: Callable[[], Awaitable[LlmResult]],
+        options: Any,
+        outcome: list[LlmResult],
+        failure: list[BaseException],
+    ) -> Any:
+        """One attempt under the context; the result lands in `outcome`, an exception in `failure`."""
+        wrap_async = getattr(self.guard, "wrap_llm_call_async", None)
+        if wrap_async is not None:
+            # chainwarden's ExecutionContext runs the coroutine in a task it cancels on abort or timeout.
+            async def attempt() -> None:
+                try:
+                    outcome.append(await _call(call))
+                except BaseException as error:
+                    failure.append(error)
+                    raise
+
+            return await wrap_async(attempt, options)
+        # A context with only the synchronous API holds a thread for the whole provider call while the
+        # coroutine runs on this loop.
+        loop = asyncio.get_running_loop()
+        bridged = _BridgedCall(call, loop, outcome, failure)
+        # A copied context keeps the containment's ContextVar nesting per call, as to_thread does.
+        wrapped = functools.partial(
+            contextvars.copy_context().run, self.guard.wrap_llm_call, bridged.invoke, options
+        )
+        try:
+            return await loop.run_in_executor(self._llm_threads, wrapped)
+        except asyncio.CancelledError:
+            bridged.cancel()
+            raise
 
     def _report(self, result: LlmResult) -> LlmResult:
         index = self._llm_calls
@@ -157,14 +180,20 @@ class RunContext:
 class _BridgedCall:
     """One attempt of an async LLM call, invoked from the context's worker thread and run on the loop."""
 
-    def __init__(self, call: Callable[[], Awaitable[LlmResult]], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        call: Callable[[], Awaitable[LlmResult]],
+        loop: asyncio.AbstractEventLoop,
+        outcome: list[LlmResult],
+        failure: list[BaseException],
+    ) -> None:
         self._call = call
         self._loop = loop
         self._future: concurrent.futures.Future[LlmResult] | None = None
         self._lock = threading.Lock()
         self._cancelled = False
-        self.outcome: list[LlmResult] = []
-        self.failure: list[BaseException] = []
+        self.outcome = outcome
+        self.failure = failure
 
     def invoke(self) -> None:
         with self._lock:

@@ -3,6 +3,7 @@
 use pyo3::prelude::*;
 
 mod bench_floor;
+mod containment;
 mod convert;
 mod dag;
 mod errors;
@@ -14,5 +15,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     recorder::register(m)?;
     dag::register(m)?;
     bench_floor::register(m)?;
+    containment::register(m)?;
     Ok(())
 }

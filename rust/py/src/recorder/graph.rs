@@ -50,17 +50,16 @@ impl ExecutionGraph {
         &self.graph
     }
 
+    /// Observers first, then subscribers, and only if the transition happened.
     fn after_finish(
         &self,
         py: Python<'_>,
-        node_id: &Bound<'_, PyString>,
         finished: chainwarden_core::recorder::events::Finished,
         observer_call: impl FnOnce(&Self, Python<'_>) -> PyResult<()>,
     ) -> PyResult<()> {
         if !finished.applied {
             return Ok(());
         }
-        let _ = node_id;
         observer_call(self, py)?;
         if let Some(event) = finished.event {
             let event = Bound::new(py, NodeEvent::from_core(*event, self.graph.chain_id()))?;
@@ -259,7 +258,7 @@ impl ExecutionGraph {
             )
             .map_err(recorder_err)?;
         let duration = finished.duration_ms as f64;
-        self.after_finish(py, node_id, finished, |s, py| {
+        self.after_finish(py, finished, |s, py| {
             notify(py, &s.observers, "on_node_complete", || {
                 (node_id, cost, duration).into_pyobject(py)
             })
@@ -283,7 +282,7 @@ impl ExecutionGraph {
                 self.subscribers.any(),
             )
             .map_err(recorder_err)?;
-        self.after_finish(py, node_id, finished, |s, py| {
+        self.after_finish(py, finished, |s, py| {
             notify(py, &s.observers, "on_node_failed", || {
                 (node_id, error_class).into_pyobject(py)
             })
@@ -302,7 +301,7 @@ impl ExecutionGraph {
             .mark_halt(node_id.to_str()?, stop_reason, self.subscribers.any())
             .map_err(recorder_err)?;
         let reason = finished.reason.clone().unwrap_or_default();
-        self.after_finish(py, node_id, finished, |s, py| {
+        self.after_finish(py, finished, |s, py| {
             notify(py, &s.observers, "on_node_failed", || {
                 (node_id, reason.as_str()).into_pyobject(py)
             })?;

@@ -158,11 +158,17 @@ fn node_dict<'py>(
     if let Some(e) = n.error_class() {
         put_obj(&d, &k[13], labels.get(e).as_any())?;
     }
-    put_obj(
-        &d,
-        &k[14],
-        metadata_to_py(py, labels.st.arena.metadata(n))?.as_any(),
-    )?;
+    let metadata = metadata_to_py(py, labels.st.arena.metadata(n))?;
+    put_obj(&d, &k[14], metadata.as_any())?;
+    // SAFETY: both pointers are live dicts. Inserting the metadata dict marked `d` as a
+    // possible cycle member; when metadata holds no containers (the common case) neither
+    // can be part of a cycle, so `d` is untracked as CPython's own collector would do on
+    // its next pass. Inserting a container later re-tracks it.
+    unsafe {
+        if ffi::PyObject_GC_IsTracked(metadata.as_ptr()) == 0 {
+            ffi::PyObject_GC_UnTrack(d.as_ptr().cast());
+        }
+    }
     Ok(d)
 }
 

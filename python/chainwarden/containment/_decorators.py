@@ -1,0 +1,85 @@
+"""``@ctx.llm_call(...)`` / ``@ctx.tool_call(...)``: contained calls that behave like plain calls.
+
+A decorated function returns its own result. When containment refuses the call it raises
+``CallRefused`` (carrying the decision and stop reason); when the function itself fails, its
+exception propagates after the failure has been counted. The same object used as ``with``
+contains a block instead of a function (see ``_blocks``).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from chainwarden.containment._async import wrap_async
+from chainwarden.containment._blocks import CallRefused, ContainedBlock
+from chainwarden.containment.types import WrapOptions
+from chainwarden.shield.types import Decision
+
+if TYPE_CHECKING:
+    from chainwarden.containment.context import ExecutionContext
+
+__all__ = ["CallRefused", "contained"]
+
+
+def _outcome(ctx: ExecutionContext, decision: Decision, box: list[Any], errors: list[BaseException]) -> Any:
+    if decision is Decision.ALLOW:
+        return box[0]
+    if errors and decision is Decision.RETRY:
+        raise errors[0]
+    # Read at once: nothing else ran on this thread since the wrap recorded why it stopped.
+    refused = CallRefused(decision, ctx.last_stop_reason)
+    if errors:
+        raise refused from errors[0]
+    raise refused
+
+
+class Contained(ContainedBlock):
+    """What ``ctx.llm_call(...)`` returns: a decorator, and a context manager for one block."""
+
+    def __call__(self, fn: Callable[..., Any]) -> Any:
+        return _decorate(self._ctx, self._kind, self._opts, fn)
+
+
+def contained(ctx: ExecutionContext, kind: int, opts: WrapOptions) -> Contained:
+    return Contained(ctx, kind, opts)
+
+
+def _decorate(ctx: ExecutionContext, kind: int, opts: WrapOptions, fn: Callable[..., Any]) -> Any:
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            box: list[Any] = []
+            errors: list[BaseException] = []
+
+            async def thunk() -> None:
+                try:
+                    box.append(await fn(*args, **kwargs))
+                except BaseException as exc:
+                    errors.append(exc)
+                    raise
+
+            decision = await wrap_async(ctx, thunk, kind, opts)
+            return _outcome(ctx, decision, box, errors)
+
+        return run_async
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        box: list[Any] = []
+        errors: list[BaseException] = []
+
+        def thunk() -> None:
+            try:
+                box.append(fn(*args, **kwargs))
+            except BaseException as exc:
+                errors.append(exc)
+                raise
+
+        wrap = ctx.wrap_llm_call if kind == 0 else ctx.wrap_tool_call
+        return _outcome(ctx, wrap(thunk, opts), box, errors)
+
+    return run

@@ -1,0 +1,154 @@
+"""Configuration, per-call options and snapshot types of ExecutionContext."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any, Literal
+
+from chainwarden.shield._validate import finite_non_negative, strict_int
+from chainwarden.shield.event import SafetyEvent
+
+__all__ = [
+    "CancellationToken",
+    "ChainMetadata",
+    "ContextSnapshot",
+    "ExecutionConfig",
+    "NodeKind",
+    "NodeRecord",
+    "NodeStatus",
+    "WrapOptions",
+]
+
+NodeKind = Literal["llm", "tool"]
+NodeStatus = Literal["ok", "halted", "aborted", "timeout", "error"]
+
+
+class CancellationToken:
+    """Cooperative cancellation flag a sync callable can poll or wait on."""
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def is_cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Blocks until cancelled (True) or until ``timeout_s`` elapses (False)."""
+        return self._event.wait(timeout_s)
+
+
+def _optional_str(value: object, name: str) -> None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{name} must be a str or None, got {type(value).__name__}")
+
+
+def _required_str(value: object, name: str) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class ChainMetadata:
+    """Who and what a chain belongs to. ``tags`` is frozen on construction."""
+
+    request_id: str
+    chain_id: str
+    org_id: str = ""
+    team: str = ""
+    service: str = ""
+    user_id: str | None = None
+    model: str | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("request_id", "chain_id", "org_id", "team", "service"):
+            _required_str(getattr(self, name), name)
+        _optional_str(self.user_id, "user_id")
+        _optional_str(self.model, "model")
+        if not isinstance(self.tags, Mapping):
+            raise TypeError(f"tags must be a mapping, got {type(self.tags).__name__}")
+        object.__setattr__(self, "tags", MappingProxyType(dict(self.tags)))
+
+
+@dataclass(frozen=True)
+class ExecutionConfig:
+    """Hard limits of one chain. Zero is a valid limit (it refuses every call); ``timeout_ms=0``
+    disables the timeout."""
+
+    max_cost_usd: float
+    max_steps: int
+    max_retries_total: int
+    timeout_ms: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "max_cost_usd", finite_non_negative(self.max_cost_usd, "max_cost_usd"))
+        strict_int(self.max_steps, "max_steps")
+        strict_int(self.max_retries_total, "max_retries_total")
+        strict_int(self.timeout_ms, "timeout_ms")
+
+
+@dataclass(frozen=True, slots=True)
+class WrapOptions:
+    """Per-call options. ``cost_estimate_hint`` is both the pre-flight estimate and the cost charged
+    on success; ``timeout_ms`` bounds one async call (sync callables are cooperative)."""
+
+    operation_name: str = ""
+    cost_estimate_hint: float = 0.0
+    timeout_ms: int | None = None
+    retry_policy_override: int | None = None
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        _required_str(self.operation_name, "operation_name")
+        hint = finite_non_negative(self.cost_estimate_hint, "cost_estimate_hint")
+        object.__setattr__(self, "cost_estimate_hint", hint)
+        if self.timeout_ms is not None:
+            strict_int(self.timeout_ms, "timeout_ms")
+        if self.retry_policy_override is not None:
+            strict_int(self.retry_policy_override, "retry_policy_override")
+        _optional_str(self.model, "model")
+
+
+@dataclass(slots=True)
+class NodeRecord:
+    """One finished wrap call. ``node_id`` is the node's id in the ExecutionGraph; ``parent_id`` is
+    the enclosing wrap call's node, None at the top level. A copy: changing it changes nothing in
+    the context (not frozen, so that building thousands of them stays cheap)."""
+
+    node_id: str
+    parent_id: str | None
+    kind: NodeKind
+    operation_name: str
+    start_ts: datetime
+    end_ts: datetime | None
+    status: NodeStatus
+    cost_usd: float
+    retries_used: int
+
+
+@dataclass(frozen=True)
+class ContextSnapshot:
+    """Chain state at one instant. ``nodes`` is an immutable view in completion order."""
+
+    chain_id: str
+    request_id: str
+    step_count: int
+    cost_usd_accumulated: float
+    retries_used: int
+    aborted: bool
+    abort_reason: str | None
+    elapsed_ms: float
+    nodes: Sequence[NodeRecord]
+    events: tuple[SafetyEvent, ...]
+    graph_summary: Mapping[str, Any] | None = None
+    parent_chain_id: str | None = None

@@ -1,0 +1,40 @@
+"""Shared assertions for containment tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chainwarden.containment import ExecutionContext
+from chainwarden.shield import Decision
+
+
+def graph_node(ctx: ExecutionContext, node_id: str) -> dict[str, Any]:
+    node: dict[str, Any] = ctx.get_graph_snapshot()["nodes"][node_id]
+    return node
+
+
+def assert_stop(ctx: ExecutionContext, stop_reason: str) -> None:
+    """The chain emitted exactly one ExecutionContext event for ``stop_reason`` and the last
+    recorded call is a ``halt`` node carrying it."""
+    snap = ctx.get_snapshot()
+    mine = [e for e in snap.events if e.hook == "ExecutionContext" and e.event_type == stop_reason]
+    assert len(mine) == 1, snap.events
+    assert mine[0].decision is Decision.HALT
+    assert mine[0].request_id == ctx.metadata.request_id
+    last = snap.nodes[-1]
+    node = graph_node(ctx, last.node_id)
+    assert node["status"] == "halt"
+    assert node["stop_reason"] == stop_reason
+
+
+class Calls:
+    """A callable that counts its invocations and optionally raises."""
+
+    def __init__(self, error: BaseException | None = None) -> None:
+        self.count = 0
+        self.error = error
+
+    def __call__(self) -> None:
+        self.count += 1
+        if self.error is not None:
+            raise self.error

@@ -1,0 +1,179 @@
+"""Async wraps: the coroutine runs in a task that a timeout or abort cancels mid-flight."""
+
+import asyncio
+import threading
+
+from ctx_helpers import graph_node
+
+from chainwarden.containment import ExecutionConfig, ExecutionContext, WrapOptions
+from chainwarden.shield import Decision
+
+
+def config(timeout_ms: int = 0) -> ExecutionConfig:
+    return ExecutionConfig(max_cost_usd=1.0, max_steps=50, max_retries_total=3, timeout_ms=timeout_ms)
+
+
+async def test_async_success_counts_cost_and_nests() -> None:
+    ctx = ExecutionContext(config())
+
+    async def inner() -> None:
+        await asyncio.sleep(0)
+
+    async def outer() -> None:
+        assert await ctx.wrap_tool_call_async(inner, WrapOptions("inner")) is Decision.ALLOW
+
+    assert await ctx.wrap_llm_call_async(outer, WrapOptions("outer", 0.25)) is Decision.ALLOW
+    snap = ctx.get_snapshot()
+    assert snap.step_count == 2
+    assert snap.cost_usd_accumulated == 0.25
+    inner_rec, outer_rec = snap.nodes
+    assert inner_rec.parent_id == outer_rec.node_id
+    assert outer_rec.parent_id is None
+
+
+async def test_chain_timeout_cancels_the_running_task() -> None:
+    ctx = ExecutionContext(config(timeout_ms=30))
+    cancelled = asyncio.Event()
+
+    async def slow() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    assert await ctx.wrap_llm_call_async(slow, WrapOptions("slow")) is Decision.HALT
+    assert cancelled.is_set()
+    snap = ctx.get_snapshot()
+    [record] = snap.nodes
+    assert record.status == "timeout"
+    node = graph_node(ctx, record.node_id)
+    assert (node["status"], node["stop_reason"]) == ("halt", "timeout")
+    assert [e.event_type for e in snap.events if e.hook == "ExecutionContext"] == ["timeout"]
+    assert snap.retries_used == 0
+
+
+async def test_per_call_timeout_cancels_only_that_call() -> None:
+    ctx = ExecutionContext(config())
+    cancelled = asyncio.Event()
+
+    async def slow() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    assert await ctx.wrap_llm_call_async(slow, WrapOptions("slow", timeout_ms=10)) is Decision.HALT
+    assert cancelled.is_set()
+    assert ctx.get_snapshot().nodes[-1].status == "timeout"
+
+    async def quick() -> None:
+        return None
+
+    # The chain itself is not stopped.
+    assert await ctx.wrap_llm_call_async(quick) is Decision.ALLOW
+
+
+async def test_abort_from_another_thread_cancels_the_running_task() -> None:
+    ctx = ExecutionContext(config())
+    running = threading.Event()
+    cancelled = asyncio.Event()
+
+    async def slow() -> None:
+        running.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    def aborter() -> None:
+        running.wait(30)
+        ctx.abort("shutdown")
+
+    thread = threading.Thread(target=aborter)
+    thread.start()
+    decision = await ctx.wrap_tool_call_async(slow, WrapOptions("slow"))
+    thread.join()
+    assert decision is Decision.HALT
+    assert cancelled.is_set()
+    [record] = ctx.get_snapshot().nodes
+    assert record.status == "aborted"
+    assert graph_node(ctx, record.node_id)["stop_reason"] == "aborted"
+
+
+async def test_async_failure_is_a_retry() -> None:
+    ctx = ExecutionContext(config())
+
+    async def broken() -> None:
+        raise ValueError("bad response")
+
+    assert await ctx.wrap_llm_call_async(broken) is Decision.RETRY
+    snap = ctx.get_snapshot()
+    assert snap.retries_used == 1
+    assert snap.nodes[-1].status == "error"
+
+
+async def test_refused_async_call_never_creates_the_coroutine() -> None:
+    ctx = ExecutionContext(config())
+    ctx.abort("stop")
+    created = []
+
+    def factory() -> asyncio.Future[None]:
+        created.append(1)
+        return asyncio.get_running_loop().create_future()
+
+    assert await ctx.wrap_llm_call_async(factory) is Decision.HALT
+    assert created == []
+
+
+async def test_caller_cancellation_propagates_and_closes_the_node() -> None:
+    ctx = ExecutionContext(config())
+    inner_cancelled = asyncio.Event()
+    started = asyncio.Event()
+
+    async def slow() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            inner_cancelled.set()
+            raise
+
+    outer = asyncio.ensure_future(ctx.wrap_llm_call_async(slow))
+    await started.wait()
+    outer.cancel()
+    await asyncio.wait((outer,))
+    assert outer.cancelled()
+    assert inner_cancelled.is_set()
+    snap = ctx.get_snapshot()
+    assert snap.nodes[-1].status == "error"
+    assert snap.retries_used == 0
+
+
+async def test_concurrent_tasks_nest_under_their_own_call() -> None:
+    ctx = ExecutionContext(config())
+
+    def outer_for(label: str) -> object:
+        async def outer() -> None:
+            for _ in range(2):
+                await asyncio.sleep(0)  # let the other task interleave
+
+                async def inner() -> None:
+                    await asyncio.sleep(0)
+
+                await ctx.wrap_tool_call_async(inner, WrapOptions(f"inner-{label}"))
+                ctx.wrap_tool_call(lambda: None, WrapOptions(f"sync-{label}"))
+
+        return outer
+
+    await asyncio.gather(
+        ctx.wrap_llm_call_async(outer_for("a"), WrapOptions("outer-a")),  # type: ignore[arg-type]
+        ctx.wrap_llm_call_async(outer_for("b"), WrapOptions("outer-b")),  # type: ignore[arg-type]
+    )
+    nodes = list(ctx.get_snapshot().nodes)
+    outer_ids = {n.operation_name[-1]: n.node_id for n in nodes if n.kind == "llm"}
+    children = [n for n in nodes if n.kind == "tool"]
+    assert len(children) == 8
+    assert all(n.parent_id == outer_ids[n.operation_name[-1]] for n in children)
