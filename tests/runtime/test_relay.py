@@ -292,3 +292,34 @@ async def test_cancel_after_done_keeps_the_outcome_and_stops_the_tail(ledger: Sq
     assert (final.ok, final.error) == (True, None)
     assert executor.closed == 1
     assert [r.source_reference for r in ledger.receipts()] == ["run-tail/0/u1"]
+
+
+async def test_cancel_during_an_llm_call_cancels_the_provider_call(
+    ledger: SqliteLedger, containment: Containment
+) -> None:
+    in_call, provider_cancelled = asyncio.Event(), asyncio.Event()
+
+    async def hanging_provider() -> object:
+        in_call.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            provider_cancelled.set()
+            raise
+        raise AssertionError("unreachable")
+
+    async def graph(ctx: RunContext) -> str:
+        await ctx.call_llm(llm("first", "u1"))
+        await ctx.call_llm(hanging_provider)  # type: ignore[arg-type]
+        return "unreachable"
+
+    before = asyncio.all_tasks()
+    rt = AiRuntime(executors={"inproc": InProcGraphExecutor(graph, containment=containment)}, ledger=ledger)
+    async with rt.run(request(graph_id="inproc:agent", run_id="run-h")) as run:
+        await in_call.wait()
+        run.cancel()
+        assert await _collect(run.ui_events()) == [Error("aborted"), Done()]
+    await provider_cancelled.wait()
+    assert (await run.final).error == "aborted"
+    assert [r.source_reference for r in ledger.receipts()] == ["run-h/0/u1"]
+    assert asyncio.all_tasks() == before
