@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from conftest import ScriptedExecutor, llm, request, usage_fact
+from runtime_helpers import ScriptedExecutor, llm, request, usage_fact
 
 from chainwarden.billing import SqliteLedger
 from chainwarden.runtime import (

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from conftest import ScriptedExecutor, request, usage_fact
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from runtime_helpers import ScriptedExecutor, request, usage_fact
 
 from chainwarden.billing import SqliteLedger
 from chainwarden.runtime import (

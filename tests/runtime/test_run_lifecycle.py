@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import llm, request
+from runtime_helpers import llm, request
 
 from chainwarden.billing import Pricing, SqliteLedger
 from chainwarden.runtime import (

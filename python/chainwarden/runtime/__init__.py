@@ -13,9 +13,10 @@ from chainwarden.runtime.events import (
     ToolCallStart,
     UsageReport,
 )
-from chainwarden.runtime.inproc import GraphFn, InProcGraphExecutor, LlmCallRefused, LlmResult, RunContext
+from chainwarden.runtime.inproc import GraphFn, InProcGraphExecutor
 from chainwarden.runtime.port import GraphExecutor, GraphFinal, GraphRunRequest, GraphRunResult, Usage
 from chainwarden.runtime.relay import DEFAULT_UI_BUFFER, RunEventRelay
+from chainwarden.runtime.run_context import LlmCallRefused, LlmResult, RunContext
 
 __all__ = [
     "DEFAULT_UI_BUFFER",

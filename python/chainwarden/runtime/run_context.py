@@ -1,0 +1,215 @@
+"""What an in-process graph function works with: run identity, event emission and contained LLM calls."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from chainwarden.billing import UsageFact
+from chainwarden.runtime.containment_port import (
+    Containment,
+    LlmCallGuard,
+    decision_name,
+    refusal_is_timeout,
+)
+from chainwarden.runtime.events import AiEvent, Done, Error, ErrorCode, UsageReport
+from chainwarden.runtime.port import GraphRunRequest
+
+SOURCE_SYSTEM = "inproc"
+
+
+@dataclass(frozen=True)
+class LlmResult:
+    """What a model client returns for one call; `usage_unit_id` is the provider's call id when it has one."""
+
+    content: str
+    model: str | None = None
+    provider: str | None = None
+    usage_unit_id: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cost_usd: float | Decimal | None = None
+
+
+class LlmCallRefused(Exception):
+    """The ExecutionContext did not let the call through (limit reached, breaker open, retries spent)."""
+
+    def __init__(self, decision: str, cause: BaseException | None = None, *, timed_out: bool = False) -> None:
+        super().__init__(f"LLM call refused by containment: {decision}")
+        self.decision = decision
+        self.cause = cause
+        self.timed_out = timed_out
+
+    @property
+    def code(self) -> ErrorCode:
+        """The run's Error code when the graph lets this propagate."""
+        return "timeout" if self.timed_out else "aborted"
+
+
+class RunContext:
+    """What a graph function gets: run identity, event emission and contained LLM calls."""
+
+    def __init__(
+        self,
+        req: GraphRunRequest,
+        run_id: str,
+        guard: LlmCallGuard,
+        containment: Containment,
+        emit: Callable[[AiEvent], None],
+        *,
+        llm_threads: concurrent.futures.Executor | None = None,
+    ):
+        self.request = req
+        self.run_id = run_id
+        self.attempt = req.attempt
+        self.guard = guard
+        self._containment = containment
+        self._emit = emit
+        self._llm_threads = llm_threads
+        self._llm_calls = 0
+
+    def emit(self, event: AiEvent) -> None:
+        """Streams an event to the run's subscribers (Done/Error are the executor's, not the graph's)."""
+        if isinstance(event, Done | Error | UsageReport):
+            raise TypeError(f"a graph may not emit {type(event).__name__}; the executor does")
+        self._emit(event)
+
+    async def call_llm(
+        self,
+        call: Callable[[], Awaitable[LlmResult]],
+        *,
+        operation_name: str = "llm",
+        cost_estimate_hint: float = 0.0,
+    ) -> LlmResult:
+        """Runs one LLM call under the run's ExecutionContext and reports its usage.
+
+        Limits are checked before the provider is called; a failed call is retried while the context says
+        RETRY.
+        """
+        options = self._containment.wrap_options(operation_name, cost_estimate_hint)
+        while True:
+            outcome: list[LlmResult] = []
+            failure: list[BaseException] = []
+            decision = await self._wrap(call, options, outcome, failure)
+            name = decision_name(decision)
+            if name == "ALLOW" and outcome:
+                return self._report(outcome[0])
+            if name == "RETRY":
+                continue
+            raise LlmCallRefused(
+                name, failure[0] if failure else None, timed_out=refusal_is_timeout(self.guard)
+            )
+
+    async def _wrap(
+        self,
+        call: Callable[[], Awaitable[LlmResult]],
+        options: Any,
+        outcome: list[LlmResult],
+        failure: list[BaseException],
+    ) -> Any:
+        """One attempt under the context; the result lands in `outcome`, an exception in `failure`."""
+        wrap_async = getattr(self.guard, "wrap_llm_call_async", None)
+        if wrap_async is not None:
+            # chainwarden's ExecutionContext runs the coroutine in a task it cancels on abort or timeout.
+            async def attempt() -> None:
+                try:
+                    outcome.append(await _call(call))
+                except BaseException as error:
+                    failure.append(error)
+                    raise
+
+            return await wrap_async(attempt, options)
+        # A context with only the synchronous API holds a thread for the whole provider call while the
+        # coroutine runs on this loop.
+        loop = asyncio.get_running_loop()
+        bridged = _BridgedCall(call, loop, outcome, failure)
+        # A copied context keeps the containment's ContextVar nesting per call, as to_thread does.
+        wrapped = functools.partial(
+            contextvars.copy_context().run, self.guard.wrap_llm_call, bridged.invoke, options
+        )
+        try:
+            return await loop.run_in_executor(self._llm_threads, wrapped)
+        except asyncio.CancelledError:
+            bridged.cancel()
+            raise
+
+    def _report(self, result: LlmResult) -> LlmResult:
+        index = self._llm_calls
+        self._llm_calls += 1
+        req = self.request
+        # The provider's id when there is one; otherwise the call's position in the run, which is the same
+        # on a replay of the same graph, so a replay never bills twice.
+        unit = result.usage_unit_id or f"llm-{index}"
+        self._emit(
+            UsageReport(
+                UsageFact(
+                    run_id=self.run_id,
+                    attempt=req.attempt,
+                    source=SOURCE_SYSTEM,
+                    billing_account_id=req.billing_account_id,
+                    virtual_key_id=req.virtual_key_id,
+                    usage_unit_id=unit,
+                    provider=result.provider,
+                    model=result.model or req.model,
+                    input_tokens=result.input_tokens,
+                    output_tokens=result.output_tokens,
+                    cache_read_tokens=result.cache_read_tokens,
+                    cache_write_tokens=result.cache_write_tokens,
+                    cost_usd=result.cost_usd,
+                )
+            )
+        )
+        return result
+
+
+class _BridgedCall:
+    """One attempt of an async LLM call, invoked from the context's worker thread and run on the loop."""
+
+    def __init__(
+        self,
+        call: Callable[[], Awaitable[LlmResult]],
+        loop: asyncio.AbstractEventLoop,
+        outcome: list[LlmResult],
+        failure: list[BaseException],
+    ) -> None:
+        self._call = call
+        self._loop = loop
+        self._future: concurrent.futures.Future[LlmResult] | None = None
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self.outcome = outcome
+        self.failure = failure
+
+    def invoke(self) -> None:
+        with self._lock:
+            # The awaiting task may have been cancelled before this thread got here: start nothing then.
+            if self._cancelled:
+                raise asyncio.CancelledError
+            future = self._future = asyncio.run_coroutine_threadsafe(_call(self._call), self._loop)
+        try:
+            self.outcome.append(future.result())
+        except BaseException as error:
+            self.failure.append(error)
+            raise
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            if self._future is not None:
+                self._future.cancel()
+
+
+async def _call(call: Callable[[], Awaitable[LlmResult]]) -> LlmResult:
+    result = await call()
+    if not isinstance(result, LlmResult):
+        raise TypeError(f"an LLM call must return LlmResult, got {type(result).__name__}")
+    return result
