@@ -14,6 +14,7 @@ from chainwarden.runtime.events import (
     UsageReport,
 )
 from chainwarden.runtime.inproc import GraphFn, InProcGraphExecutor
+from chainwarden.runtime.once import Once
 from chainwarden.runtime.port import GraphExecutor, GraphFinal, GraphRunRequest, GraphRunResult, Usage
 from chainwarden.runtime.relay import DEFAULT_UI_BUFFER, RunEventRelay
 from chainwarden.runtime.run_context import LlmCallRefused, LlmResult, RunContext
@@ -36,6 +37,7 @@ __all__ = [
     "LlmCallGuard",
     "LlmCallRefused",
     "LlmResult",
+    "Once",
     "Run",
     "RunContext",
     "RunEventRelay",
