@@ -124,6 +124,9 @@ impl Dag {
                 Undo::NodeAdded => {
                     let node = self.nodes.pop().expect("node to undo");
                     self.node_active.pop();
+                    self.id_ends.pop();
+                    self.id_text
+                        .truncate(self.id_ends.last().copied().unwrap_or(0) as usize);
                     self.out_adj.pop();
                     self.in_adj.pop();
                     self.node_index.remove(&node.id);

@@ -399,10 +399,7 @@ impl DagEngine {
         // Straight from the arena to Python strings: no intermediate Rust copies of 40k ids.
         self.locked(py, |g| {
             let order = g.context_order(&id);
-            PyList::new(
-                py,
-                order.iter().map(|&n| py_str(py, &g.node_by_index(n).id)),
-            )
+            PyList::new(py, order.iter().map(|&n| py_str(py, g.id_by_index(n))))
         })
     }
 
