@@ -147,3 +147,28 @@ def test_snapshot_json_matches_json_dumps_for_any_value(meta_value: Any, cost: f
     g.mark_success(g.begin_node(root, "tool", name, model=name), cost, tokens_out=3)
     g.mark_failure(g.begin_node(root, "llm", "x"), name, stop_reason=name)
     assert strip_ts(g.snapshot_json()) == strip_ts(json.dumps(g.snapshot()).encode())
+
+
+def test_neighbouring_nodes_do_not_leak_fields_into_each_other() -> None:
+    # snapshot() builds each node's dict from its predecessor's; every differing field,
+    # including ones that go back to None, must be rewritten.
+    g = ExecutionGraph()
+    root = g.create_root("r")
+    a = g.begin_node(root, "llm", "a", model="m", metadata={"k": [1]}, running=True)
+    g.increment_retries(a)
+    g.mark_success(a, 0.5, tokens_in=3, tokens_out=4)
+    b = g.begin_node(a, "tool", "b")
+    g.mark_failure(b, "E", stop_reason="boom")
+    c = g.begin_node(root, "llm", "a")
+    nodes = g.snapshot()["nodes"]
+    assert nodes[c] == g.node(c)
+    assert (nodes[c]["model"], nodes[c]["tokens_in"], nodes[c]["end_ts_ms"], nodes[c]["stop_reason"]) == (
+        None,
+        None,
+        None,
+        None,
+    )
+    assert (nodes[c]["error_class"], nodes[c]["parent_id"], nodes[c]["retries_used"]) == (None, root, 0)
+    assert nodes[c]["metadata"] == {} and nodes[c]["metadata"] is not nodes[b]["metadata"]
+    assert nodes[b]["metadata"] == {} and nodes[a]["metadata"] == {"k": [1]}
+    assert (nodes[b]["stop_reason"], nodes[b]["cost_usd"], nodes[b]["tokens_out"]) == ("boom", 0.0, None)

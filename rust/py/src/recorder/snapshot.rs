@@ -9,7 +9,7 @@ use chainwarden_core::recorder::{AggregatesView, Kind, Status};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyFloat, PyList, PyString};
 
 use crate::convert::{metadata_to_py, py_str};
 
@@ -69,6 +69,10 @@ struct Labels<'py, 'a> {
     st: &'a State,
     cache: Vec<Option<Bound<'py, PyString>>>,
     last_parent: Option<(NodeId, Bound<'py, PyString>)>,
+    /// Timestamps and costs repeat from node to node (calls in the same millisecond, the
+    /// same price); immutable numbers can be shared instead of allocated again.
+    last_ms: Option<(i64, Bound<'py, PyAny>)>,
+    last_cost: Option<(u64, Bound<'py, PyAny>)>,
 }
 
 impl<'py> Labels<'py, '_> {
@@ -78,6 +82,31 @@ impl<'py> Labels<'py, '_> {
         self.cache[sym as usize]
             .get_or_insert_with(|| PyString::new(py, st.names.resolve(sym)))
             .clone()
+    }
+
+    fn millis(&mut self, ms: i64) -> Bound<'py, PyAny> {
+        match &self.last_ms {
+            Some((last, obj)) if *last == ms => obj.clone(),
+            _ => {
+                let obj = ms
+                    .into_pyobject(self.py)
+                    .expect("int conversion cannot fail")
+                    .into_any();
+                self.last_ms = Some((ms, obj.clone()));
+                obj
+            }
+        }
+    }
+
+    fn cost(&mut self, cost: f64) -> Bound<'py, PyAny> {
+        match &self.last_cost {
+            Some((bits, obj)) if *bits == cost.to_bits() => obj.clone(),
+            _ => {
+                let obj = PyFloat::new(self.py, cost).into_any();
+                self.last_cost = Some((cost.to_bits(), obj.clone()));
+                obj
+            }
+        }
     }
 
     /// Siblings share a parent, so the last parent id string is reused.
@@ -117,46 +146,100 @@ fn put_obj(d: &Bound<'_, PyDict>, key: &Py<PyString>, value: &Bound<'_, PyAny>) 
     put(d, key, value.clone().into_ptr())
 }
 
+/// A field projected to a comparable word, to tell whether it differs from the previous node.
+type Field = fn(&Node) -> u64;
+
+const NO: u64 = u64::MAX;
+
+fn opt(v: Option<u64>) -> u64 {
+    v.unwrap_or(NO)
+}
+
+/// The dict for `n`. Neighbouring nodes usually share most values (same parent, kind, name,
+/// status, price, millisecond), so the previous node's dict is copied and only what differs
+/// is written: a dict insert is the dominant cost here. All shared values are immutable;
+/// `metadata` is always a fresh dict.
 fn node_dict<'py>(
     py: Python<'py>,
     n: &Node,
     id: &Bound<'py, PyString>,
+    prev: Option<(&Node, &Bound<'py, PyDict>)>,
     labels: &mut Labels<'py, '_>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let keys = keys(py);
     let k = &keys.node;
-    let d = keys.template.bind(py).copy()?;
-    // Keys whose value is None are already right in the template.
+    let (d, prev) = match prev {
+        Some((node, dict)) => (dict.copy()?, Some(node)),
+        // Every value the template holds is None, so None fields need no write.
+        None => (keys.template.bind(py).copy()?, None),
+    };
+    let changed = |f: Field| prev.is_none_or(|p| f(p) != f(n));
+    let none = py.None().into_bound(py);
     put_obj(&d, &k[0], id.as_any())?;
-    if let Some(p) = n.parent_id() {
-        put_obj(&d, &k[1], labels.parent(p).as_any())?;
+    if changed(|n| n.parent) {
+        match n.parent_id() {
+            Some(p) => put_obj(&d, &k[1], labels.parent(p).as_any())?,
+            None => put_obj(&d, &k[1], &none)?,
+        }
     }
-    put_obj(&d, &k[2], keys.kinds[n.kind as usize].bind(py))?;
-    put_obj(&d, &k[3], labels.get(n.name).as_any())?;
-    // SAFETY (all constructors below): plain value constructors; null is handled by `put`.
-    put(&d, &k[4], unsafe { ffi::PyLong_FromLongLong(n.start_ms) })?;
-    if let Some(e) = n.end_ms() {
-        put(&d, &k[5], unsafe { ffi::PyLong_FromLongLong(e) })?;
+    if changed(|n| n.kind as u64) {
+        put_obj(&d, &k[2], keys.kinds[n.kind as usize].bind(py))?;
     }
-    put_obj(&d, &k[6], keys.statuses[n.status as usize].bind(py))?;
-    if let Some(m) = n.model() {
-        put_obj(&d, &k[7], labels.get(m).as_any())?;
+    if changed(|n| u64::from(n.name)) {
+        put_obj(&d, &k[3], labels.get(n.name).as_any())?;
     }
-    put(&d, &k[8], unsafe {
-        ffi::PyLong_FromUnsignedLongLong(u64::from(n.retries))
-    })?;
-    put(&d, &k[9], unsafe { ffi::PyFloat_FromDouble(n.cost_usd) })?;
-    if let Some(t) = n.tokens_in() {
-        put(&d, &k[10], unsafe { ffi::PyLong_FromUnsignedLongLong(t) })?;
+    if changed(|n| n.start_ms as u64) {
+        put_obj(&d, &k[4], &labels.millis(n.start_ms))?;
     }
-    if let Some(t) = n.tokens_out() {
-        put(&d, &k[11], unsafe { ffi::PyLong_FromUnsignedLongLong(t) })?;
+    if changed(|n| opt(n.end_ms().map(|e| e as u64))) {
+        match n.end_ms() {
+            Some(e) => put_obj(&d, &k[5], &labels.millis(e))?,
+            None => put_obj(&d, &k[5], &none)?,
+        }
     }
-    if let Some(r) = labels.st.arena.stop_reason(n) {
-        put_obj(&d, &k[12], PyString::new(py, r).as_any())?;
+    if changed(|n| n.status as u64) {
+        put_obj(&d, &k[6], keys.statuses[n.status as usize].bind(py))?;
     }
-    if let Some(e) = n.error_class() {
-        put_obj(&d, &k[13], labels.get(e).as_any())?;
+    if changed(|n| opt(n.model().map(u64::from))) {
+        match n.model() {
+            Some(m) => put_obj(&d, &k[7], labels.get(m).as_any())?,
+            None => put_obj(&d, &k[7], &none)?,
+        }
+    }
+    if changed(|n| u64::from(n.retries)) {
+        // SAFETY: a plain value constructor; null is handled by `put`.
+        put(&d, &k[8], unsafe {
+            ffi::PyLong_FromUnsignedLongLong(u64::from(n.retries))
+        })?;
+    }
+    if changed(|n| n.cost_usd.to_bits()) {
+        put_obj(&d, &k[9], &labels.cost(n.cost_usd))?;
+    }
+    for (key, get) in [
+        (&k[10], Node::tokens_in as fn(&Node) -> Option<u64>),
+        (&k[11], Node::tokens_out),
+    ] {
+        if prev.is_none_or(|p| get(p) != get(n)) {
+            match get(n) {
+                // SAFETY: as above.
+                Some(t) => put(&d, key, unsafe { ffi::PyLong_FromUnsignedLongLong(t) })?,
+                None => put_obj(&d, key, &none)?,
+            }
+        }
+    }
+    let arena = &labels.st.arena;
+    let reason = arena.stop_reason(n);
+    if prev.is_none_or(|p| arena.stop_reason(p) != reason) {
+        match reason {
+            Some(r) => put_obj(&d, &k[12], PyString::new(py, r).as_any())?,
+            None => put_obj(&d, &k[12], &none)?,
+        }
+    }
+    if changed(|n| opt(n.error_class().map(u64::from))) {
+        match n.error_class() {
+            Some(e) => put_obj(&d, &k[13], labels.get(e).as_any())?,
+            None => put_obj(&d, &k[13], &none)?,
+        }
     }
     let metadata = metadata_to_py(py, labels.st.arena.metadata(n))?;
     put_obj(&d, &k[14], metadata.as_any())?;
@@ -201,11 +284,15 @@ pub fn snapshot<'py>(py: Python<'py>, graph: &Graph) -> PyResult<Bound<'py, PyDi
         st: &st,
         cache: vec![None; st.names.len()],
         last_parent: None,
+        last_ms: None,
+        last_cost: None,
     };
+    let mut prev: Option<(&Node, Bound<'py, PyDict>)> = None;
     for n in st.arena.iter() {
         let id = id_str(py, n.id);
-        let d = node_dict(py, n, &id, &mut labels)?;
-        nodes.set_item(id, d)?;
+        let d = node_dict(py, n, &id, prev.as_ref().map(|(p, d)| (*p, d)), &mut labels)?;
+        nodes.set_item(id, &d)?;
+        prev = Some((n, d));
     }
     let root = st.root;
     drop(labels);
@@ -233,8 +320,10 @@ pub fn node<'py>(
         st: &st,
         cache: vec![None; st.names.len()],
         last_parent: None,
+        last_ms: None,
+        last_cost: None,
     };
-    node_dict(py, n, &id_str(py, n.id), &mut labels).map(Some)
+    node_dict(py, n, &id_str(py, n.id), None, &mut labels).map(Some)
 }
 
 pub fn aggregates<'py>(py: Python<'py>, a: &AggregatesView) -> PyResult<Bound<'py, PyDict>> {
