@@ -290,19 +290,7 @@ impl ChainCore {
 
     /// The graph's aggregate counters (decision 3 key order), read without the graph lock.
     fn aggregates<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let a = self.inner.aggregates();
-        let d = PyDict::new(py);
-        d.set_item("total_cost_usd", a.total_cost_usd)?;
-        d.set_item("total_llm_calls", a.total_llm_calls)?;
-        d.set_item("total_tool_calls", a.total_tool_calls)?;
-        d.set_item("total_retries", a.total_retries)?;
-        d.set_item("max_depth", a.max_depth)?;
-        d.set_item("llm_calls_per_root", a.llm_calls_per_root())?;
-        d.set_item("tool_calls_per_root", a.tool_calls_per_root())?;
-        d.set_item("retries_per_root", a.retries_per_root())?;
-        d.set_item("divergence_emitted_count", a.divergence_emitted_count)?;
-        d.set_item("total_tokens_out", a.total_tokens_out)?;
-        Ok(d)
+        crate::recorder::snapshot::aggregates(py, &self.inner.aggregates())
     }
 
     /// The whole graph as JSON, in the format of `ExecutionGraph.snapshot_json()`.

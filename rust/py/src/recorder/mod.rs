@@ -3,7 +3,7 @@
 mod graph;
 mod hooks;
 mod node_event;
-mod snapshot;
+pub(crate) mod snapshot;
 
 use pyo3::prelude::*;
 
