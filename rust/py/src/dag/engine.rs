@@ -1,6 +1,6 @@
 //! `DagEngine`: the native graph, one lock per graph, the GIL released around traversals.
 
-use chainwarden_core::dag::{Dag, Outcome, Value};
+use chainwarden_core::dag::{Dag, DagResult, Outcome, Value};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
@@ -31,6 +31,18 @@ impl DagEngine {
             }
             py.detach(|| drop(self.inner.lock()));
         }
+    }
+
+    /// The four transitions that take a node id and a reason (stored as `str(reason)`).
+    fn mark_with_reason(
+        &self,
+        py: Python<'_>,
+        node_id: &Bound<'_, PyAny>,
+        reason: &Bound<'_, PyAny>,
+        mark: fn(&mut Dag, &str, &str) -> DagResult<bool>,
+    ) -> PyResult<bool> {
+        let (id, msg) = (text(node_id, "node_id")?, reason.str()?.to_string());
+        self.locked(py, |g| mark(g, &id, &msg)).py_err(py)
     }
 }
 
@@ -214,8 +226,7 @@ impl DagEngine {
         node_id: &Bound<'_, PyAny>,
         error: &Bound<'_, PyAny>,
     ) -> PyResult<bool> {
-        let (id, msg) = (text(node_id, "node_id")?, error.str()?.to_string());
-        self.locked(py, |g| g.mark_errored(&id, &msg)).py_err(py)
+        self.mark_with_reason(py, node_id, error, Dag::mark_errored)
     }
 
     fn mark_rejected(
@@ -224,8 +235,7 @@ impl DagEngine {
         node_id: &Bound<'_, PyAny>,
         reason: &Bound<'_, PyAny>,
     ) -> PyResult<bool> {
-        let (id, msg) = (text(node_id, "node_id")?, reason.str()?.to_string());
-        self.locked(py, |g| g.mark_rejected(&id, &msg)).py_err(py)
+        self.mark_with_reason(py, node_id, reason, Dag::mark_rejected)
     }
 
     fn mark_cancelled(
@@ -234,8 +244,7 @@ impl DagEngine {
         node_id: &Bound<'_, PyAny>,
         reason: &Bound<'_, PyAny>,
     ) -> PyResult<bool> {
-        let (id, msg) = (text(node_id, "node_id")?, reason.str()?.to_string());
-        self.locked(py, |g| g.mark_cancelled(&id, &msg)).py_err(py)
+        self.mark_with_reason(py, node_id, reason, Dag::mark_cancelled)
     }
 
     fn mark_skipped(
@@ -244,8 +253,7 @@ impl DagEngine {
         node_id: &Bound<'_, PyAny>,
         reason: &Bound<'_, PyAny>,
     ) -> PyResult<bool> {
-        let (id, msg) = (text(node_id, "node_id")?, reason.str()?.to_string());
-        self.locked(py, |g| g.mark_skipped(&id, &msg)).py_err(py)
+        self.mark_with_reason(py, node_id, reason, Dag::mark_skipped)
     }
 
     /// Runner step: apply `outcome` to a running node, then propagate failures and repair leaves.
