@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Context, Decimal
 
@@ -43,13 +42,8 @@ def cents_to_credits(cents: int) -> int:
 
 
 def _check_markup(markup: object) -> Decimal:
-    if isinstance(markup, bool) or not isinstance(markup, int | float | Decimal):
-        raise TypeError(f"markup must be a float, int or Decimal, got {type(markup).__name__}")
-    if isinstance(markup, float) and not math.isfinite(markup):
-        raise ValueError(f"markup must be finite, got {markup!r}")
-    value = Decimal(str(markup)) if isinstance(markup, float) else Decimal(markup)
-    if not value.is_finite():
-        raise ValueError(f"markup must be finite, got {markup!r}")
+    # Same type and finiteness rules as an amount; below 1.0 the user would pay less than the cost.
+    value = check_cost_usd(markup, "markup")
     if value < 1:
         raise ValueError(f"markup must be at least 1.0, got {markup!r}")
     return value
