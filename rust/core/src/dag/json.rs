@@ -62,66 +62,11 @@ pub fn write_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
-/// Python's float repr: shortest round-trip digits, scientific outside 1e-4 <= |x| < 1e16.
+/// Python's float repr, shared with the call-graph encoder (`crate::json::write_f64`).
 pub fn write_float(out: &mut String, f: f64) {
-    if f.is_nan() {
-        out.push_str("NaN");
-        return;
-    }
-    if f.is_infinite() {
-        out.push_str(if f > 0.0 { "Infinity" } else { "-Infinity" });
-        return;
-    }
-    if f == 0.0 {
-        out.push_str(if f.is_sign_negative() { "-0.0" } else { "0.0" });
-        return;
-    }
-    let sci = format!("{:e}", f);
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let (neg, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => (true, m),
-        None => (false, mantissa),
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    if neg {
-        out.push('-');
-    }
-    if (-4..16).contains(&exp) {
-        if exp < 0 {
-            out.push_str("0.");
-            for _ in 0..(-exp - 1) {
-                out.push('0');
-            }
-            out.push_str(&digits);
-        } else {
-            let int_len = exp as usize + 1;
-            if digits.len() <= int_len {
-                out.push_str(&digits);
-                for _ in digits.len()..int_len {
-                    out.push('0');
-                }
-                out.push_str(".0");
-            } else {
-                out.push_str(&digits[..int_len]);
-                out.push('.');
-                out.push_str(&digits[int_len..]);
-            }
-        }
-    } else {
-        out.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        out.push('e');
-        out.push(if exp < 0 { '-' } else { '+' });
-        let a = exp.unsigned_abs();
-        if a < 10 {
-            out.push('0');
-        }
-        out.push_str(itoa::Buffer::new().format(a));
-    }
+    let mut buf = Vec::with_capacity(24);
+    crate::json::write_f64(&mut buf, f);
+    out.push_str(std::str::from_utf8(&buf).expect("float text is ASCII"));
 }
 
 pub fn parse(text: &str) -> Result<Value, String> {

@@ -50,15 +50,7 @@ pub fn derive(output: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn obj(pairs: &[(&str, Value)]) -> Value {
-        Value::Object(
-            pairs
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), v.clone()))
-                .collect(),
-        )
-    }
+    use crate::dag::value::obj;
 
     #[test]
     fn priority_content_result_single_json() {

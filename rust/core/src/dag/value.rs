@@ -88,18 +88,20 @@ impl Value {
     }
 }
 
+/// Builds an object value from literal pairs (test fixtures).
+#[cfg(test)]
+pub(crate) fn obj(pairs: &[(&str, Value)]) -> Value {
+    Value::Object(
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn obj(pairs: &[(&str, Value)]) -> Value {
-        Value::Object(
-            pairs
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), v.clone()))
-                .collect(),
-        )
-    }
 
     #[test]
     fn deep_merge_recurses_into_objects_and_replaces_the_rest() {
