@@ -115,6 +115,11 @@ class Ledger(abc.ABC):
     def describe(self) -> str:
         """Where the ledger lives, for error messages (never a password)."""
 
+    @property
+    @abc.abstractmethod
+    def identity(self) -> str:
+        """Which ledger this is (same data, same identity, across processes): outbox entries belong to one."""
+
     @abc.abstractmethod
     def _connection(self, timeout_s: float) -> AbstractContextManager[Any]:
         """A DB-API connection this thread may use alone until the block ends."""

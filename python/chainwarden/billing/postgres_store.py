@@ -120,6 +120,11 @@ class PostgresLedger(Ledger):
         self._psycopg = psycopg
         self._pool_module = psycopg_pool
         params = conninfo_to_dict(dsn)
+        # Everything that selects the data (host, database, user, options such as search_path), never the
+        # password.
+        self._identity = "postgresql:" + " ".join(
+            f"{k}={v}" for k, v in sorted(params.items()) if k not in ("password", "connect_timeout")
+        )
         self._where = f"PostgreSQL ledger {params.get('host', 'localhost')}/{params.get('dbname', '')}"
         self._pool = psycopg_pool.ConnectionPool(
             dsn,
@@ -154,6 +159,10 @@ class PostgresLedger(Ledger):
     @property
     def describe(self) -> str:
         return self._where
+
+    @property
+    def identity(self) -> str:
+        return self._identity
 
     def _schema_complete(self) -> bool:
         # A read, so opening a ledger whose schema exists takes no lock.

@@ -106,6 +106,12 @@ class SqliteLedger(Ledger):
     def describe(self) -> str:
         return f"SQLite ledger {self.path}"
 
+    @property
+    def identity(self) -> str:
+        if self.path == ":memory:":
+            return f"sqlite::memory:{id(self)}"
+        return f"sqlite:{os.path.realpath(self.path)}"
+
     def _schema_complete(self) -> bool:
         columns = {
             (table, row[1])
