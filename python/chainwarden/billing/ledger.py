@@ -75,7 +75,12 @@ _CREATE_ACCOUNT = (
     "INSERT INTO billing_accounts (id, balance_credits, created_at) VALUES (%s, %s, %s) "
     "ON CONFLICT (id) DO NOTHING"
 )
-_DEBIT = "UPDATE billing_accounts SET balance_credits = balance_credits - %s WHERE id = %s"
+# The guard keeps the balance inside the 64-bit column on both stores (PostgreSQL would raise, SQLite would
+# silently turn the column into a float): a debit that would leave it changes nothing and is refused.
+_DEBIT = (
+    "UPDATE billing_accounts SET balance_credits = balance_credits - %s "
+    "WHERE id = %s AND balance_credits >= %s"
+)
 _READ_BALANCE = "SELECT balance_credits FROM billing_accounts WHERE id = %s"
 _INSERT_ENTRY = (
     "INSERT INTO credit_ledger (billing_account_id, amount, balance_after, reason, reference, created_at) "
@@ -335,7 +340,12 @@ class Ledger(abc.ABC):
                 return int(cursor.fetchone()[0]), False
             cursor.execute(self._sql(_ENSURE_ACCOUNT), (fact.billing_account_id, now))
             created = cursor.rowcount == 1
-            cursor.execute(self._sql(_DEBIT), (charged, fact.billing_account_id))
+            cursor.execute(self._sql(_DEBIT), (charged, fact.billing_account_id, charged - MAX_CREDITS))
+            if cursor.rowcount != 1:
+                raise ValueError(
+                    f"charging {charged} credits would take the balance of {fact.billing_account_id!r} "
+                    "below the ledger's 64-bit range"
+                )
             cursor.execute(self._sql(_READ_BALANCE), (fact.billing_account_id,))
             balance_after = int(cursor.fetchone()[0])
             cursor.execute(
