@@ -201,9 +201,10 @@ class Ledger(abc.ABC):
                     type(error).__name__,
                     attempts,
                 )
-                if failure is Failure.CONNECTION:
-                    time.sleep(min(backoff, remaining))
-                    backoff = min(backoff * 2, _MAX_BACKOFF_S)
+                # Also after a lock failure: some SQLite statements (a journal-mode switch) report BUSY at
+                # once instead of waiting, and must not spin through the attempts.
+                time.sleep(min(backoff, remaining))
+                backoff = min(backoff * 2, _MAX_BACKOFF_S)
 
     def _run_write(self, body: Callable[[Any], T]) -> T:
         """Runs `body(cursor)` in one transaction (all or nothing), with the retries above."""

@@ -91,7 +91,7 @@ class SqliteLedger(Ledger):
             # Reading the mode takes no lock; only a file that is not in WAL mode yet (a new one) is switched.
             mode = self._conn.execute("PRAGMA journal_mode").fetchone()[0]
             if self.path != ":memory:" and str(mode).lower() != "wal":
-                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._retrying(lambda conn: conn.execute("PRAGMA journal_mode=WAL"))
             # Money: a committed receipt must survive a power cut, so every commit is synced.
             self._conn.execute("PRAGMA synchronous=FULL")
             # A file whose schema is complete is opened with reads only: no write lock is needed, so opening
