@@ -3,6 +3,7 @@ once when the ledger is back — by this process's drainer, or by a later proces
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sqlite3
@@ -176,3 +177,37 @@ def test_sigkill_with_a_full_outbox_then_a_new_process_drains_it_once(tmp_path: 
         expected = -sum(PRICING.credits_for(Decimal(i % 89 + 1) * Decimal("0.0000013")) for i in range(count))
         assert ledger.balance("acct-crash") == expected
         assert len(ledger.ledger_entries("acct-crash")) == count
+
+
+@pytest.mark.parametrize(
+    ("timeout", "error"), [(-1, ValueError), (float("nan"), ValueError), ("1", TypeError)]
+)
+async def test_billing_settled_checks_its_timeout(ledger: SqliteLedger, timeout: object, error: type) -> None:
+    with AiRuntime({"ext": scripted(Done())}, ledger) as rt:
+        async with rt.run(request(graph_id="ext:x")) as run:
+            with pytest.raises(error, match="timeout"):
+                await run.billing_settled(timeout=timeout)  # type: ignore[arg-type]
+            await run.billing_settled(timeout=None)
+
+
+async def test_a_runtime_drains_what_an_earlier_one_left(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    with SqliteLedger(path, busy_timeout_s=0.1) as ledger:
+        facts = [UsageReport(usage_fact("run-e", f"u{i}")) for i in range(5)]
+        first = AiRuntime({"ext": scripted(*facts, Done())}, ledger, PRICING)
+        with write_locked(path):
+            async with first.run(request(graph_id="ext:x", run_id="run-e")) as run:
+                assert not (await run.final).ok
+            first.close()  # stops its drainer while the ledger is still locked
+        left = Outbox(first.outbox.path)
+        assert len(left.pending(ledger.identity)) == 5
+        left.close()
+        with AiRuntime({}, ledger, PRICING) as second:
+            assert second.outbox.path == first.outbox.path
+            for _ in range(600):
+                if not second.outbox.pending(ledger.identity):
+                    break
+                await asyncio.sleep(0.05)
+            assert second.outbox.pending(ledger.identity) == []
+        assert sorted(r.source_reference for r in ledger.receipts()) == [f"run-e/0/u{i}" for i in range(5)]
+        assert ledger.balance("acct-1") == -200 * 5

@@ -175,7 +175,10 @@ class Ledger(abc.ABC):
         while True:
             self._check_open()
             attempts += 1
-            remaining = self._retry_timeout_s - (time.monotonic() - start)
+            # The first attempt gets the whole budget as is (a store can keep its setting unchanged).
+            remaining = self._retry_timeout_s
+            if attempts > 1:
+                remaining -= time.monotonic() - start
             try:
                 with self._connection(max(remaining, 0.0)) as conn:
                     return work(conn)

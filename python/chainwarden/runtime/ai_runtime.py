@@ -84,13 +84,11 @@ class Run:
         many and where they are (they stay there and will still be committed). With `strict_billing=True` a
         run whose billing failed at all (even if the outbox settled it since) raises its first failure.
         """
-        if timeout is not None and (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not math.isfinite(timeout)
-            or timeout < 0
-        ):
-            raise ValueError(f"timeout must be a finite number >= 0 or None, got {timeout!r}")
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+                raise TypeError(f"timeout must be a number or None, got {type(timeout).__name__}")
+            if not math.isfinite(timeout) or timeout < 0:
+                raise ValueError(f"timeout must be a finite number >= 0 or None, got {timeout!r}")
         start = time.monotonic()
         await self._relay.wait()
         await self._sink.settled()
@@ -105,7 +103,10 @@ class Run:
 
     @property
     def receipts(self) -> list[ChargeReceipt]:
-        """Receipts this run committed so far (duplicates of earlier commits are not repeated)."""
+        """Receipts this run committed directly so far (duplicates of earlier commits are not repeated).
+
+        Facts the outbox drainer committed later are in `ledger.receipts(run_id=...)`.
+        """
         return list(self._sink.receipts)
 
     @property
