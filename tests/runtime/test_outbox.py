@@ -211,3 +211,26 @@ async def test_a_runtime_drains_what_an_earlier_one_left(tmp_path: Path) -> None
             assert second.outbox.pending(ledger.identity) == []
         assert sorted(r.source_reference for r in ledger.receipts()) == [f"run-e/0/u{i}" for i in range(5)]
         assert ledger.balance("acct-1") == -200 * 5
+
+
+async def test_a_fact_that_cannot_even_be_parked_fails_the_run_loudly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "ledger.sqlite3"
+    (tmp_path / "not-a-dir").write_text("x")
+    facts = [UsageReport(usage_fact("run-x", f"u{i}")) for i in range(2)]
+    with SqliteLedger(path, busy_timeout_s=0.1) as ledger:
+        ledger.create_account("acct-1")
+        outbox = tmp_path / "not-a-dir" / "outbox.sqlite3"
+        with (
+            AiRuntime({"ext": scripted(*facts, Done())}, ledger, PRICING, outbox=outbox) as rt,
+            write_locked(path),
+        ):
+            async with rt.run(request(graph_id="ext:x", run_id="run-x")) as run:
+                final = await run.final
+                with pytest.raises(BillingUnsettled, match="NOT kept") as unsettled:
+                    await run.billing_settled(timeout=30)
+        assert (final.ok, final.error) == (False, "internal")
+        assert len(unsettled.value.lost) == 2
+        assert unsettled.value.count == 2
+        assert "could be neither committed nor kept in the outbox" in caplog.text

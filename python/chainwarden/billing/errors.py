@@ -29,15 +29,29 @@ class BillingUnsettled(Exception):
     the same outbox); this error says how many and where they are.
     """
 
-    def __init__(self, run_id: str, keys: list[str], outbox: str, *, waited_s: float) -> None:
+    def __init__(
+        self, run_id: str, keys: list[str], outbox: str, *, waited_s: float, lost: list[str] | None = None
+    ) -> None:
+        lost = list(lost or [])
         shown = ", ".join(keys[:5]) + (", ..." if len(keys) > 5 else "")
-        super().__init__(
-            f"run {run_id}: {len(keys)} usage fact(s) not yet committed after waiting {waited_s:.1f} s; "
-            f"they are kept in the outbox {outbox} and will be committed when the ledger is back "
-            f"({shown})"
+        message = (
+            f"run {run_id}: {len(keys) + len(lost)} usage fact(s) not yet committed after waiting "
+            f"{waited_s:.1f} s"
         )
+        if keys:
+            message += (
+                f"; {len(keys)} are kept in the outbox {outbox} and will be committed when the ledger is "
+                f"back ({shown})"
+            )
+        if lost:
+            message += (
+                f"; {len(lost)} could not be written to the outbox either and are NOT kept "
+                "(see the CRITICAL log lines of chainwarden.billing)"
+            )
+        super().__init__(message)
         self.run_id = run_id
         self.keys = list(keys)
-        self.count = len(keys)
+        self.lost = lost
+        self.count = len(keys) + len(lost)
         self.outbox = outbox
         self.waited_s = waited_s

@@ -92,10 +92,13 @@ class Run:
         start = time.monotonic()
         await self._relay.wait()
         await self._sink.settled()
-        while unsettled := await self._sink.unsettled():
+        while (waiting := await self._sink.waiting()) or self._sink.lost:
             waited = time.monotonic() - start
-            if timeout is not None and waited >= timeout:
-                error = BillingUnsettled(self.run_id, unsettled, self._sink.outbox_path, waited_s=waited)
+            # Lost facts will never settle: waiting longer cannot help.
+            if self._sink.lost or (timeout is not None and waited >= timeout):
+                error = BillingUnsettled(
+                    self.run_id, waiting, self._sink.outbox_path, waited_s=waited, lost=self._sink.lost
+                )
                 raise error from (self._sink.failures[0] if self._sink.failures else None)
             await asyncio.sleep(_SETTLE_POLL_S)
         if self._strict and self._sink.failures:

@@ -98,12 +98,15 @@ class BillingSink:
         await asyncio.shield(self._task)
 
     async def unsettled(self) -> list[str]:
-        """Keys of this run's facts not committed yet: still in the outbox, or lost."""
+        """Keys of this run's facts not committed yet: still in the outbox, then the lost ones."""
+        return await self.waiting() + self.lost
+
+    async def waiting(self) -> list[str]:
+        """Keys of this run's facts still waiting in the outbox."""
         if not self.parked:
-            return list(self.lost)
+            return []
         try:
-            waiting = await asyncio.to_thread(self._delivery.unsettled, list(self.parked), self._run_id)
+            return await asyncio.to_thread(self._delivery.unsettled, list(self.parked), self._run_id)
         except Exception:
             logger.exception("billing: reading the outbox %s failed", self.outbox_path)
-            waiting = list(self.parked)
-        return waiting + self.lost
+            return list(self.parked)
