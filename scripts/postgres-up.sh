@@ -39,6 +39,14 @@ fi
 "${run_as[@]}" "$bindir/initdb" -D "$datadir/data" -U postgres -A trust --no-sync -E UTF8 >"$datadir/initdb.log" 2>&1 \
     || { cat "$datadir/initdb.log" >&2; exit 1; }
 # fsync off: the data dir is deleted afterwards; durability is SQLite's and the real server's business.
+# The settings also go into postgresql.conf, so scripts/postgres-ctl.sh can stop and start the same server.
+cat >>"$datadir/data/postgresql.conf" <<CONF
+listen_addresses = ''
+unix_socket_directories = '$datadir'
+port = 5432
+fsync = off
+max_connections = 100
+CONF
 "${run_as[@]}" "$bindir/pg_ctl" -D "$datadir/data" -l "$datadir/server.log" -w -t 60 \
     -o "-c listen_addresses='' -k $datadir -p 5432 -c fsync=off -c max_connections=100" start >&2 \
     || { cat "$datadir/server.log" >&2; exit 1; }

@@ -9,8 +9,9 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "python" / "chainwarden"
 LEDGER_MODULE = "billing/ledger.py"
-# Who may call commit_usage_fact: the runtime's billing subscriber (and the ledger's own docs/definition).
-COMMITTERS = {"runtime/billing_sink.py", LEDGER_MODULE}
+# Who may call commit_usage_fact: the billing delivery (commit-or-park and the outbox drainer, which the
+# runtime's billing subscriber uses) and the ledger's own definition.
+COMMITTERS = {"billing/delivery.py", LEDGER_MODULE}
 WRITE_SQL = re.compile(
     r"\b(INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE|DELETE\s+FROM|REPLACE\s+INTO|TRUNCATE(\s+TABLE)?)\s+"
     r"(\w+\.)?(charge_receipts|credit_ledger|billing_accounts)\b",
@@ -72,7 +73,8 @@ def test_the_check_catches_a_second_writer() -> None:
     )
     found = violations("dag/runner.py", rogue)
     assert len(found) == 3
-    assert violations("runtime/billing_sink.py", "ledger.commit_usage_fact(f)\n") == []
+    assert violations("billing/delivery.py", "ledger.commit_usage_fact(f)\n") == []
+    assert len(violations("runtime/billing_sink.py", "ledger.commit_usage_fact(f)\n")) == 1
     # Schema statements are not writes.
     assert (
         violations("billing/sqlite_store.py", "S = 'CREATE TABLE IF NOT EXISTS charge_receipts (id int)'\n")

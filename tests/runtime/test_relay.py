@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from runtime_helpers import ScriptedExecutor, llm, request, usage_fact
 
-from chainwarden.billing import SqliteLedger
+from chainwarden.billing import BillingUnsettled, SqliteLedger
 from chainwarden.runtime import (
     AiEvent,
     AiRuntime,
@@ -188,21 +188,37 @@ async def test_a_ledger_failure_on_one_fact_spares_the_others(tmp_path: Path, st
     with SqliteLedger(path) as ledger:
         _reject_unit(path, "u2")
         facts = [UsageReport(usage_fact("run-l", f"u{i}")) for i in range(1, 4)]
-        rt = external_runtime(
+        with external_runtime(
             ledger, scripted(facts[0], TextDelta("x"), *facts[1:], Done()), strict_billing=strict
-        )
-        async with rt.run(request(graph_id="ext:x", run_id="run-l")) as run:
-            events = await _collect(run.ui_events())
+        ) as rt:
+            async with rt.run(request(graph_id="ext:x", run_id="run-l")) as run:
+                events = await _collect(run.ui_events())
+                # The refused fact waits in the outbox: billing is not settled, and the run says so.
+                with pytest.raises(BillingUnsettled, match="1 usage fact") as unsettled:
+                    await run.billing_settled(timeout=0.1)
+                assert unsettled.value.keys == ["run-l/0/u2"]
+                assert isinstance(unsettled.value.__cause__, sqlite3.IntegrityError)
+            assert events == [TextDelta("x"), Done()]
+            final = await run.final
+            assert (final.ok, final.error) == (False, "internal")
+            assert [r.source_reference for r in ledger.receipts()] == ["run-l/0/u1", "run-l/0/u3"]
+            assert len(run.billing_failures) == 1
+            # Once the store takes it again, the drainer commits the parked fact, exactly once.
+            with sqlite3.connect(path) as conn:
+                conn.execute("DROP TRIGGER reject")
+            conn.close()
             if strict:
                 with pytest.raises(sqlite3.IntegrityError, match="rejected by test"):
-                    await run.billing_settled()
+                    await run.billing_settled(timeout=30)
             else:
-                await run.billing_settled()
-        assert events == [TextDelta("x"), Done()]
-        assert (await run.final).ok
-        assert [r.source_reference for r in ledger.receipts()] == ["run-l/0/u1", "run-l/0/u3"]
-        assert len(run.billing_failures) == 1
-        assert ledger.balance("acct-1") == -400
+                await run.billing_settled(timeout=30)
+            assert await run._sink.unsettled() == []
+        assert sorted(r.source_reference for r in ledger.receipts()) == [
+            "run-l/0/u1",
+            "run-l/0/u2",
+            "run-l/0/u3",
+        ]
+        assert ledger.balance("acct-1") == -600
 
 
 async def test_cancel_stops_upstream_and_keeps_reported_usage(

@@ -1,5 +1,6 @@
 """Exactly-once billing of usage facts into a credits ledger (SQLite or PostgreSQL)."""
 
+from chainwarden.billing.errors import BillingUnsettled, LedgerUnavailable
 from chainwarden.billing.facts import (
     UsageFact,
     compute_idempotency_key,
@@ -24,9 +25,11 @@ __all__ = [
     "DEFAULT_MARKUP",
     "METRICS",
     "BillingMetrics",
+    "BillingUnsettled",
     "ChargeReceipt",
     "Ledger",
     "LedgerEntry",
+    "LedgerUnavailable",
     "PostgresLedger",
     "Pricing",
     "SqliteLedger",

@@ -1,11 +1,17 @@
-"""The usage fact an executor reports for one billable unit of work, and its idempotency key."""
+"""The usage fact an executor reports for one billable unit of work, and its idempotency key.
+
+The limits of docs/design.md §26 are checked here, when a fact is built, so every store accepts exactly the
+same facts: a fact that could be built can always be committed.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -15,15 +21,40 @@ logger = logging.getLogger("chainwarden.billing")
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 _REQUIRED_TEXT = ("run_id", "source", "billing_account_id", "virtual_key_id")
+_OPTIONAL_TEXT = ("usage_unit_id", "provider", "model")
+
+# docs/design.md §26: the limits both stores share.
+MAX_TEXT_CHARS = 512
+MAX_ATTEMPT = 2**31 - 1
+MAX_TOKENS = 2**63 - 1
+MAX_COST_USD = Decimal(10) ** 12  # exclusive
+MAX_COST_DECIMAL_PLACES = 18
+# Deeper documents are almost certainly a bug (or an attack on the JSON encoder's recursion).
+MAX_USAGE_RAW_DEPTH = 64
 
 
-def _check_text(name: str, value: object, *, optional: bool = False) -> None:
+def check_text(name: str, value: object, *, optional: bool = False) -> str | None:
+    """A non-empty str of at most 512 characters, without NUL or lone surrogates (§26)."""
     if value is None and optional:
-        return
+        return None
     if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+        expected = "a str or None" if optional else "a str"
+        raise TypeError(f"{name} must be {expected}, got {type(value).__name__}")
     if not value:
         raise ValueError(f"{name} must not be empty")
+    if len(value) > MAX_TEXT_CHARS:
+        raise ValueError(f"{name} is {len(value)} characters long; at most {MAX_TEXT_CHARS} are allowed")
+    _check_chars(name, value)
+    return value
+
+
+def _check_chars(name: str, value: str) -> None:
+    if "\x00" in value:
+        raise ValueError(f"{name} must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{name} must be valid Unicode text (it contains a lone surrogate)") from None
 
 
 def _check_count(name: str, value: object) -> None:
@@ -34,13 +65,15 @@ def _check_count(name: str, value: object) -> None:
         raise TypeError(f"{name} must be an int or None, got {type(value).__name__}")
     if value < 0:
         raise ValueError(f"{name} must not be negative, got {value}")
+    if value > MAX_TOKENS:
+        raise ValueError(f"{name} must be below 2**63, got {value}")
 
 
 def check_cost_usd(value: object, name: str = "cost_usd") -> Decimal:
     """Validates a USD amount and returns it as an exact Decimal.
 
     Floats go through ``str`` so that 0.00001 means the decimal 0.00001 a human wrote, not the binary
-    approximation (decisions §16).
+    approximation (docs/design.md §16).
     """
     if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
         raise TypeError(f"{name} must be a float, int or Decimal, got {type(value).__name__}")
@@ -54,9 +87,81 @@ def check_cost_usd(value: object, name: str = "cost_usd") -> Decimal:
     return amount
 
 
+def check_fact_cost(value: object) -> Decimal:
+    """A fact's cost: an amount (above) below 10**12 USD with at most 18 decimal places (§26)."""
+    amount = check_cost_usd(value)
+    if amount >= MAX_COST_USD:
+        raise ValueError(f"cost_usd must be below 10**12, got {value!r}")
+    exponent = amount.normalize().as_tuple().exponent
+    assert isinstance(exponent, int)  # finite, checked above
+    if -exponent > MAX_COST_DECIMAL_PLACES:
+        raise ValueError(
+            f"cost_usd has {-exponent} decimal places; at most {MAX_COST_DECIMAL_PLACES} are allowed"
+        )
+    return amount
+
+
+def encode_usage_raw(value: object) -> str | None:
+    """`usage_raw` as the strict JSON text stored on the receipt, or None.
+
+    Strict: a mapping with str keys whose values are dicts, lists, str, int, finite float, bool or None, so
+    that the receipt gives back exactly what was reported (a tuple or a non-str key would come back changed).
+    """
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"usage_raw must be a mapping or None, got {type(value).__name__}")
+    # Iterative walk: a deeply nested document must give a ValueError, not a RecursionError.
+    stack: list[tuple[object, int, str]] = [(value, 1, "usage_raw")]
+    while stack:
+        item, depth, where = stack.pop()
+        if depth > MAX_USAGE_RAW_DEPTH:
+            raise ValueError(f"usage_raw is nested deeper than {MAX_USAGE_RAW_DEPTH} levels")
+        if isinstance(item, Mapping):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    raise TypeError(f"{where} has a {type(key).__name__} key; JSON keys must be str")
+                _check_json_str(f"{where} key", key)
+                stack.append((child, depth + 1, f"{where}[{key!r}]"))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1, f"{where}[{i}]") for i, child in enumerate(item))
+        elif isinstance(item, str):
+            _check_json_str(where, item)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise ValueError(f"{where} is {item!r}; JSON has no NaN or infinity")
+        elif item is not None and not isinstance(item, int):  # int covers bool
+            raise TypeError(f"{where} is a {type(item).__name__}, which is not a JSON value")
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def _check_json_str(where: str, value: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{where} must be valid Unicode text (it contains a lone surrogate)") from None
+
+
+def decode_usage_raw(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    decoded = json.loads(text)
+    assert isinstance(decoded, dict)
+    return decoded
+
+
+_MISSING_ID = re.compile(r"MISSING:(.*)/(\d+)", re.DOTALL)
+
+
+def _is_fallback_unit_id(value: object, run_id: str) -> bool:
+    # The fallback id is derived from the (already checked) run_id, so it may exceed the text limit.
+    match = _MISSING_ID.fullmatch(value) if isinstance(value, str) else None
+    return match is not None and match.group(1) == run_id
+
+
 @dataclass(frozen=True)
 class UsageFact:
-    """One billable unit (usually one LLM call) of one run attempt; validated on construction."""
+    """One billable unit (usually one LLM call) of one run attempt; validated on construction (§26)."""
 
     run_id: str
     attempt: int
@@ -72,25 +177,28 @@ class UsageFact:
     cache_write_tokens: int | None = None
     cost_usd: float | Decimal | None = None
     usage_raw: Mapping[str, Any] | None = None
+    # The JSON text of usage_raw, taken at construction: what is billed cannot change if the caller later
+    # mutates the mapping it passed.
+    usage_raw_json: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in _REQUIRED_TEXT:
-            _check_text(name, getattr(self, name))
-        _check_text("usage_unit_id", self.usage_unit_id, optional=True)
+            check_text(name, getattr(self, name))
+        if not _is_fallback_unit_id(self.usage_unit_id, self.run_id):
+            check_text("usage_unit_id", self.usage_unit_id, optional=True)
         for name in ("provider", "model"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise TypeError(f"{name} must be a str or None, got {type(value).__name__}")
+            check_text(name, getattr(self, name), optional=True)
         if isinstance(self.attempt, bool) or not isinstance(self.attempt, int):
             raise TypeError(f"attempt must be an int, got {type(self.attempt).__name__}")
         if self.attempt < 0:
             raise ValueError(f"attempt must not be negative, got {self.attempt}")
+        if self.attempt > MAX_ATTEMPT:
+            raise ValueError(f"attempt must be below 2**31, got {self.attempt}")
         for name in _TOKEN_FIELDS:
             _check_count(name, getattr(self, name))
         if self.cost_usd is not None:
-            check_cost_usd(self.cost_usd)
-        if self.usage_raw is not None and not isinstance(self.usage_raw, Mapping):
-            raise TypeError(f"usage_raw must be a mapping or None, got {type(self.usage_raw).__name__}")
+            check_fact_cost(self.cost_usd)
+        object.__setattr__(self, "usage_raw_json", encode_usage_raw(self.usage_raw))
 
     @property
     def cost_decimal(self) -> Decimal | None:
@@ -120,7 +228,7 @@ def with_usage_unit_id(fact: UsageFact, call_index: int) -> UsageFact:
     """Returns the fact with a usage_unit_id, assigning `MISSING:{run_id}/{call_index}` when it has none.
 
     A missing id is an adapter bug: it is logged as an error and counted, but billed deterministically so a
-    replay of the same run (same call order) never bills twice (decisions §17).
+    replay of the same run (same call order) never bills twice (docs/design.md §17).
     """
     if not isinstance(fact, UsageFact):
         raise TypeError(f"expected a UsageFact, got {type(fact).__name__}")
@@ -128,6 +236,8 @@ def with_usage_unit_id(fact: UsageFact, call_index: int) -> UsageFact:
         raise TypeError(f"call_index must be an int, got {type(call_index).__name__}")
     if call_index < 0:
         raise ValueError(f"call_index must not be negative, got {call_index}")
+    if call_index > MAX_TOKENS:
+        raise ValueError(f"call_index must be below 2**63, got {call_index}")
     if fact.usage_unit_id is not None:
         return fact
     METRICS.increment("billing.missing_usage_unit_id")

@@ -1,22 +1,32 @@
 """The one ledger writer (ONE_LEDGER_WRITER): the only code that writes receipts, balances and ledger entries.
 
-Stores (`SqliteLedger`, `PostgresLedger`) only supply a connection, the schema and value codecs; every write
-statement lives here, so one CI check (tests/billing/test_one_ledger_writer.py) can prove nobody else writes.
+Stores (`SqliteLedger`, `PostgresLedger`) only supply connections, the schema, error classification and value
+codecs; every write statement lives here, so one CI check (tests/billing/test_one_ledger_writer.py) can prove
+nobody else writes.
 """
 
 from __future__ import annotations
 
 import abc
 import logging
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from decimal import Decimal
+from enum import Enum
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from chainwarden.billing.facts import UsageFact, compute_idempotency_key, with_usage_unit_id
+from chainwarden.billing.errors import LedgerUnavailable
+from chainwarden.billing.facts import (
+    UsageFact,
+    check_text,
+    compute_idempotency_key,
+    decode_usage_raw,
+    with_usage_unit_id,
+)
 from chainwarden.billing.metrics import METRICS
 from chainwarden.billing.pricing import MAX_CREDITS, Pricing
 from chainwarden.billing.records import ChargeReceipt, LedgerEntry
@@ -28,17 +38,34 @@ REASON_CHARGE = "charge_receipt"
 REASON_OPENING = "opening_balance"
 # Lock waits and deadlock victims are normal under concurrent writers; retrying the whole transaction is safe
 # because it is idempotent (the receipt insert decides everything).
-_MAX_TRANSACTION_ATTEMPTS = 8
+_MAX_LOCK_ATTEMPTS = 8
+# Backoff between attempts after a lost connection: short first (a restart takes about a second), capped so a
+# returning server is noticed quickly.
+_FIRST_BACKOFF_S = 0.05
+_MAX_BACKOFF_S = 1.0
+
+
+class Failure(Enum):
+    """How a store classifies an error: whether (and how) the transaction may be tried again."""
+
+    LOCK = "lock"  # lock wait / deadlock victim: retry at once
+    CONNECTION = "connection"  # the server went away: retry after a backoff, on a fresh connection
+
 
 _RECEIPT_COLUMNS = (
     "source_system, source_reference, run_id, attempt, usage_unit_id, billing_account_id, virtual_key_id, "
     "request_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
-    "charged_credits, response_cost_usd, created_at"
+    "charged_credits, response_cost_usd, usage_raw, commit_id, created_at"
 )
 _INSERT_RECEIPT = (
     f"INSERT INTO charge_receipts ({_RECEIPT_COLUMNS}) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
     "ON CONFLICT (source_system, source_reference) DO NOTHING"
+)
+_SELECT_COMMIT_ID = "SELECT commit_id FROM charge_receipts WHERE source_system = %s AND source_reference = %s"
+_SELECT_CHARGE_BALANCE = (
+    "SELECT balance_after FROM credit_ledger WHERE billing_account_id = %s AND reference = %s "
+    "AND reason = %s ORDER BY id LIMIT 1"
 )
 _ENSURE_ACCOUNT = (
     "INSERT INTO billing_accounts (id, balance_credits, created_at) VALUES (%s, 0, %s) "
@@ -48,7 +75,12 @@ _CREATE_ACCOUNT = (
     "INSERT INTO billing_accounts (id, balance_credits, created_at) VALUES (%s, %s, %s) "
     "ON CONFLICT (id) DO NOTHING"
 )
-_DEBIT = "UPDATE billing_accounts SET balance_credits = balance_credits - %s WHERE id = %s"
+# The guard keeps the balance inside the 64-bit column on both stores (PostgreSQL would raise, SQLite would
+# silently turn the column into a float): a debit that would leave it changes nothing and is refused.
+_DEBIT = (
+    "UPDATE billing_accounts SET balance_credits = balance_credits - %s "
+    "WHERE id = %s AND balance_credits >= %s"
+)
 _READ_BALANCE = "SELECT balance_credits FROM billing_accounts WHERE id = %s"
 _INSERT_ENTRY = (
     "INSERT INTO credit_ledger (billing_account_id, amount, balance_after, reason, reference, created_at) "
@@ -57,7 +89,7 @@ _INSERT_ENTRY = (
 _SELECT_RECEIPTS = (
     "SELECT source_system, source_reference, run_id, attempt, billing_account_id, virtual_key_id, "
     "request_id, provider, model, input_tokens, output_tokens, charged_credits, response_cost_usd, "
-    "created_at FROM charge_receipts"
+    "created_at, usage_raw FROM charge_receipts"
 )
 _SELECT_ENTRIES = (
     "SELECT billing_account_id, amount, balance_after, reason, reference, created_at FROM credit_ledger "
@@ -66,26 +98,39 @@ _SELECT_ENTRIES = (
 
 
 def _check_account_id(billing_account_id: object) -> str:
-    if not isinstance(billing_account_id, str):
-        raise TypeError(f"billing_account_id must be a str, got {type(billing_account_id).__name__}")
-    if not billing_account_id:
-        raise ValueError("billing_account_id must not be empty")
-    return billing_account_id
+    checked = check_text("billing_account_id", billing_account_id)
+    assert checked is not None
+    return checked
 
 
 class Ledger(abc.ABC):
     """Credits ledger: exactly-once charge receipts, account balances and an append-only entry log.
 
-    Thread-safe (one lock around the connection); usable as a context manager.
+    Thread-safe; usable as a context manager. Every call retries what is safe to retry within one budget
+    (`retry_timeout_s`) and then raises `LedgerUnavailable`.
     """
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
+    def __init__(self, *, retry_timeout_s: float) -> None:
         self._closed = False
+        self._retry_timeout_s = retry_timeout_s
 
     # --- what a store provides -------------------------------------------------------------------------
+    @property
     @abc.abstractmethod
-    def _begin(self) -> Any:
+    def describe(self) -> str:
+        """Where the ledger lives, for error messages (never a password)."""
+
+    @property
+    @abc.abstractmethod
+    def identity(self) -> str:
+        """Which ledger this is (same data, same identity, across processes): outbox entries belong to one."""
+
+    @abc.abstractmethod
+    def _connection(self, timeout_s: float) -> AbstractContextManager[Any]:
+        """A DB-API connection this thread may use alone until the block ends."""
+
+    @abc.abstractmethod
+    def _begin(self, conn: Any) -> Any:
         """Starts a write transaction and returns a DB-API cursor."""
 
     @abc.abstractmethod
@@ -95,16 +140,12 @@ class Ledger(abc.ABC):
     def _rollback(self, cursor: Any) -> None: ...
 
     @abc.abstractmethod
-    def _read_cursor(self) -> Any:
-        """A cursor for a consistent read (no write lock)."""
-
-    @abc.abstractmethod
     def _sql(self, statement: str) -> str:
         """Translates the `%s` placeholders used here to the store's paramstyle."""
 
     @abc.abstractmethod
-    def _is_transient(self, error: Exception) -> bool:
-        """True for lock timeouts / deadlock victims: the transaction may simply be retried."""
+    def _classify(self, error: Exception) -> Failure | None:
+        """Whether the failed transaction may be tried again (None: it may not, the error is raised)."""
 
     @abc.abstractmethod
     def _encode_time(self, value: datetime) -> Any: ...
@@ -121,31 +162,67 @@ class Ledger(abc.ABC):
     @abc.abstractmethod
     def _close_connection(self) -> None: ...
 
-    # --- transactions ----------------------------------------------------------------------------------
-    @contextmanager
-    def _transaction(self) -> Iterator[Any]:
-        cursor = self._begin()
-        try:
-            yield cursor
-        except BaseException:
-            self._rollback(cursor)
-            raise
-        self._commit(cursor)
+    # --- retries ---------------------------------------------------------------------------------------
+    def _retrying(self, work: Callable[[Any], T]) -> T:
+        """Runs `work(connection)`, retrying lock and connection failures within ONE budget per call.
+
+        The budget is the whole call's: a locked SQLite file costs one busy timeout in total, not one per
+        attempt, and a PostgreSQL server that stays away costs `retry_timeout_s` and then a typed error.
+        """
+        start = time.monotonic()
+        attempts = 0
+        backoff = _FIRST_BACKOFF_S
+        while True:
+            self._check_open()
+            attempts += 1
+            # The first attempt gets the whole budget as is (a store can keep its setting unchanged).
+            remaining = self._retry_timeout_s
+            if attempts > 1:
+                remaining -= time.monotonic() - start
+            try:
+                with self._connection(max(remaining, 0.0)) as conn:
+                    return work(conn)
+            except Exception as error:
+                failure = self._classify(error)
+                if failure is None:
+                    raise
+                waited = time.monotonic() - start
+                remaining = self._retry_timeout_s - waited
+                exhausted = remaining <= 0 or (failure is Failure.LOCK and attempts >= _MAX_LOCK_ATTEMPTS)
+                if exhausted:
+                    METRICS.increment("billing.ledger_unavailable")
+                    raise LedgerUnavailable(
+                        self.describe,
+                        attempts=attempts,
+                        waited_s=waited,
+                        reason=f"{type(error).__name__}: {str(error).strip()}",
+                    ) from error
+                logger.warning(
+                    "ledger %s: %s failure (%s), attempt %d, retrying",
+                    self.describe,
+                    failure.value,
+                    type(error).__name__,
+                    attempts,
+                )
+                # Also after a lock failure: some SQLite statements (a journal-mode switch) report BUSY at
+                # once instead of waiting, and must not spin through the attempts.
+                time.sleep(min(backoff, remaining))
+                backoff = min(backoff * 2, _MAX_BACKOFF_S)
 
     def _run_write(self, body: Callable[[Any], T]) -> T:
-        """Runs `body(cursor)` in one transaction, retrying transient lock failures."""
-        with self._lock:
-            self._check_open()
-            for attempt in range(_MAX_TRANSACTION_ATTEMPTS):
-                try:
-                    with self._transaction() as cursor:
-                        return body(cursor)
-                except Exception as error:
-                    if attempt + 1 < _MAX_TRANSACTION_ATTEMPTS and self._is_transient(error):
-                        logger.warning("ledger transaction retried after %s", type(error).__name__)
-                        continue
-                    raise
-            raise AssertionError("unreachable")
+        """Runs `body(cursor)` in one transaction (all or nothing), with the retries above."""
+
+        def work(conn: Any) -> T:
+            cursor = self._begin(conn)
+            try:
+                result = body(cursor)
+            except BaseException:
+                self._rollback(cursor)
+                raise
+            self._commit(cursor)
+            return result
+
+        return self._retrying(work)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -190,14 +267,14 @@ class Ledger(abc.ABC):
     ) -> ChargeReceipt | None:
         """Commits one fact as receipt + debit + ledger entry in one transaction; None when it is a duplicate.
 
-        Post-call billing never refuses: an unknown account is created at 0 and a balance may go negative.
+        Post-call billing never refuses: an unknown account is created at 0 (logged at WARNING and counted)
+        and a balance may go negative. A commit retried after a lost connection whose first attempt did land
+        returns the receipt (it is this call's), never a second charge. `LedgerUnavailable` when the store
+        stays away: committing the same fact again later is safe.
         """
         if not isinstance(pricing, Pricing):
             raise TypeError(f"pricing must be a Pricing, got {type(pricing).__name__}")
-        if ingress_request_id is not None and not isinstance(ingress_request_id, str):
-            raise TypeError(
-                f"ingress_request_id must be a str or None, got {type(ingress_request_id).__name__}"
-            )
+        check_text("ingress_request_id", ingress_request_id, optional=True)
         fact = with_usage_unit_id(fact, call_index)
         key = compute_idempotency_key(fact)
         cost = fact.cost_decimal
@@ -224,8 +301,12 @@ class Ledger(abc.ABC):
             charged_credits=charged,
             response_cost_usd=user_cost,
             created_at=created_at,
+            usage_raw=decode_usage_raw(fact.usage_raw_json),
         )
         now = self._encode_time(created_at)
+        # Identifies this call's row: after a connection broke during COMMIT, a retry that finds the key
+        # taken can tell "my first attempt landed" from "someone else billed it".
+        commit_id = uuid.uuid4().hex
         row = (
             fact.source,
             key,
@@ -243,28 +324,51 @@ class Ledger(abc.ABC):
             fact.cache_write_tokens,
             charged,
             self._encode_decimal(user_cost),
+            fact.usage_raw_json,
+            commit_id,
             now,
         )
 
-        def body(cursor: Any) -> int | None:
+        def body(cursor: Any) -> tuple[int, bool] | None:
             # The receipt goes first: its unique key decides duplicates before any lock on the account is
             # taken, so concurrent writers never wait on each other in opposite orders.
             cursor.execute(self._sql(_INSERT_RECEIPT), row)
             if cursor.rowcount != 1:
-                return None
+                cursor.execute(self._sql(_SELECT_COMMIT_ID), (fact.source, key))
+                found = cursor.fetchone()
+                if found is None or found[0] != commit_id:
+                    return None
+                cursor.execute(
+                    self._sql(_SELECT_CHARGE_BALANCE), (fact.billing_account_id, key, REASON_CHARGE)
+                )
+                return int(cursor.fetchone()[0]), False
             cursor.execute(self._sql(_ENSURE_ACCOUNT), (fact.billing_account_id, now))
-            cursor.execute(self._sql(_DEBIT), (charged, fact.billing_account_id))
+            created = cursor.rowcount == 1
+            cursor.execute(self._sql(_DEBIT), (charged, fact.billing_account_id, charged - MAX_CREDITS))
+            if cursor.rowcount != 1:
+                raise ValueError(
+                    f"charging {charged} credits would take the balance of {fact.billing_account_id!r} "
+                    "below the ledger's 64-bit range"
+                )
             cursor.execute(self._sql(_READ_BALANCE), (fact.billing_account_id,))
             balance_after = int(cursor.fetchone()[0])
             cursor.execute(
                 self._sql(_INSERT_ENTRY),
                 (fact.billing_account_id, -charged, balance_after, REASON_CHARGE, key, now),
             )
-            return balance_after
+            return balance_after, created
 
-        balance_after = self._run_write(body)
-        if balance_after is None:
+        outcome = self._run_write(body)
+        if outcome is None:
             return None
+        balance_after, created = outcome
+        if created:
+            METRICS.increment("billing.unknown_account_created")
+            logger.warning(
+                "billing.unknown_account_created billing_account_id=%s source_reference=%s",
+                fact.billing_account_id,
+                key,
+            )
         if balance_after < 0:
             METRICS.increment("billing.negative_balance")
             logger.warning(
@@ -276,14 +380,15 @@ class Ledger(abc.ABC):
 
     # --- reads -----------------------------------------------------------------------------------------
     def _read(self, statement: str, params: tuple[Any, ...]) -> list[Any]:
-        with self._lock:
-            self._check_open()
-            cursor = self._read_cursor()
+        def work(conn: Any) -> list[Any]:
+            cursor = conn.cursor()
             try:
                 cursor.execute(self._sql(statement), params)
                 return list(cursor.fetchall())
             finally:
                 cursor.close()
+
+        return self._retrying(work)
 
     def receipts(self, *, run_id: str | None = None) -> list[ChargeReceipt]:
         """Receipts in commit order, optionally for one run."""
@@ -309,6 +414,7 @@ class Ledger(abc.ABC):
                 charged_credits=int(r[11]),
                 response_cost_usd=self._decode_decimal(r[12]),
                 created_at=self._decode_time(r[13]),
+                usage_raw=decode_usage_raw(r[14]),
             )
             for r in rows
         ]
@@ -340,10 +446,9 @@ class Ledger(abc.ABC):
 
     # --- lifetime --------------------------------------------------------------------------------------
     def close(self) -> None:
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._close_connection()
+        if not self._closed:
+            self._closed = True
+            self._close_connection()
 
     def __enter__(self) -> Self:
         return self

@@ -59,6 +59,11 @@ class Pricing:
     def __post_init__(self) -> None:
         object.__setattr__(self, "_markup", _check_markup(self.markup))
 
+    @property
+    def exact_markup(self) -> Decimal:
+        """The markup as the exact Decimal the arithmetic uses."""
+        return self._markup
+
     def user_cost_usd(self, cost_usd: float | int | Decimal) -> Decimal:
         """The user's cost after markup, exact (stored as the receipt's response_cost_usd)."""
         return _exact_product(check_cost_usd(cost_usd), self._markup)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class ChargeReceipt:
     # None when the adapter reported no cost: the receipt exists (so replays stay idempotent) but bills 0.
     response_cost_usd: Decimal | None
     created_at: datetime
+    # The fact's usage_raw as stored (strict JSON, docs/design.md §26); None when the adapter gave none.
+    usage_raw: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

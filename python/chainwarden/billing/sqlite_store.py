@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from chainwarden.billing.ledger import Ledger
+from chainwarden.billing.ledger import Failure, Ledger
 
 # Amounts are TEXT so a Decimal round-trips exactly; SQLite has no exact numeric type.
 _SCHEMA = """
@@ -35,6 +39,8 @@ CREATE TABLE IF NOT EXISTS charge_receipts (
     cache_write_tokens INTEGER,
     charged_credits INTEGER NOT NULL,
     response_cost_usd TEXT,
+    usage_raw TEXT,
+    commit_id TEXT,
     created_at TEXT NOT NULL,
     UNIQUE (source_system, source_reference)
 );
@@ -53,37 +59,94 @@ CREATE INDEX IF NOT EXISTS credit_ledger_account ON credit_ledger (billing_accou
 """
 
 
+# Columns added after the first release; an older file gets them on open (one write transaction, once).
+_ADDED_COLUMNS = (("charge_receipts", "usage_raw", "TEXT"), ("charge_receipts", "commit_id", "TEXT"))
+_TABLES = ("billing_accounts", "charge_receipts", "credit_ledger")
+# SQLITE_BUSY and SQLITE_LOCKED (primary result codes).
+_BUSY_CODES = (5, 6)
+
+
 class SqliteLedger(Ledger):
-    """Ledger in one SQLite file (or ":memory:"); several processes may write the same file at once."""
+    """Ledger in one SQLite file (or ":memory:"); several processes may write the same file at once.
+
+    `busy_timeout_s` is the longest one call waits for another writer's lock, in total (not per attempt);
+    then the call raises `LedgerUnavailable` and nothing was written.
+    """
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, busy_timeout_s: float = 60.0) -> None:
-        super().__init__()
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or PathLike, got {type(path).__name__}")
+        if isinstance(busy_timeout_s, bool) or not isinstance(busy_timeout_s, int | float):
+            raise TypeError(f"busy_timeout_s must be a number, got {type(busy_timeout_s).__name__}")
+        if not math.isfinite(busy_timeout_s) or busy_timeout_s < 0 or busy_timeout_s > 86_400:
+            raise ValueError(f"busy_timeout_s must be between 0 and 86400, got {busy_timeout_s!r}")
+        super().__init__(retry_timeout_s=float(busy_timeout_s))
         self.path = os.fspath(path)
+        self._lock = threading.Lock()
+        self._busy_ms = -1
         # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE); Python opens none behind our back.
-        self._conn = sqlite3.connect(
-            self.path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-        )
+        self._conn = sqlite3.connect(self.path, timeout=0, isolation_level=None, check_same_thread=False)
         try:
-            if self.path != ":memory:":
-                self._conn.execute("PRAGMA journal_mode=WAL")
+            self._set_busy_timeout(busy_timeout_s)
+            # Reading the mode takes no lock; only a file that is not in WAL mode yet (a new one) is switched.
+            mode = self._conn.execute("PRAGMA journal_mode").fetchone()[0]
+            if self.path != ":memory:" and str(mode).lower() != "wal":
+                self._retrying(lambda conn: conn.execute("PRAGMA journal_mode=WAL"))
             # Money: a committed receipt must survive a power cut, so every commit is synced.
             self._conn.execute("PRAGMA synchronous=FULL")
-
-            def create(cursor: Any) -> None:
-                # executescript() would commit our transaction first; statements go one by one instead.
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        cursor.execute(statement)
-
-            self._run_write(create)
+            # A file whose schema is complete is opened with reads only: no write lock is needed, so opening
+            # never waits behind another process's long transaction.
+            if not self._schema_complete():
+                self._run_write(self._create_schema)
         except BaseException:
             self._conn.close()
             raise
 
-    def _begin(self) -> Any:
-        cursor = self._conn.cursor()
+    @property
+    def describe(self) -> str:
+        return f"SQLite ledger {self.path}"
+
+    @property
+    def identity(self) -> str:
+        if self.path == ":memory:":
+            return f"sqlite::memory:{id(self)}"
+        return f"sqlite:{os.path.realpath(self.path)}"
+
+    def _schema_complete(self) -> bool:
+        columns = {
+            (table, row[1])
+            for table in _TABLES
+            for row in self._conn.execute(f"PRAGMA table_info({table})").fetchall()
+        }
+        tables = {table for table, _ in columns}
+        return tables == set(_TABLES) and all((t, c) in columns for t, c, _ in _ADDED_COLUMNS)
+
+    def _create_schema(self, cursor: Any) -> None:
+        # executescript() would commit our transaction first; statements go one by one instead.
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                cursor.execute(statement)
+        for table, column, kind in _ADDED_COLUMNS:
+            present = {row[1] for row in cursor.execute(f"PRAGMA table_info({table})").fetchall()}
+            if column not in present:
+                cursor.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+
+    def _set_busy_timeout(self, seconds: float) -> None:
+        ms = max(0, int(seconds * 1000))
+        if ms != self._busy_ms:
+            self._conn.execute(f"PRAGMA busy_timeout = {ms}")
+            self._busy_ms = ms
+
+    @contextmanager
+    def _connection(self, timeout_s: float) -> Iterator[Any]:
+        with self._lock:
+            self._check_open()
+            # What is left of this call's budget: the busy handler never waits longer in total.
+            self._set_busy_timeout(timeout_s)
+            yield self._conn
+
+    def _begin(self, conn: Any) -> Any:
+        cursor = conn.cursor()
         # IMMEDIATE takes the write lock up front: a deferred transaction that upgrades later can fail with
         # SQLITE_BUSY without waiting, which would turn contention into errors.
         cursor.execute("BEGIN IMMEDIATE")
@@ -98,14 +161,15 @@ class SqliteLedger(Ledger):
             cursor.execute("ROLLBACK")
         cursor.close()
 
-    def _read_cursor(self) -> Any:
-        return self._conn.cursor()
-
     def _sql(self, statement: str) -> str:
         return statement.replace("%s", "?")
 
-    def _is_transient(self, error: Exception) -> bool:
-        return isinstance(error, sqlite3.OperationalError) and "locked" in str(error)
+    def _classify(self, error: Exception) -> Failure | None:
+        if isinstance(error, sqlite3.OperationalError):
+            code = getattr(error, "sqlite_errorcode", None)
+            if (code is not None and code & 0xFF in _BUSY_CODES) or "locked" in str(error):
+                return Failure.LOCK
+        return None
 
     def _encode_time(self, value: datetime) -> Any:
         return value.isoformat()
@@ -120,4 +184,5 @@ class SqliteLedger(Ledger):
         return None if value is None else Decimal(value)
 
     def _close_connection(self) -> None:
-        self._conn.close()
+        with self._lock:
+            self._conn.close()

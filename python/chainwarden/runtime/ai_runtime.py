@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import os
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import Self
 
-from chainwarden.billing import ChargeReceipt, Ledger, Pricing
+from chainwarden.billing import BillingUnsettled, ChargeReceipt, Ledger, Pricing, SqliteLedger
+from chainwarden.billing.delivery import BillingDelivery
+from chainwarden.billing.facts import check_text
+from chainwarden.billing.outbox import Outbox, default_outbox_path
 from chainwarden.runtime.billing_sink import BillingSink
 from chainwarden.runtime.events import AiEvent, Done, Error
 from chainwarden.runtime.inproc import new_run_id
@@ -16,6 +24,10 @@ from chainwarden.runtime.port import GraphExecutor, GraphFinal, GraphRunRequest,
 from chainwarden.runtime.relay import DEFAULT_UI_BUFFER, RunEventRelay
 
 logger = logging.getLogger("chainwarden.runtime")
+
+# How often billing_settled() looks at the outbox while the drainer works.
+_SETTLE_POLL_S = 0.05
+DEFAULT_SETTLE_TIMEOUT_S = 30.0
 
 
 async def _failed_stream() -> AsyncIterator[AiEvent]:
@@ -64,19 +76,40 @@ class Run:
     def cancel(self) -> None:
         self._relay.cancel()
 
-    async def billing_settled(self) -> None:
-        """Every usage report of the run committed (or failed and logged).
+    async def billing_settled(self, timeout: float | None = DEFAULT_SETTLE_TIMEOUT_S) -> None:
+        """Waits until every usage report of the run is committed in the ledger.
 
-        With `strict_billing=True` it raises the run's first billing failure.
+        A fact whose commit failed waits in the durable outbox until the drainer commits it; if some are
+        still there after `timeout` seconds (None: no limit) this raises `BillingUnsettled`, which says how
+        many and where they are (they stay there and will still be committed). With `strict_billing=True` a
+        run whose billing failed at all (even if the outbox settled it since) raises its first failure.
         """
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+                raise TypeError(f"timeout must be a number or None, got {type(timeout).__name__}")
+            if not math.isfinite(timeout) or timeout < 0:
+                raise ValueError(f"timeout must be a finite number >= 0 or None, got {timeout!r}")
+        start = time.monotonic()
         await self._relay.wait()
         await self._sink.settled()
+        while (waiting := await self._sink.waiting()) or self._sink.lost:
+            waited = time.monotonic() - start
+            # Lost facts will never settle: waiting longer cannot help.
+            if self._sink.lost or (timeout is not None and waited >= timeout):
+                error = BillingUnsettled(
+                    self.run_id, waiting, self._sink.outbox_path, waited_s=waited, lost=self._sink.lost
+                )
+                raise error from (self._sink.failures[0] if self._sink.failures else None)
+            await asyncio.sleep(_SETTLE_POLL_S)
         if self._strict and self._sink.failures:
             raise self._sink.failures[0]
 
     @property
     def receipts(self) -> list[ChargeReceipt]:
-        """Receipts this run committed so far (duplicates of earlier commits are not repeated)."""
+        """Receipts this run committed directly so far (duplicates of earlier commits are not repeated).
+
+        Facts the outbox drainer committed later are in `ledger.receipts(run_id=...)`.
+        """
         return list(self._sink.receipts)
 
     @property
@@ -88,6 +121,14 @@ class Run:
         await self._relay.wait()
         await self._sink.settled()
         await asyncio.shield(self._finisher)
+
+    async def _unsettled_at_end(self) -> list[str]:
+        try:
+            await self._sink.settled()
+            return await self._sink.unsettled()
+        except Exception:
+            logger.exception("run %s: could not tell whether billing settled", self.run_id)
+            return ["<unknown>"]
 
     async def _resolve_final(self) -> None:
         relay = self._relay
@@ -105,6 +146,19 @@ class Run:
                 except Exception:
                     logger.exception("run %s: the executor's final failed", self.run_id)
             ok = relay.error is None and not relay.aborted
+            error = None if ok else (relay.error or "aborted")
+            unsettled = await self._unsettled_at_end()
+            if unsettled:
+                # Fail closed: usage happened and is not in the ledger yet (docs/billing.md).
+                logger.error(
+                    "run %s: %d usage fact(s) unsettled at the end (kept in the outbox %s): %s",
+                    self.run_id,
+                    len(unsettled),
+                    self._sink.outbox_path,
+                    ", ".join(unsettled[:5]),
+                )
+                if ok:
+                    ok, error = False, "internal"
             self._final.set(
                 GraphFinal(
                     ok=ok,
@@ -112,7 +166,7 @@ class Run:
                     request_id=self.request.ingress_request_id or self.run_id,
                     usage=Usage(prompt_tokens=relay.prompt_tokens, completion_tokens=relay.completion_tokens),
                     finish_reason=finish_reason if ok else "error",
-                    error=None if ok else (relay.error or "aborted"),
+                    error=error,
                     content=content,
                 )
             )
@@ -129,6 +183,7 @@ class AiRuntime:
         *,
         strict_billing: bool = False,
         ui_buffer: int = DEFAULT_UI_BUFFER,
+        outbox: str | os.PathLike[str] | Outbox | None = None,
     ) -> None:
         if not isinstance(executors, Mapping):
             raise TypeError(f"executors must be a mapping, got {type(executors).__name__}")
@@ -143,6 +198,14 @@ class AiRuntime:
             raise TypeError(f"pricing must be a Pricing, got {type(pricing).__name__}")
         if isinstance(ui_buffer, bool) or not isinstance(ui_buffer, int) or ui_buffer < 1:
             raise ValueError(f"ui_buffer must be a positive int, got {ui_buffer!r}")
+        if outbox is not None and not isinstance(outbox, str | os.PathLike | Outbox):
+            raise TypeError(f"outbox must be a path, an Outbox or None, got {type(outbox).__name__}")
+        if outbox is None:
+            ledger_path = ledger.path if isinstance(ledger, SqliteLedger) else None
+            outbox = default_outbox_path(ledger.identity, ledger_path)
+        self.outbox = outbox if isinstance(outbox, Outbox) else Outbox(outbox)
+        # Drains at once what an earlier process left in the outbox for this ledger.
+        self._delivery = BillingDelivery(ledger, self.outbox)
         self._executors = dict(executors)
         self._ledger = ledger
         self._pricing = pricing or Pricing()
@@ -153,6 +216,10 @@ class AiRuntime:
         """Starts the run now (call from inside a running event loop); never raises for an unknown graph."""
         if not isinstance(req, GraphRunRequest):
             raise TypeError(f"expected a GraphRunRequest, got {type(req).__name__}")
+        # The run's ids go into every usage fact: refuse here what the billing limits would refuse later
+        # (docs/design.md §26), before anything runs or is owed.
+        for name in ("run_id", "ingress_request_id", "billing_account_id", "virtual_key_id"):
+            check_text(name, getattr(req, name), optional=True)
         if req.run_id is None:
             req = GraphRunRequest(
                 graph_id=req.graph_id,
@@ -167,7 +234,7 @@ class AiRuntime:
         run_id = req.run_id
         assert run_id is not None
         sink = BillingSink(
-            self._ledger, self._pricing, ingress_request_id=req.ingress_request_id, name=run_id
+            self._delivery, self._pricing, run_id=run_id, ingress_request_id=req.ingress_request_id
         )
         result: GraphRunResult | None = None
         provider, sep, name = req.graph_id.partition(":")
@@ -180,6 +247,25 @@ class AiRuntime:
             except Exception:
                 logger.exception("run %s: executor %r failed to start", run_id, provider)
         return Run(req, result, sink, strict=self._strict, ui_buffer=self._ui_buffer)
+
+    def close(self) -> None:
+        """Stops the outbox drainer; what is parked stays in the outbox for the next runtime to drain.
+
+        The ledger is the caller's and stays open.
+        """
+        self._delivery.close()
+        self.outbox.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
     @asynccontextmanager
     async def run(self, req: GraphRunRequest) -> AsyncIterator[Run]:

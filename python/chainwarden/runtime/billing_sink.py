@@ -1,11 +1,16 @@
-"""The run's billing subscriber: commits every usage report, in order, through the ledger."""
+"""The run's billing subscriber: hands every usage report, in order, to the billing delivery.
+
+The delivery commits it through the ledger or parks it in the durable outbox (docs/billing.md); the sink
+remembers which of the run's facts were parked, so the run can tell whether its billing is settled.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 
-from chainwarden.billing import ChargeReceipt, Ledger, Pricing, UsageFact
+from chainwarden.billing import ChargeReceipt, Pricing, UsageFact
+from chainwarden.billing.delivery import BillingDelivery
 
 logger = logging.getLogger("chainwarden.billing")
 
@@ -20,17 +25,29 @@ class BillingSink:
     """
 
     def __init__(
-        self, ledger: Ledger, pricing: Pricing, *, ingress_request_id: str | None, name: str = "run"
+        self,
+        delivery: BillingDelivery,
+        pricing: Pricing,
+        *,
+        run_id: str,
+        ingress_request_id: str | None,
     ) -> None:
-        self._ledger = ledger
+        self._delivery = delivery
         self._pricing = pricing
+        self._run_id = run_id
         self._ingress_request_id = ingress_request_id
         self._queue: asyncio.Queue[tuple[int, UsageFact] | None] = asyncio.Queue()
         self._next_index = 0
         self.receipts: list[ChargeReceipt] = []
         self.duplicates = 0
         self.failures: list[Exception] = []
-        self._task = asyncio.get_running_loop().create_task(self._drain(), name=f"chainwarden-billing-{name}")
+        # Keys of this run's facts that went to the outbox (settled once the drainer committed them).
+        self.parked: list[str] = []
+        # Facts that could be neither committed nor parked (the outbox itself failed): really at risk.
+        self.lost: list[str] = []
+        self._task = asyncio.get_running_loop().create_task(
+            self._drain(), name=f"chainwarden-billing-{run_id}"
+        )
 
     def submit(self, fact: UsageFact) -> None:
         self._queue.put_nowait((self._next_index, fact))
@@ -45,21 +62,51 @@ class BillingSink:
             index, fact = item
             try:
                 # The ledger is synchronous and may wait on locks; a worker thread keeps the loop free.
-                receipt = await asyncio.to_thread(
-                    self._ledger.commit_usage_fact,
+                outcome = await asyncio.to_thread(
+                    self._delivery.deliver,
                     fact,
                     call_index=index,
                     pricing=self._pricing,
                     ingress_request_id=self._ingress_request_id,
                 )
             except Exception as error:
-                logger.exception("billing failed for run %s call %d", fact.run_id, index)
+                logger.critical(
+                    "billing: usage report %d of run %s could be neither committed nor kept in the outbox %s",
+                    index,
+                    self._run_id,
+                    self._delivery.outbox.path,
+                    exc_info=True,
+                )
                 self.failures.append(error)
+                self.lost.append(f"{self._run_id}/call-index-{index}")
                 continue
-            if receipt is None:
+            if outcome.parked:
+                assert outcome.error is not None
+                self.failures.append(outcome.error)
+                self.parked.append(outcome.key)
+            elif outcome.receipt is None:
                 self.duplicates += 1
             else:
-                self.receipts.append(receipt)
+                self.receipts.append(outcome.receipt)
+
+    @property
+    def outbox_path(self) -> str:
+        return self._delivery.outbox.path
 
     async def settled(self) -> None:
+        """Every fact submitted so far was committed or parked (the in-memory hand-off is empty)."""
         await asyncio.shield(self._task)
+
+    async def unsettled(self) -> list[str]:
+        """Keys of this run's facts not committed yet: still in the outbox, then the lost ones."""
+        return await self.waiting() + self.lost
+
+    async def waiting(self) -> list[str]:
+        """Keys of this run's facts still waiting in the outbox."""
+        if not self.parked:
+            return []
+        try:
+            return await asyncio.to_thread(self._delivery.unsettled, list(self.parked), self._run_id)
+        except Exception:
+            logger.exception("billing: reading the outbox %s failed", self.outbox_path)
+            return list(self.parked)

@@ -1,0 +1,208 @@
+"""Commit-or-park: every usage fact is committed through the ledger now, or parked in the outbox and
+committed by a background drainer once the ledger is back. Nothing is dropped, nothing is billed twice.
+
+This module and `ledger.py` are the only callers of `commit_usage_fact` (ONE_LEDGER_WRITER): the runtime's
+billing subscriber hands facts here, and the drainer commits parked ones through the same ledger.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+from chainwarden.billing.errors import LedgerUnavailable
+from chainwarden.billing.facts import UsageFact, compute_idempotency_key, with_usage_unit_id
+from chainwarden.billing.ledger import Ledger
+from chainwarden.billing.metrics import METRICS
+from chainwarden.billing.outbox import Outbox, OutboxEntry
+from chainwarden.billing.pricing import Pricing
+from chainwarden.billing.records import ChargeReceipt
+
+logger = logging.getLogger("chainwarden.billing")
+
+_BATCH = 100
+# A parked fact the ledger refuses for another reason than availability (a bug, a trigger, a full disk) is
+# tried again with a growing pause, up to this one: it is never dropped, and never floods the log.
+_MAX_ENTRY_BACKOFF_S = 60.0
+# With nothing parked the drainer still looks at the outbox now and then: another process may have left
+# entries for this ledger.
+_IDLE_POLL_S = 30.0
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """What became of one fact: committed (`receipt`, None for a duplicate) or parked in the outbox."""
+
+    key: str
+    receipt: ChargeReceipt | None
+    parked: bool
+    error: Exception | None = None
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+class BillingDelivery:
+    """Commits facts through `ledger`; parks what fails in `outbox`; a daemon thread drains the outbox.
+
+    `max_backoff_s` caps the drainer's pause between attempts while the ledger is away. The drainer starts on
+    first need: at once when the outbox already holds entries for this ledger (a restarted process drains
+    what the previous one left), otherwise when the first fact is parked.
+    """
+
+    def __init__(self, ledger: Ledger, outbox: Outbox, *, max_backoff_s: float = 2.0) -> None:
+        self.ledger = ledger
+        self.outbox = outbox
+        self._identity = ledger.identity
+        self._max_backoff_s = max_backoff_s
+        self._wake = threading.Event()
+        self._stopping = False
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        # Set while the ledger is known to be away: new facts go straight to the outbox instead of each
+        # spending the ledger's whole retry budget; the drainer clears it once a commit succeeds.
+        self._ledger_down = False
+        if self.outbox.exists() and self.outbox.pending(self._identity):
+            logger.warning(
+                "billing outbox %s holds unsettled usage facts for %s: draining them",
+                self.outbox.path,
+                ledger.describe,
+            )
+            self._start()
+
+    # --- the runtime's side ----------------------------------------------------------------------------
+    def deliver(
+        self, fact: UsageFact, *, call_index: int, pricing: Pricing, ingress_request_id: str | None
+    ) -> Delivered:
+        """Commits the fact, or parks it durably. Raises only when it could do neither (then it is lost
+        unless the caller keeps it: the error says why)."""
+        fact = with_usage_unit_id(fact, call_index)
+        key = compute_idempotency_key(fact)
+        if not self._ledger_down:
+            try:
+                receipt = self.ledger.commit_usage_fact(
+                    fact, call_index=call_index, pricing=pricing, ingress_request_id=ingress_request_id
+                )
+            except Exception as error:
+                if isinstance(error, LedgerUnavailable):
+                    self._ledger_down = True
+                logger.error("billing: commit of %s failed (%s); parking it in the outbox", key, error)
+                self._park(fact, call_index, pricing, ingress_request_id, _describe(error))
+                return Delivered(key=key, receipt=None, parked=True, error=error)
+            return Delivered(key=key, receipt=receipt, parked=False)
+        away = LedgerUnavailable(
+            self.ledger.describe, attempts=0, waited_s=0.0, reason="the ledger is away (outbox draining)"
+        )
+        self._park(fact, call_index, pricing, ingress_request_id, str(away))
+        return Delivered(key=key, receipt=None, parked=True, error=away)
+
+    def _park(
+        self, fact: UsageFact, call_index: int, pricing: Pricing, ingress_request_id: str | None, error: str
+    ) -> None:
+        self.outbox.put(
+            self._identity,
+            fact,
+            call_index=call_index,
+            pricing=pricing,
+            ingress_request_id=ingress_request_id,
+            error=error,
+        )
+        METRICS.increment("billing.outbox_parked")
+        self._start()
+        self._wake.set()
+
+    def unsettled(self, keys: list[str], run_id: str) -> list[str]:
+        """Which of these keys (parked for `run_id`) are still in the outbox."""
+        if not keys:
+            return []
+        wanted = set(keys)
+        return [k for k in self.outbox.pending(self._identity, run_id=run_id) if k in wanted]
+
+    # --- the drainer -----------------------------------------------------------------------------------
+    def _start(self) -> None:
+        with self._lock:
+            if self._thread is None and not self._stopping:
+                self._thread = threading.Thread(
+                    target=self._drain_forever, name="chainwarden-billing-outbox", daemon=True
+                )
+                self._thread.start()
+
+    def drain_once(self) -> tuple[int, bool]:
+        """Commits the due entries; returns (how many left the outbox, whether the ledger was away)."""
+        settled = 0
+        for entry in self.outbox.due(self._identity, limit=_BATCH):
+            if self._stopping:
+                break
+            try:
+                self.ledger.commit_usage_fact(
+                    entry.fact,
+                    call_index=entry.call_index,
+                    pricing=entry.pricing,
+                    ingress_request_id=entry.ingress_request_id,
+                )
+            except LedgerUnavailable as error:
+                self._ledger_down = True
+                logger.warning("billing outbox: ledger still away (%s); will retry", error.reason)
+                return settled, True
+            except Exception as error:
+                self._entry_failed(entry, error)
+                continue
+            # Committed now, or a duplicate of a commit that landed before: either way it is billed once.
+            self.outbox.remove(entry.seq)
+            self._ledger_down = False
+            settled += 1
+            METRICS.increment("billing.outbox_committed")
+        return settled, False
+
+    def _entry_failed(self, entry: OutboxEntry, error: Exception) -> None:
+        if isinstance(error, ValueError) and self.ledger._closed:
+            # The ledger was closed under us: the entry stays for the next process.
+            return
+        retry_in = min(_MAX_ENTRY_BACKOFF_S, 0.5 * 2 ** min(entry.attempts, 10))
+        logger.error(
+            "billing outbox: committing %s failed (attempt %d): %s; retrying in %.1f s",
+            entry.key,
+            entry.attempts + 1,
+            _describe(error),
+            retry_in,
+        )
+        self.outbox.record_failure(entry.seq, _describe(error), retry_in_s=retry_in)
+
+    def _drain_forever(self) -> None:
+        backoff = 0.05
+        while not self._stopping:
+            # Cleared before looking, so a fact parked while we look wakes the wait below at once.
+            self._wake.clear()
+            try:
+                settled, away = self.drain_once()
+            except Exception:
+                # The outbox itself failed (disk): keep the thread alive and try again later.
+                logger.exception("billing outbox %s: drain failed", self.outbox.path)
+                settled, away = 0, True
+            if self._stopping:
+                return
+            if away or (settled == 0 and self._has_pending()):
+                self._wake.wait(backoff)
+                backoff = min(backoff * 2, self._max_backoff_s)
+            elif settled:
+                backoff = 0.05  # more may be due right away
+            else:
+                backoff = 0.05
+                self._wake.wait(_IDLE_POLL_S)
+
+    def _has_pending(self) -> bool:
+        try:
+            return bool(self.outbox.pending(self._identity))
+        except Exception:
+            return True
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stops the drainer (what is parked stays parked for the next start)."""
+        with self._lock:
+            self._stopping = True
+            thread = self._thread
+        self._wake.set()
+        if thread is not None:
+            thread.join(timeout_s)
