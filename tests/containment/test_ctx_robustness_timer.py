@@ -6,13 +6,14 @@ import logging
 import sys
 import threading
 import time
+from typing import Any
 
 import pytest
 
 from chainwarden.containment import ExecutionConfig, ExecutionContext
 from chainwarden.containment._timeouts import Timeouts, timeouts
 from chainwarden.containment._validate import MAX_TIMEOUT_MS
-from chainwarden.shield import Decision
+from chainwarden.shield import Decision, ShieldPipeline
 
 
 def _raise_runtime() -> None:
@@ -114,3 +115,35 @@ def test_the_maximum_timeout_is_accepted_and_does_not_fire() -> None:
         assert not ctx.cancellation_token.is_cancelled
     _, elapsed, _ = _timed_out_wait(100)  # the far deadline does not delay near ones
     assert elapsed < 1.5
+
+
+class EventsFail(ShieldPipeline):
+    """A valid pipeline whose get_events breaks at the worst moment: inside the timeout callback."""
+
+    def get_events(self) -> list[Any]:
+        raise RuntimeError("events store down")
+
+
+def test_a_chain_whose_timeout_callback_raises_does_not_stop_other_chains(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="chainwarden.containment")
+    broken = ExecutionContext(
+        ExecutionConfig(max_cost_usd=1.0, max_steps=10, max_retries_total=1, timeout_ms=20),
+        pipeline=EventsFail(),
+    )
+    deadline = time.monotonic() + 5.0
+    while (
+        not any("events store down" in r.getMessage() for r in caplog.records) and time.monotonic() < deadline
+    ):
+        time.sleep(0.01)
+    (record,) = [r for r in caplog.records if "events store down" in r.getMessage()]
+    assert record.levelno == logging.WARNING
+    assert record.getMessage().startswith(
+        "timeout callback ExecutionContext._start_timer.<locals>.fire raised"
+    )
+    broken.close()
+
+    _, elapsed, ctx = _timed_out_wait(100)
+    assert elapsed < 1.5
+    assert ctx.cancellation_token.is_cancelled
