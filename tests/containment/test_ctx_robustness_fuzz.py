@@ -65,7 +65,16 @@ OPTION_ARGS = {
     "retry_policy_override": None,
     "model": None,
 }
-METADATA_ARGS = {"request_id": "r", "chain_id": "c", "org_id": "", "team": "", "service": "", "user_id": None}
+METADATA_ARGS = {
+    "request_id": "r",
+    "chain_id": "c",
+    "org_id": "",
+    "team": "",
+    "service": "",
+    "user_id": None,
+    "model": None,
+    "tags": {},
+}
 GRAPH_ARGS = {
     "chain_id": None,
     "cost_rate_threshold_usd_per_sec": 0.1,
