@@ -147,3 +147,21 @@ def test_a_chain_whose_timeout_callback_raises_does_not_stop_other_chains(
     _, elapsed, ctx = _timed_out_wait(100)
     assert elapsed < 1.5
     assert ctx.cancellation_token.is_cancelled
+
+
+def test_a_callback_that_cannot_be_named_is_still_survived(caplog: pytest.LogCaptureFixture) -> None:
+    class Nameless:
+        def __getattr__(self, name: str) -> Any:  # reached for __qualname__
+            raise RuntimeError("no name")
+
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+        def __call__(self) -> None:
+            raise ValueError("callback bug")
+
+    caplog.set_level(logging.WARNING, logger="chainwarden.containment")
+    scheduler = Timeouts()
+    scheduler.schedule(0.0, Nameless())
+    _wait_for(scheduler)
+    assert any(r.getMessage().startswith("timeout callback Nameless raised") for r in caplog.records)

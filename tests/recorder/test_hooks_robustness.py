@@ -85,7 +85,7 @@ def stable(graph: ExecutionGraph) -> dict[str, Any]:
     return snap
 
 
-@pytest.mark.parametrize("bad", ["x", b"observer", 5, 1.5, True])
+@pytest.mark.parametrize("bad", ["x", b"observer", 5, 1.5, True, {"a": 1}])
 def test_observers_that_are_not_a_list_are_refused(bad: object) -> None:
     with pytest.raises(TypeError, match=r"^observers must be a list of observers or None"):
         ExecutionGraph(observers=bad)  # type: ignore[arg-type]

@@ -186,3 +186,21 @@ def test_the_largest_window_is_usable() -> None:
     hook = BudgetWindowHook(MAX_CALLS, window_seconds=1e300)
     assert hook.before_llm_call(CTX) is None
     assert hook.count() == 1
+
+
+def test_an_exception_that_cannot_be_printed_still_fails_closed(caplog: pytest.LogCaptureFixture) -> None:
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no str")
+
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    class Hook:
+        def before_llm_call(self, ctx: ToolCallContext) -> Decision:
+            raise Unprintable
+
+    caplog.set_level(logging.CRITICAL, logger="chainwarden.shield")  # the record itself cannot be formatted
+    pipeline = ShieldPipeline(pre_dispatch=Hook())  # type: ignore[arg-type]
+    assert pipeline.before_llm_call(CTX) is Decision.HALT
+    assert pipeline.get_events()[0].reason == "before_llm_call raised Unprintable"

@@ -27,7 +27,12 @@ _MAX_WAIT_S: Final = 3600.0
 
 
 def _name(callback: Callable[[], None]) -> str:
-    return getattr(callback, "__qualname__", None) or repr(callback)
+    # Naming the callback must not fail in turn: the thread's life depends on this line.
+    try:
+        name = getattr(callback, "__qualname__", None)
+        return name if isinstance(name, str) else repr(callback)
+    except Exception:
+        return type(callback).__name__
 
 
 class Timeouts:

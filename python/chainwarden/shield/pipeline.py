@@ -49,6 +49,13 @@ def _as_decision(value: object) -> Decision:
     return value if isinstance(value, Decision) else Decision(str(getattr(value, "value", value)))
 
 
+def _describe(exc: BaseException) -> str:
+    try:
+        return f"{type(exc).__name__}: {str(exc)[:200]}"
+    except Exception:  # an exception whose __str__ fails must not escape the fail-closed path
+        return type(exc).__name__
+
+
 class ShieldPipeline:
     """Per-call policy evaluation. One optional hook per boundary.
 
@@ -111,7 +118,7 @@ class ShieldPipeline:
         except Exception as exc:
             name = type(hook).__name__
             _log.warning("shield hook %s.%s raised %r", name, method, exc, exc_info=True)
-            reason = f"{method} raised {type(exc).__name__}: {str(exc)[:200]}"
+            reason = f"{method} raised {_describe(exc)}"
             self._record("HOOK_ERROR", name, Decision.HALT, reason, request_id)
             return Decision.HALT
         if decision is not Decision.ALLOW:

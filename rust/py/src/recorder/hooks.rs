@@ -110,7 +110,11 @@ pub fn observer_list(observers: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Py<Py
             obj.get_type().name()?
         )))
     };
-    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+    // A string or a mapping iterates, but over characters or keys: never what was meant.
+    if obj.is_instance_of::<PyString>()
+        || obj.is_instance_of::<PyBytes>()
+        || obj.is_instance_of::<PyDict>()
+    {
         return Err(not_a_list()?);
     }
     let Ok(iter) = obj.try_iter() else {
