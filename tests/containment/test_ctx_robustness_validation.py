@@ -187,7 +187,7 @@ def test_wrap_option_bounds_are_checked_at_construction(
 GOOD_CONFIGS = [
     dict(max_cost_usd=0.0, max_steps=0, max_retries_total=0),
     dict(max_cost_usd=0, max_steps=MAX_COUNT, max_retries_total=MAX_COUNT, timeout_ms=MAX_TIMEOUT_MS),
-    dict(max_cost_usd=1e300, max_steps=1, max_retries_total=1, timeout_ms=1),
+    dict(max_cost_usd=1e300, max_steps=1, max_retries_total=1, timeout_ms=60_000),
     dict(max_cost_usd=5, max_steps=100, max_retries_total=10, timeout_ms=30_000),
 ]
 
