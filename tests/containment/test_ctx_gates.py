@@ -78,11 +78,12 @@ def test_pipeline_without_retry_hook_halts_failures() -> None:
 
 
 def test_raising_hook_releases_the_step_reservation() -> None:
-    class Broken:
+    # ShieldPipeline logs its hooks' exceptions and fails closed; a duck-typed pipeline may raise.
+    class Broken(ShieldPipeline):
         def before_llm_call(self, ctx: ToolCallContext) -> Decision:
             raise RuntimeError("hook bug")
 
-    ctx = ExecutionContext(config(max_steps=1), pipeline=ShieldPipeline(pre_dispatch=Broken()))  # type: ignore[arg-type]
+    ctx = ExecutionContext(config(max_steps=1), pipeline=Broken())
     with pytest.raises(RuntimeError):
         ctx.wrap_llm_call(lambda: None)
     snap = ctx.get_snapshot()
@@ -117,15 +118,14 @@ def test_metrics_receive_costs_and_decisions() -> None:
 
 
 def test_raising_on_error_or_before_charge_closes_the_call() -> None:
-    class Raises:
+    class Raises(ShieldPipeline):
         def on_error(self, ctx: ToolCallContext, err: BaseException) -> Decision:
             raise RuntimeError("retry hook bug")
 
         def before_charge(self, ctx: ToolCallContext, cost_usd: float) -> Decision:
             raise RuntimeError("budget hook bug")
 
-    hook = Raises()
-    ctx = ExecutionContext(config(), pipeline=ShieldPipeline(retry=hook, budget=hook))  # type: ignore[arg-type]
+    ctx = ExecutionContext(config(), pipeline=Raises())
     with pytest.raises(RuntimeError, match="retry hook bug"):
         ctx.wrap_llm_call(Calls(ValueError()))
     with pytest.raises(RuntimeError, match="budget hook bug"):

@@ -1,14 +1,38 @@
-"""One daemon thread for every chain timeout: a chain with a timeout must not cost a thread."""
+"""One daemon thread for every chain timeout: a chain with a timeout must not cost a thread.
+
+The thread must outlive whatever its callbacks do (docs/design.md §22): a callback that raises is
+logged at WARNING on ``chainwarden.containment`` and the thread goes on with the next deadline. Should
+the thread die anyway, the next ``schedule`` starts a new one.
+"""
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Final
+
+from chainwarden.containment._validate import MAX_TIMEOUT_MS
 
 __all__ = ["Timeouts", "timeouts"]
+
+_log = logging.getLogger("chainwarden.containment")
+
+# The thread never sleeps longer than this in one wait: a far deadline is re-checked, and no
+# platform's lock timeout limit (threading.TIMEOUT_MAX) can be exceeded.
+_MAX_WAIT_S: Final = 3600.0
+
+
+def _name(callback: Callable[[], None]) -> str:
+    # Naming the callback must not fail in turn: the thread's life depends on this line.
+    try:
+        name = getattr(callback, "__qualname__", None)
+        return name if isinstance(name, str) else repr(callback)
+    except Exception:
+        return type(callback).__name__
 
 
 class Timeouts:
@@ -22,13 +46,18 @@ class Timeouts:
         self._thread: threading.Thread | None = None
 
     def schedule(self, delay_s: float, callback: Callable[[], None]) -> int:
+        """Runs ``callback`` once, ``delay_s`` seconds from now (0 <= delay_s <= MAX_TIMEOUT_MS / 1000)."""
+        if not 0.0 <= delay_s <= MAX_TIMEOUT_MS / 1000.0:  # also rejects NaN
+            raise ValueError(f"delay_s must be in [0, {MAX_TIMEOUT_MS / 1000.0}], got {delay_s!r}")
         with self._cond:
             handle = next(self._ids)
             self._callbacks[handle] = callback
             heapq.heappush(self._heap, (time.monotonic() + delay_s, handle))
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="chainwarden-timeouts", daemon=True)
-                self._thread.start()
+            thread = self._thread
+            if thread is None or not thread.is_alive():
+                thread = threading.Thread(target=self._run, name="chainwarden-timeouts", daemon=True)
+                thread.start()
+                self._thread = thread
             self._cond.notify()
             return handle
 
@@ -44,18 +73,31 @@ class Timeouts:
 
     def _run(self) -> None:
         while True:
-            with self._cond:
-                while not self._heap:
+            callback = self._next_due()
+            try:
+                callback()
+            except BaseException as exc:
+                _log.warning("timeout callback %s raised %r", _name(callback), exc, exc_info=True)
+                del exc
+            # Drop the reference now: the callback may hold the last route to a context.
+            del callback
+
+    def _next_due(self) -> Callable[[], None]:
+        """Blocks until a live entry's deadline has passed, then removes and returns its callback."""
+        with self._cond:
+            while True:
+                if not self._heap:
                     self._cond.wait()
+                    continue
                 deadline, handle = self._heap[0]
                 wait = deadline - time.monotonic()
                 if wait > 0:
-                    self._cond.wait(wait)
+                    self._cond.wait(min(wait, _MAX_WAIT_S))
                     continue
                 heapq.heappop(self._heap)
                 callback = self._callbacks.pop(handle, None)
-            if callback is not None:
-                callback()
+                if callback is not None:
+                    return callback
 
 
 timeouts = Timeouts()

@@ -26,6 +26,7 @@ from chainwarden.containment._fast import StopNote, sync_wrap
 from chainwarden.containment._outcomes import CAUSE_BUDGET, CAUSE_TIMEOUT
 from chainwarden.containment._records import NodeRecordView
 from chainwarden.containment._timeouts import timeouts
+from chainwarden.containment._validate import check_collaborators
 from chainwarden.containment.types import (
     CancellationToken,
     ChainMetadata,
@@ -85,6 +86,7 @@ class ExecutionContext:
             raise TypeError(f"metadata must be a ChainMetadata, got {type(metadata).__name__}")
         if parent is not None and not isinstance(parent, ExecutionContext):
             raise TypeError(f"parent must be an ExecutionContext, got {type(parent).__name__}")
+        metrics = check_collaborators(pipeline, circuit_breaker, metrics)
         self._config = config
         self._pipeline = pipeline
         self._breaker = circuit_breaker

@@ -9,6 +9,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Literal
 
+from chainwarden.containment._validate import MAX_COUNT, MAX_TIMEOUT_MS
 from chainwarden.shield._validate import finite_non_negative, strict_int
 from chainwarden.shield.event import SafetyEvent
 
@@ -83,7 +84,9 @@ class ChainMetadata:
 @dataclass(frozen=True)
 class ExecutionConfig:
     """Hard limits of one chain. Zero is a valid limit (it refuses every call); ``timeout_ms=0``
-    disables the timeout."""
+    disables the timeout. Bounds, checked here (docs/containment.md, "Limits and validation"):
+    ``max_cost_usd`` finite and >= 0; ``max_steps`` and ``max_retries_total`` ints in [0, 2**63 - 1];
+    ``timeout_ms`` an int in [0, MAX_TIMEOUT_MS] (one year)."""
 
     max_cost_usd: float
     max_steps: int
@@ -92,15 +95,17 @@ class ExecutionConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "max_cost_usd", finite_non_negative(self.max_cost_usd, "max_cost_usd"))
-        strict_int(self.max_steps, "max_steps")
-        strict_int(self.max_retries_total, "max_retries_total")
-        strict_int(self.timeout_ms, "timeout_ms")
+        strict_int(self.max_steps, "max_steps", maximum=MAX_COUNT)
+        strict_int(self.max_retries_total, "max_retries_total", maximum=MAX_COUNT)
+        strict_int(self.timeout_ms, "timeout_ms", maximum=MAX_TIMEOUT_MS)
 
 
 @dataclass(frozen=True, slots=True)
 class WrapOptions:
     """Per-call options. ``cost_estimate_hint`` is both the pre-flight estimate and the cost charged
-    on success; ``timeout_ms`` bounds one async call (sync callables are cooperative)."""
+    on success; ``timeout_ms`` bounds one async call (sync callables are cooperative). Bounds as in
+    ``ExecutionConfig``: ``cost_estimate_hint`` finite and >= 0, ``timeout_ms`` in [0, MAX_TIMEOUT_MS],
+    ``retry_policy_override`` in [0, 2**63 - 1]."""
 
     operation_name: str = ""
     cost_estimate_hint: float = 0.0
@@ -113,9 +118,9 @@ class WrapOptions:
         hint = finite_non_negative(self.cost_estimate_hint, "cost_estimate_hint")
         object.__setattr__(self, "cost_estimate_hint", hint)
         if self.timeout_ms is not None:
-            strict_int(self.timeout_ms, "timeout_ms")
+            strict_int(self.timeout_ms, "timeout_ms", maximum=MAX_TIMEOUT_MS)
         if self.retry_policy_override is not None:
-            strict_int(self.retry_policy_override, "retry_policy_override")
+            strict_int(self.retry_policy_override, "retry_policy_override", maximum=MAX_COUNT)
         _optional_str(self.model, "model")
 
 

@@ -3,23 +3,32 @@
 from __future__ import annotations
 
 import math
+from typing import Final
 
-__all__ = ["finite_non_negative", "strict_int"]
+__all__ = ["MAX_INT64", "finite_non_negative", "strict_int"]
+
+# Counters and limits are 64-bit signed in the core and in every store (docs/design.md §23).
+MAX_INT64: Final = 2**63 - 1
 
 
-def strict_int(value: object, name: str, *, minimum: int = 0) -> int:
+def strict_int(value: object, name: str, *, minimum: int = 0, maximum: int = MAX_INT64) -> int:
     # bool is an int subclass; True as a step limit is a bug, not a 1.
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    if value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value!r}")
     return value
 
 
 def finite_non_negative(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    result = float(value)
+    try:
+        result = float(value)
+    except OverflowError:  # an int beyond the float range
+        raise ValueError(f"{name} must be finite, got an int beyond the float range") from None
     if not math.isfinite(result):
         raise ValueError(f"{name} must be finite, got {value!r}")
     if result < 0:

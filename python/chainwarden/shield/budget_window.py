@@ -6,11 +6,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import Final
 
 from chainwarden.shield._validate import finite_non_negative, strict_int
 from chainwarden.shield.types import Decision, ToolCallContext
 
-__all__ = ["BudgetWindowHook"]
+__all__ = ["MAX_CALLS", "BudgetWindowHook"]
+
+MAX_CALLS: Final = 2**60
 
 
 class BudgetWindowHook:
@@ -29,13 +32,17 @@ class BudgetWindowHook:
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        strict_int(max_calls, "max_calls", minimum=1)
+        # The window's memory is bounded by a deque sized from max_calls; 2**60 keeps that size a
+        # valid length (docs/containment.md, "Limits and validation").
+        strict_int(max_calls, "max_calls", minimum=1, maximum=MAX_CALLS)
         window = finite_non_negative(window_seconds, "window_seconds")
         if window == 0.0:
             raise ValueError("window_seconds must be > 0")
         threshold = finite_non_negative(degrade_threshold, "degrade_threshold")
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"degrade_threshold must be in (0, 1], got {degrade_threshold!r}")
+        if not callable(clock):
+            raise TypeError(f"clock must be callable, got {type(clock).__name__}")
         self.max_calls = max_calls
         self.window_seconds = window
         self.degrade_threshold = threshold

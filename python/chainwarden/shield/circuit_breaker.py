@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-import math
+import logging
 import threading
 import time
 from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from chainwarden.shield._validate import strict_int
+from chainwarden.shield._validate import finite_non_negative, strict_int
 from chainwarden.shield.policy import PolicyContext, PolicyDecision
 
 __all__ = ["CircuitBreaker", "CircuitState", "FailurePredicate"]
 
 FailurePredicate = Callable[[BaseException], bool]
+
+_log = logging.getLogger("chainwarden.shield")
 
 
 class CircuitState(Enum):
@@ -42,12 +44,15 @@ class CircuitBreaker:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         strict_int(failure_threshold, "failure_threshold", minimum=1)
-        if isinstance(recovery_timeout, bool) or not isinstance(recovery_timeout, int | float):
-            raise TypeError(f"recovery_timeout must be a number, got {type(recovery_timeout).__name__}")
-        if not math.isfinite(recovery_timeout) or recovery_timeout < 0:
-            raise ValueError(f"recovery_timeout must be finite and >= 0, got {recovery_timeout!r}")
+        recovery = finite_non_negative(recovery_timeout, "recovery_timeout")
+        if failure_predicate is not None and not callable(failure_predicate):
+            raise TypeError(
+                f"failure_predicate must be callable or None, got {type(failure_predicate).__name__}"
+            )
+        if not callable(clock):
+            raise TypeError(f"clock must be callable, got {type(clock).__name__}")
         self.failure_threshold = failure_threshold
-        self.recovery_timeout = float(recovery_timeout)
+        self.recovery_timeout = recovery
         self.failure_predicate = failure_predicate
         self._clock = clock
         self._lock = threading.Lock()
@@ -119,8 +124,10 @@ class CircuitBreaker:
         if error is not None and predicate is not None:
             try:
                 counts = bool(predicate(error))
-            except Exception:
-                counts = True  # a broken predicate must not hide provider failures
+            except Exception as exc:
+                # A broken predicate must not hide provider failures (docs/design.md §22).
+                _log.warning("CircuitBreaker failure_predicate %r raised %r", predicate, exc, exc_info=True)
+                counts = True
             if not counts:
                 with self._lock:
                     self._probe_in_flight = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Final
 
@@ -31,10 +32,28 @@ _EVENT_TYPES: Final[dict[str, str]] = {
 # A pipeline shared by a long-lived service must not grow without bound.
 MAX_EVENTS: Final = 1000
 
+_log = logging.getLogger("chainwarden.shield")
+
+# Each boundary argument and the method the pipeline calls on it.
+_HOOK_METHODS: Final = (
+    ("pre_dispatch", "before_llm_call"),
+    ("egress", "before_egress"),
+    ("retry", "on_error"),
+    ("budget", "before_charge"),
+    ("tool_dispatch", "before_tool_call"),
+)
+
 
 def _as_decision(value: object) -> Decision:
     # Hooks written against another shield implementation return its own enum; same values.
     return value if isinstance(value, Decision) else Decision(str(getattr(value, "value", value)))
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        return f"{type(exc).__name__}: {str(exc)[:200]}"
+    except Exception:  # an exception whose __str__ fails must not escape the fail-closed path
+        return type(exc).__name__
 
 
 class ShieldPipeline:
@@ -55,6 +74,10 @@ class ShieldPipeline:
     ) -> None:
         if on_error_policy is not None and not isinstance(on_error_policy, Decision):
             raise TypeError(f"on_error_policy must be a Decision, got {type(on_error_policy).__name__}")
+        hooks = (pre_dispatch, egress, retry, budget, tool_dispatch)
+        for hook, (arg, method) in zip(hooks, _HOOK_METHODS, strict=True):
+            if hook is not None and not callable(getattr(hook, method, None)):
+                raise TypeError(f"{arg} must provide a callable {method}(), got {type(hook).__name__}")
         self._pre_dispatch = pre_dispatch
         self._egress = egress
         self._retry = retry
@@ -80,10 +103,24 @@ class ShieldPipeline:
             if len(self._events) < MAX_EVENTS:
                 self._events.append(event)
 
-    def _resolve(self, hook: object, raw: object, what: str, request_id: str) -> Decision:
-        if raw is None:
-            return Decision.ALLOW
-        decision = _as_decision(raw)
+    def _consult(
+        self, hook: object, method: str, args: tuple[object, ...], what: str, request_id: str
+    ) -> Decision:
+        """The hook's answer as a Decision (None means ALLOW). A hook that raises, or answers
+        something that is not a decision, is logged and fails closed: HALT, recorded as a
+        ``HOOK_ERROR`` event. A broken policy must neither stop the caller nor let the call
+        through (docs/design.md §22)."""
+        try:
+            raw = getattr(hook, method)(*args)
+            if raw is None:
+                return Decision.ALLOW
+            decision = _as_decision(raw)
+        except Exception as exc:
+            name = type(hook).__name__
+            _log.warning("shield hook %s.%s raised %r", name, method, exc, exc_info=True)
+            reason = f"{method} raised {_describe(exc)}"
+            self._record("HOOK_ERROR", name, Decision.HALT, reason, request_id)
+            return Decision.HALT
         if decision is not Decision.ALLOW:
             name = type(hook).__name__
             event_type = _EVENT_TYPES.get(name, name.upper())
@@ -94,33 +131,33 @@ class ShieldPipeline:
         hook = self._pre_dispatch
         if hook is None:
             return Decision.ALLOW
-        return self._resolve(hook, hook.before_llm_call(ctx), "before_llm_call", ctx.request_id)
+        return self._consult(hook, "before_llm_call", (ctx,), "before_llm_call", ctx.request_id)
 
     def before_tool_call(self, ctx: ToolCallContext) -> Decision:
         hook = self._tool_dispatch
         if hook is None:
             return Decision.ALLOW
-        return self._resolve(hook, hook.before_tool_call(ctx), "before_tool_call", ctx.request_id)
+        return self._consult(hook, "before_tool_call", (ctx,), "before_tool_call", ctx.request_id)
 
     def before_egress(self, ctx: ToolCallContext, url: str, method: str) -> Decision:
         hook = self._egress
         if hook is None:
             return Decision.ALLOW
-        raw = hook.before_egress(ctx, url, method)
-        return self._resolve(hook, raw, f"before_egress {method} {url}", ctx.request_id)
+        what = f"before_egress {method} {url}"
+        return self._consult(hook, "before_egress", (ctx, url, method), what, ctx.request_id)
 
     def before_charge(self, ctx: ToolCallContext, cost_usd: float) -> Decision:
         hook = self._budget
         if hook is None:
             return Decision.ALLOW
-        raw = hook.before_charge(ctx, cost_usd)
-        return self._resolve(hook, raw, f"before_charge ${cost_usd:.4f}", ctx.request_id)
+        what = f"before_charge ${cost_usd:.4f}"
+        return self._consult(hook, "before_charge", (ctx, cost_usd), what, ctx.request_id)
 
     def on_error(self, ctx: ToolCallContext, err: BaseException) -> Decision:
         hook = self._retry
         if hook is not None:
-            raw = hook.on_error(ctx, err)
-            return self._resolve(hook, raw, f"on_error {type(err).__name__}", ctx.request_id)
+            what = f"on_error {type(err).__name__}"
+            return self._consult(hook, "on_error", (ctx, err), what, ctx.request_id)
         policy = self._on_error_policy
         if policy is not Decision.ALLOW:
             reason = f"no retry hook; on_error_policy {policy.value} for {type(err).__name__}"

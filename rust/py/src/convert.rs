@@ -39,7 +39,12 @@ pub fn number(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<f64> {
             obj.get_type().name()?
         )));
     }
-    obj.extract::<f64>()
+    // An int beyond the float range is the caller's bad value, named as such.
+    obj.extract::<f64>().map_err(|_| {
+        PyValueError::new_err(format!(
+            "{field} is out of range: an int beyond the float range"
+        ))
+    })
 }
 
 /// An optional int argument; bools and floats are a TypeError, values beyond i64 a ValueError.

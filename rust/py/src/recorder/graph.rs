@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use pyo3::{PyTraverseError, PyVisit};
 
-use super::hooks::{fire, notify, HookList};
+use super::hooks::{check_observer, fire, notify, observer_list, HookList};
 use super::node_event::NodeEvent;
 use super::snapshot::{self, id_str};
 use crate::convert::{metadata_to_py, number, opt_int};
@@ -114,13 +114,7 @@ impl ExecutionGraph {
         let graph = Graph::new(chain_id, config)
             .map_err(recorder_err)?
             .with_blocking_section(release_gil_while);
-        let observers = match observers.filter(|o| !o.is_none()) {
-            None => Vec::new(),
-            Some(o) => o
-                .try_iter()?
-                .map(|x| x.map(Bound::unbind))
-                .collect::<PyResult<_>>()?,
-        };
+        let observers = observer_list(observers)?;
         Ok(ExecutionGraph {
             graph,
             observers: HookList::from_vec(observers),
@@ -152,8 +146,10 @@ impl ExecutionGraph {
         self.graph.len()
     }
 
-    fn add_observer(&self, py: Python<'_>, observer: &Bound<'_, PyAny>) {
+    fn add_observer(&self, py: Python<'_>, observer: &Bound<'_, PyAny>) -> PyResult<()> {
+        check_observer(observer, "observer")?;
         self.observers.add(py, observer);
+        Ok(())
     }
 
     fn remove_observer(&self, py: Python<'_>, observer: &Bound<'_, PyAny>) {
