@@ -8,6 +8,7 @@ never requires it.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
@@ -18,11 +19,10 @@ from chainwarden.otel._handle import OtelHandle
 __all__ = ["OtelHandle", "export_snapshot", "instrument"]
 
 
-def _api() -> ModuleType:
+def _impl() -> ModuleType:
+    """The implementation module, imported on first use (it imports OpenTelemetry)."""
     require("opentelemetry.trace", "otel")
-    from chainwarden.otel import _api  # noqa: PLC0415  (imports OpenTelemetry: only when used)
-
-    return _api
+    return importlib.import_module("chainwarden.otel._api")
 
 
 def export_snapshot(snapshot: object, *, tracer_provider: Any = None, events: Iterable[Any] = ()) -> int:
@@ -33,7 +33,7 @@ def export_snapshot(snapshot: object, *, tracer_provider: Any = None, events: It
     dicts such as ``drain_divergence_events()`` returns), added as span events to the node they name or to
     the root. Nothing is emitted when the snapshot or an event is malformed (``TypeError`` / ``ValueError``).
     """
-    count: int = _api().export_snapshot(snapshot, tracer_provider=tracer_provider, events=events)
+    count: int = _impl().export_snapshot(snapshot, tracer_provider=tracer_provider, events=events)
     return count
 
 
@@ -45,5 +45,5 @@ def instrument(target: object, *, tracer_provider: Any = None) -> OtelHandle:
     hook, so its calls are exported when the handle is detached. Spans without a recorded parent hang under
     the span that was current when ``instrument`` was called.
     """
-    handle: OtelHandle = _api().instrument(target, tracer_provider=tracer_provider)
+    handle: OtelHandle = _impl().instrument(target, tracer_provider=tracer_provider)
     return handle

@@ -44,8 +44,10 @@ class GraphExport:
         self._root: SpanContext | None = None
         # One lock for the span tables: two threads starting children of a not-yet-open parent open it once.
         self._lock = threading.Lock()
+        # The same bound-method object must be removed as was added (the graph compares hooks by identity).
+        self._subscriber = self._on_end
         graph.add_observer(self)
-        graph.add_subscriber(self._on_end)
+        graph.add_subscriber(self._subscriber)
 
     # -- observer protocol (only the start matters; the subscriber carries the richer end facts) -------------
 
@@ -148,7 +150,7 @@ class GraphExport:
     def detach(self) -> None:
         """Stops listening, then ends the spans still open (the root, unfinished calls) as they stand now."""
         self._graph.remove_observer(self)
-        self._graph.remove_subscriber(self._on_end)
+        self._graph.remove_subscriber(self._subscriber)
         with self._lock:
             still_open = list(self._open.items())
             self._open.clear()
