@@ -5,20 +5,24 @@ exporter that drops the batch, so no I/O is timed):
 
 - `graph`: `begin_node(running=True) + mark_success` on a plain `ExecutionGraph` (the recorder alone);
 - `graph+otel`: the same loop with `chainwarden.otel.instrument(graph)` attached (the recorder plus export);
-- `sdk-span`: `start_span` + `set_attributes` + `end` with the very attributes the exporter writes.
+- `sdk-span`: `start_span` + `set_attributes` + `end` with the very attributes the exporter writes;
+- `sdk-child-span`: the same as a child of an open span with explicit start and end times, which is what the
+  exporter asks of the SDK (a child pays for the parent-based sampler and its context).
 
-Overhead of live export per node = (`graph+otel` − `graph`) / N; the SDK's floor is `sdk-span` / N.
+Overhead of live export per node = (`graph+otel` - `graph`) / N; the SDK's own cost of one span is
+`sdk-span` / N (`sdk-child-span` / N for a nested one).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import NonRecordingSpan, SpanKind, set_span_in_context
 
 from chainwarden import ExecutionGraph
 from chainwarden.otel import instrument
@@ -59,7 +63,7 @@ def record(graph: ExecutionGraph, root: str) -> None:
 
 
 @pytest.mark.benchmark(group="otel: live export per recorded node (10k nodes)")
-@pytest.mark.parametrize("impl", ["graph", "graph+otel", "sdk-span"])
+@pytest.mark.parametrize("impl", ["graph", "graph+otel", "sdk-span", "sdk-child-span"])
 def test_live_export_overhead(benchmark: Any, impl: str) -> None:
     tp = provider()
     if impl == "sdk-span":
@@ -73,6 +77,20 @@ def test_live_export_overhead(benchmark: Any, impl: str) -> None:
                 span.end()
 
         benchmark.pedantic(spans, rounds=5, iterations=1)
+    elif impl == "sdk-child-span":
+        tracer = tp.get_tracer("bench")
+        root = tracer.start_span("invoke_agent run")
+
+        def child_spans() -> None:
+            start, client, now = tracer.start_span, SpanKind.CLIENT, time.time_ns
+            parent = set_span_in_context(NonRecordingSpan(root.get_span_context()))
+            for _ in range(N):
+                span = start("chat gpt-4o", parent, client, START_ATTRS, start_time=now())
+                span.set_attributes(END_ATTRS)
+                span.end(end_time=now())
+
+        benchmark.pedantic(child_spans, rounds=5, iterations=1)
+        root.end()
     else:
         handles: list[Any] = []
 

@@ -19,7 +19,7 @@ from opentelemetry.trace import Span, SpanContext
 
 from chainwarden._core import ExecutionGraph, NodeEvent
 from chainwarden.otel._mapping import end_attributes, shape
-from chainwarden.otel._tracer import Tracer, finish
+from chainwarden.otel._tracer import Tracer, as_parent, finish
 
 __all__ = ["GraphExport"]
 
@@ -41,6 +41,7 @@ class GraphExport:
         self._chain_id = graph.chain_id
         self._open: dict[str, tuple[Span, int]] = {}
         self._ended: dict[str, SpanContext] = {}
+        self._as_parent: dict[str, otel_context.Context] = {}
         self._root: SpanContext | None = None
         # One lock for the span tables: two threads starting children of a not-yet-open parent open it once.
         self._lock = threading.Lock()
@@ -91,7 +92,7 @@ class GraphExport:
                 chain_id=self._chain_id,
                 metadata=node["metadata"],
             ),
-            parent=self._context_of(parent_id) if parent_id is not None else self._parent,
+            parent=self._parent_context(parent_id) if parent_id is not None else self._parent,
             start_ns=start_ns,
         )
         context = span.get_span_context()
@@ -104,6 +105,17 @@ class GraphExport:
             self._open[node_id] = (span, start_ns)
         return context
 
+    def _parent_context(self, node_id: str) -> otel_context.Context:
+        """The context a child of ``node_id`` starts in; built once per open parent (a root with many children
+        would otherwise build one per child)."""
+        cached = self._as_parent.get(node_id)
+        if cached is None:
+            ref = self._context_of(node_id)
+            cached = ref if isinstance(ref, otel_context.Context) else as_parent(ref)
+            if node_id in self._open:
+                self._as_parent[node_id] = cached
+        return cached
+
     def _remember(self, node_id: str, context: SpanContext) -> None:
         self._ended[node_id] = context
         if len(self._ended) > _ENDED_KEPT:
@@ -115,6 +127,7 @@ class GraphExport:
         node_id = event.node_id
         with self._lock:
             opened = self._open.pop(node_id, None)
+            self._as_parent.pop(node_id, None)
             if opened is None:
                 if node_id not in self._ended:
                     self._context_of(node_id)  # first seen finished: exported whole from its record
@@ -155,6 +168,7 @@ class GraphExport:
             still_open = list(self._open.items())
             self._open.clear()
             self._ended.clear()
+            self._as_parent.clear()
         now = time.time_ns()
         for node_id, (span, start_ns) in reversed(still_open):  # children before parents
             try:

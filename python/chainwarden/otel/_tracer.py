@@ -16,7 +16,7 @@ from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, SpanK
 from chainwarden._core import __version__
 from chainwarden.otel._mapping import CLIENT, SpanShape, error_description, event_fields
 
-__all__ = ["Tracer", "add_events", "current_context", "finish"]
+__all__ = ["Tracer", "add_events", "as_parent", "current_context", "finish"]
 
 _KINDS = {CLIENT: SpanKind.CLIENT}
 
@@ -46,10 +46,7 @@ class Tracer:
         start_ns: int,
         links: Iterable[SpanContext] = (),
     ) -> Span:
-        if isinstance(parent, SpanContext):
-            ctx: otel_context.Context | None = trace.set_span_in_context(NonRecordingSpan(parent))
-        else:
-            ctx = parent
+        ctx = as_parent(parent) if isinstance(parent, SpanContext) else parent
         return self._tracer.start_span(
             shape.name,
             context=ctx,
@@ -58,6 +55,11 @@ class Tracer:
             start_time=start_ns,
             links=[Link(link) for link in links] or None,
         )
+
+
+def as_parent(span_context: SpanContext) -> otel_context.Context:
+    """A context whose current span is ``span_context``: what a child span starts in."""
+    return trace.set_span_in_context(NonRecordingSpan(span_context))
 
 
 def finish(
