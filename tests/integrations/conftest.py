@@ -31,7 +31,11 @@ class Spans:
         return list(self.exporter.get_finished_spans())
 
     def by_node(self) -> dict[str, ReadableSpan]:
-        return {str((s.attributes or {})["chainwarden.node_id"]): s for s in self.finished()}
+        return {
+            str(attrs["chainwarden.node_id"]): s
+            for s in self.finished()
+            if "chainwarden.node_id" in (attrs := s.attributes or {})
+        }
 
 
 @pytest.fixture

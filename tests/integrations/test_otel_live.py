@@ -232,3 +232,36 @@ def test_runner_containment_refusal_is_a_halt(spans: Spans) -> None:
     [halted] = [s for s in spans.finished() if (s.attributes or {}).get("chainwarden.status") == "halt"]
     assert (halted.name, halted.status.status_code.name) == ("chat", "ERROR")
     assert halted.status.description == "step_limit_exceeded"
+
+
+def test_live_graph_spans_hang_under_the_span_current_at_instrument(spans: Spans) -> None:
+    tracer = spans.provider.get_tracer("app")
+    graph = ExecutionGraph()
+    with tracer.start_as_current_span("http request") as outer:
+        handle = instrument(graph, tracer_provider=spans.provider)
+    # The run happens later, outside that span: the trace still hangs under it.
+    root = graph.create_root("agent", metadata={"tags": ["a", "b"], "limits": {"steps": 3}})
+    graph.mark_success(graph.begin_node(root, "tool", "t", running=True), cost_usd=0.0)
+    handle.detach()
+    exported = spans.by_node()
+    assert exported[root].parent is not None
+    assert exported[root].parent.span_id == outer.get_span_context().span_id
+    attrs = exported[root].attributes or {}
+    assert attrs["chainwarden.metadata.tags"] == ("a", "b")
+    assert attrs["chainwarden.metadata.limits"] == '{"steps": 3}'
+
+
+def test_context_and_runner_handles_export_once(spans: Spans) -> None:
+    ctx = ExecutionContext(ExecutionConfig(max_cost_usd=1.0, max_steps=3, max_retries_total=1))
+    handle = instrument(ctx, tracer_provider=spans.provider)
+    ctx.wrap_llm_call(lambda: None, WrapOptions("only"))
+    handle.detach()
+    handle.detach()
+    assert sorted(s.name for s in spans.finished()) == ["chat", "invoke_agent chain_root"]
+    spans.exporter.clear()
+    runner = Runner(_dag(), {"task": _run_tool, "agent_message": _run_agent})
+    runner_handle = instrument(runner, tracer_provider=spans.provider)
+    runner_handle.detach()
+    runner_handle.detach()
+    runner.run_until_idle()  # after detach: not exported
+    assert [s.name for s in spans.finished()] == ["invoke_agent conv-1"]
