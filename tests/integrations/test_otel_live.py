@@ -265,3 +265,33 @@ def test_context_and_runner_handles_export_once(spans: Spans) -> None:
     runner_handle.detach()
     runner.run_until_idle()  # after detach: not exported
     assert [s.name for s in spans.finished()] == ["invoke_agent conv-1"]
+
+
+class _BrokenTracer:
+    def start_span(self, *args: object, **kwargs: object) -> None:
+        raise RuntimeError("collector misconfigured")
+
+
+class _BrokenProvider:
+    def get_tracer(self, *args: object, **kwargs: object) -> _BrokenTracer:
+        return _BrokenTracer()
+
+
+def test_a_failing_tracer_never_stops_a_runner(caplog: pytest.LogCaptureFixture) -> None:
+    runner = Runner(_dag(), {"task": _run_tool, "agent_message": _run_agent})
+    with pytest.raises(RuntimeError, match="collector"):  # the root span cannot even start: refused up front
+        instrument(runner, tracer_provider=_BrokenProvider())
+    assert "_execute" not in vars(runner)
+
+
+def test_export_errors_during_a_run_are_logged_and_the_run_goes_on(
+    spans: Spans, caplog: pytest.LogCaptureFixture
+) -> None:
+    runner = Runner(_dag(), {"task": _run_tool, "agent_message": _run_agent})
+    handle = instrument(runner, tracer_provider=spans.provider)
+    handle._export._tracer._tracer = _BrokenTracer()  # type: ignore[attr-defined]  # the SDK breaks mid-run
+    with caplog.at_level("WARNING", logger="chainwarden.otel"):
+        stats = runner.run_until_idle()
+    handle.detach()
+    assert stats.outcomes == {"finished": 3, "errored": 1}
+    assert len([r for r in caplog.records if r.name == "chainwarden.otel"]) == 4

@@ -9,9 +9,11 @@ opened at ``instrument`` time and links to the spans of the node's causal ancest
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanContext
@@ -23,6 +25,8 @@ from chainwarden.otel._tracer import Tracer, finish
 
 __all__ = ["RunnerExport"]
 
+_log = logging.getLogger("chainwarden.otel")
+_T = TypeVar("_T")
 _OUTCOME_STATUS: Final = {"finished": "success", "errored": "fail", "rejected": "halt", "cancelled": "halt"}
 _HALTED: Final = "halted:"
 _MAX_LINKS: Final = 16
@@ -59,24 +63,35 @@ class RunnerExport:
         def traced(node: Node, context: Context) -> ExecutionResult:
             if _in_node.get() == node.get("node_id"):
                 return execute(node, context)
-            span = self._open(node, context)
+            span = self._safely(self._open, node, context)
             result = execute(node, context)
-            self._close(node, span, result)
+            if span is not None:
+                self._safely(self._close, node, span, result)
             return result
 
         async def atraced(node: Node, context: Context) -> ExecutionResult:
-            span = self._open(node, context)
+            span = self._safely(self._open, node, context)
             token = _in_node.set(node.get("node_id"))
             try:
                 result = await aexecute(node, context)
             finally:
                 _in_node.reset(token)
-            self._close(node, span, result)
+            if span is not None:
+                self._safely(self._close, node, span, result)
             return result
 
         # Instance attributes shadow the methods for this runner only; detach() deletes them.
         runner._execute = traced  # type: ignore[method-assign]
         runner._aexecute = atraced  # type: ignore[method-assign]
+
+    @staticmethod
+    def _safely(step: Callable[..., _T], *args: Any) -> _T | None:
+        """Export must never stop the run: a failing tracer or exporter is logged (docs/design.md §22)."""
+        try:
+            return step(*args)
+        except Exception:
+            _log.warning("OpenTelemetry export of a DAG node failed; the run goes on", exc_info=True)
+            return None
 
     def _open(self, node: Node, context: Context) -> Span:
         node_id = str(node.get("node_id"))
