@@ -295,3 +295,17 @@ def test_export_errors_during_a_run_are_logged_and_the_run_goes_on(
     handle.detach()
     assert stats.outcomes == {"finished": 3, "errored": 1}
     assert len([r for r in caplog.records if r.name == "chainwarden.otel"]) == 4
+
+
+def test_context_export_failure_is_logged_not_raised_over_the_callers_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ctx = ExecutionContext(ExecutionConfig(max_cost_usd=1.0, max_steps=3, max_retries_total=1))
+    handle = instrument(ctx, tracer_provider=_BrokenProvider())
+    logs = caplog.at_level("WARNING", logger="chainwarden.otel")
+    with logs, pytest.raises(KeyError, match="the caller's"), handle:
+        ctx.wrap_llm_call(lambda: None)
+        raise KeyError("the caller's own error")
+    assert [r.getMessage() for r in caplog.records if r.name == "chainwarden.otel"] == [
+        "OpenTelemetry export of the chain failed"
+    ]

@@ -4,6 +4,7 @@ detached (or its ``with`` block ends): one span per call, with the calls' own ti
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from opentelemetry import context as otel_context
@@ -13,6 +14,8 @@ from chainwarden.otel._snapshot import export_snapshot_with
 from chainwarden.otel._tracer import Tracer
 
 __all__ = ["ContextExport"]
+
+_log = logging.getLogger("chainwarden.otel")
 
 
 class ContextExport:
@@ -25,9 +28,14 @@ class ContextExport:
 
     def detach(self) -> None:
         with self._lock:
-            self.exported = export_snapshot_with(
-                self._ctx.get_graph_snapshot_json(),
-                self._tracer,
-                parent=self._parent,
-                events=self._ctx.get_snapshot().events,
-            )
+            try:
+                self.exported = export_snapshot_with(
+                    self._ctx.get_graph_snapshot_json(),
+                    self._tracer,
+                    parent=self._parent,
+                    events=self._ctx.get_snapshot().events,
+                )
+            except Exception:
+                # Detaching ends a `with` block that may be unwinding the caller's own error: export
+                # problems are logged, never raised over it (docs/design.md §22).
+                _log.warning("OpenTelemetry export of the chain failed", exc_info=True)
