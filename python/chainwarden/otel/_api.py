@@ -1,0 +1,38 @@
+"""The implementations behind ``chainwarden.otel``; importing this module imports OpenTelemetry."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from chainwarden._core import ExecutionGraph
+from chainwarden.containment import ExecutionContext
+from chainwarden.dag.runner import Runner
+from chainwarden.otel._context_live import ContextExport
+from chainwarden.otel._graph_live import GraphExport
+from chainwarden.otel._handle import OtelHandle
+from chainwarden.otel._runner_live import RunnerExport
+from chainwarden.otel._snapshot import export_snapshot_with
+from chainwarden.otel._tracer import Tracer, current_context
+
+__all__ = ["export_snapshot", "instrument"]
+
+
+def export_snapshot(snapshot: object, *, tracer_provider: Any, events: Iterable[Any]) -> int:
+    if isinstance(events, str | bytes) or not isinstance(events, Iterable):
+        raise TypeError(f"events must be an iterable of safety events, got {type(events).__name__}")
+    return export_snapshot_with(snapshot, Tracer(tracer_provider), events=list(events))
+
+
+def instrument(target: object, *, tracer_provider: Any) -> OtelHandle:
+    export: GraphExport | ContextExport | RunnerExport
+    if isinstance(target, ExecutionGraph):
+        export = GraphExport(target, Tracer(tracer_provider), current_context())
+    elif isinstance(target, ExecutionContext):
+        export = ContextExport(target, Tracer(tracer_provider), current_context())
+    elif isinstance(target, Runner):
+        export = RunnerExport(target, Tracer(tracer_provider), current_context())
+    else:
+        kind = type(target).__name__
+        raise TypeError(f"target must be an ExecutionGraph, an ExecutionContext or a dag.Runner, got {kind}")
+    return OtelHandle(target, export)

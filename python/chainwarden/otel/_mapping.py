@@ -1,0 +1,180 @@
+"""How a recorded node becomes a span: names, kinds, attributes and status (docs/integrations.md).
+
+Pure functions over plain values, shared by the after-the-fact export of a snapshot and the live exporters, so
+a run looks the same whichever way it reached the collector. Names follow the OpenTelemetry GenAI semantic
+conventions: ``chat {model}`` (client span), ``execute_tool {tool}`` and ``invoke_agent {agent}`` (internal
+spans); chainwarden's own facts are under ``chainwarden.*``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+__all__ = [
+    "SpanShape",
+    "end_attributes",
+    "error_description",
+    "event_fields",
+    "shape",
+]
+
+OPERATION: Final = "gen_ai.operation.name"
+REQUEST_MODEL: Final = "gen_ai.request.model"
+INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+TOOL_NAME: Final = "gen_ai.tool.name"
+AGENT_NAME: Final = "gen_ai.agent.name"
+ERROR_TYPE: Final = "error.type"
+
+# Span kinds by name; the OTel enum is looked up where the framework is imported.
+CLIENT: Final = "CLIENT"
+INTERNAL: Final = "INTERNAL"
+
+# A graph's terminal statuses that are errors in a trace; success leaves the status unset (the conventions
+# leave OK to the application).
+ERROR_STATUSES: Final = frozenset({"fail", "halt"})
+
+
+@dataclass(frozen=True, slots=True)
+class SpanShape:
+    """The parts of a span known when a node starts."""
+
+    name: str
+    kind: str
+    attributes: dict[str, Any]
+
+
+def shape(
+    *,
+    node_id: str,
+    kind: str,
+    name: str,
+    model: str | None,
+    is_agent: bool,
+    chain_id: str | None,
+    metadata: Mapping[str, Any] | None,
+) -> SpanShape:
+    """Name, span kind and start attributes of a node. ``is_agent``: the root of a chain (or a sub-agent)."""
+    attrs: dict[str, Any] = {
+        "chainwarden.node_id": node_id,
+        "chainwarden.kind": kind,
+        "chainwarden.name": name,
+    }
+    if chain_id is not None:
+        attrs["chainwarden.chain_id"] = chain_id
+    if kind == "llm":
+        attrs[OPERATION] = "chat"
+        span_kind = CLIENT
+        if model:
+            attrs[REQUEST_MODEL] = model
+            span_name = f"chat {model}"
+        else:
+            span_name = "chat"
+    elif kind == "tool":
+        attrs[OPERATION] = "execute_tool"
+        attrs[TOOL_NAME] = name
+        span_name, span_kind = f"execute_tool {name}", INTERNAL
+    elif is_agent or kind == "system":
+        attrs[OPERATION] = "invoke_agent"
+        attrs[AGENT_NAME] = name
+        span_name, span_kind = f"invoke_agent {name}", INTERNAL
+    else:
+        # memory_read / memory_write: no GenAI operation describes them; keep chainwarden's own vocabulary.
+        span_name, span_kind = f"{kind} {name}", INTERNAL
+    if model and kind != "llm":
+        attrs[REQUEST_MODEL] = model
+    if metadata:
+        for key, value in metadata.items():
+            attrs[f"chainwarden.metadata.{key}"] = _attribute_value(value)
+    return SpanShape(span_name, span_kind, attrs)
+
+
+def end_attributes(
+    *,
+    status: str,
+    cost_usd: float,
+    tokens_in: int | None,
+    tokens_out: int | None,
+    retries: int,
+    stop_reason: str | None,
+    error_class: str | None,
+) -> dict[str, Any]:
+    """Attributes known when a node ends (or is exported still running)."""
+    attrs: dict[str, Any] = {"chainwarden.status": status, "chainwarden.cost_usd": float(cost_usd)}
+    if tokens_in is not None:
+        attrs[INPUT_TOKENS] = tokens_in
+    if tokens_out is not None:
+        attrs[OUTPUT_TOKENS] = tokens_out
+    if retries:
+        attrs["chainwarden.retries"] = retries
+    if stop_reason is not None:
+        attrs["chainwarden.stop_reason"] = stop_reason
+    if error_class is not None:
+        attrs["chainwarden.error_class"] = error_class
+    if status in ERROR_STATUSES:
+        attrs[ERROR_TYPE] = error_class or stop_reason or status
+    return attrs
+
+
+def error_description(status: str, stop_reason: str | None, error_class: str | None) -> str | None:
+    """The ERROR status description of a failed or halted node, ``None`` for any other status.
+
+    A halt is a policy stop, so its stop reason says why; a failure is an exception, so its class does."""
+    if status == "halt":
+        return stop_reason or error_class or "halt"
+    if status == "fail":
+        return error_class or stop_reason or "fail"
+    return None
+
+
+def event_fields(event: Any) -> tuple[str, dict[str, Any], int | None, str | None]:
+    """A safety event (a ``SafetyEvent`` or a divergence event dict) as (name, attributes, ns, node id).
+
+    The node id, when the event names one, is the span the event belongs to; otherwise it goes on the root."""
+    if isinstance(event, Mapping):
+        fields: Mapping[str, Any] = event
+        metadata = event.get("metadata")
+        metadata = metadata if isinstance(metadata, Mapping) else {}
+    else:
+        fields = {
+            name: getattr(event, name)
+            for name in ("event_type", "decision", "reason", "hook", "request_id", "ts")
+            if hasattr(event, name)
+        }
+        metadata = getattr(event, "metadata", None)
+        metadata = metadata if isinstance(metadata, Mapping) else {}
+    name = fields.get("event_type")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"safety event without an event_type: {event!r}")
+    attrs: dict[str, Any] = {}
+    for key in ("decision", "reason", "hook", "request_id", "severity", "detection_mode"):
+        value = fields.get(key)
+        if value is not None:
+            attrs[f"chainwarden.{key}"] = _attribute_value(getattr(value, "value", value))
+    for key, value in {**metadata, **fields}.items():
+        if (
+            key not in ("event_type", "ts", "metadata")
+            and f"chainwarden.{key}" not in attrs
+            and value is not None
+        ):
+            attrs[f"chainwarden.{key}"] = _attribute_value(getattr(value, "value", value))
+    node_id = fields.get("node_id", metadata.get("node_id"))
+    ts = fields.get("ts")
+    time_ns = int(ts.timestamp() * 1e9) if isinstance(ts, datetime) else None
+    return name, attrs, time_ns, node_id if isinstance(node_id, str) else None
+
+
+def _attribute_value(value: Any) -> Any:
+    """OTel attributes hold scalars and homogeneous lists of scalars; anything else travels as JSON text."""
+    if isinstance(value, bool | str | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
+        return list(value)
+    return json.dumps(value, default=str, sort_keys=True)
