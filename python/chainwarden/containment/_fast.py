@@ -2,72 +2,94 @@
 
 from __future__ import annotations
 
-import threading
+import inspect
 from collections.abc import Callable
+from types import FunctionType
 from typing import TYPE_CHECKING, Any, Final
 
-from chainwarden.containment._outcomes import failed, gate, refuse, succeeded
+from chainwarden._core import CallKind
+from chainwarden.containment._outcomes import failed, gate, not_sync, refuse, succeeded
+from chainwarden.containment._report import CURRENT_CALL
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.types import Decision
 
 if TYPE_CHECKING:
     from chainwarden.containment.context import ExecutionContext
 
-__all__ = ["StopNote", "sync_wrap"]
+__all__ = ["sync_wrap"]
 
 _DEFAULT_OPTIONS: Final = WrapOptions()
 _ALLOW: Final = Decision.ALLOW  # a module global is a cheaper load than an enum attribute
+_FUNCTION: Final = FunctionType
+_INT: Final = int
+# A coroutine or async generator function: calling it starts nothing (docs/design.md §21).
+_CO_ASYNC: Final = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 
-class StopNote(threading.local):
-    """Why the latest non-ALLOW call on this thread ended as it did; written only off the fast path."""
+def check_sync_callable(fn: object) -> None:
+    """``TypeError`` for what a sync wrap cannot run: non-callables and coroutine functions."""
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        raise TypeError(
+            f"fn is a coroutine function ({getattr(fn, '__qualname__', type(fn).__name__)}); "
+            "use wrap_llm_call_async / wrap_tool_call_async"
+        )
 
-    reason: str | None = None
 
-
-def sync_wrap(kind: int) -> Callable[[ExecutionContext, Callable[[], Any], WrapOptions | None], Decision]:
-    """Builds ``wrap_llm_call`` (kind 0) / ``wrap_tool_call`` (kind 1): the fast path of every
-    wrapped call, two native calls around ``fn`` when no pipeline, breaker, parent or metrics
-    need consulting."""
+def sync_wrap(kind: CallKind) -> Callable[[ExecutionContext, Callable[[], Any], WrapOptions | None], Decision]:
+    """Builds ``wrap_llm_call`` / ``wrap_tool_call``: the fast path of every wrapped call, two
+    native calls around ``fn`` when no pipeline, breaker, parent, metrics or ``cost_of`` need
+    consulting."""
+    is_llm = kind == CallKind.LLM
 
     def wrap(self: ExecutionContext, fn: Callable[[], Any], options: WrapOptions | None = None) -> Decision:
-        if not callable(fn):
-            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+        # Plain functions are checked by their code flags; anything else the slow way.
+        if fn.__class__ is not _FUNCTION or fn.__code__.co_flags & _CO_ASYNC:
+            check_sync_callable(fn)
+        s = self._s
         opts = _DEFAULT_OPTIONS if options is None else options
+        core = s.core
         try:
             name = opts.operation_name
-            node = self._core.begin(
-                self._current.get() if self._async_used else None,
+            node = core.begin(
+                s.current.get() if s.async_used else None,
                 kind,
                 name,
-                (opts.model or self._llm_model) if kind == 0 else None,
+                (opts.model or s.llm_model) if is_llm else None,
                 opts.cost_estimate_hint,
-                self._dispatch,
+                s.dispatch,
                 True,
             )
         except AttributeError:
             raise _bad_options(options) from None
-        if node < 0:
-            return refuse(self, -node, opts)
-        if self._gated:
-            verdict = gate(self, node, kind, opts)
+        if node.__class__ is not _INT:
+            return refuse(s, node, opts)
+        if s.gated:
+            verdict = gate(s, node, kind, opts)
             if verdict is not None:
                 return verdict
+        bound = CURRENT_CALL.set((core, node))
         try:
-            fn()
+            result = fn()
         except BaseException as exc:
-            return failed(self, exc, node, opts)
-        if self._plain:
-            self._core.succeed(node, name != "", opts.cost_estimate_hint)
+            CURRENT_CALL.reset(bound)
+            return failed(s, exc, node, opts)
+        CURRENT_CALL.reset(bound)
+        if result is not None and hasattr(result, "__await__"):
+            raise not_sync(s, node, opts, result)
+        if s.plain:
+            core.succeed(node, name != "", opts.cost_estimate_hint)
             return _ALLOW
-        return succeeded(self, node, kind, opts)
+        return succeeded(s, node, kind, opts, result)
 
-    wrap.__name__ = ("wrap_llm_call", "wrap_tool_call")[kind]
+    wrap.__name__ = "wrap_llm_call" if is_llm else "wrap_tool_call"
     wrap.__qualname__ = f"ExecutionContext.{wrap.__name__}"
     wrap.__doc__ = (
-        "Runs ``fn`` as one LLM call of the chain; returns ALLOW, RETRY, HALT or a pipeline verdict.",
-        "As ``wrap_llm_call`` for a tool call (tool hooks, no ``before_charge``).",
-    )[kind]
+        "Runs ``fn`` as one LLM call of the chain; returns ALLOW, RETRY, HALT or a pipeline verdict."
+        if is_llm
+        else "As ``wrap_llm_call`` for a tool call (tool hooks, no ``before_charge``)."
+    )
     return wrap
 
 
