@@ -39,7 +39,9 @@ async def test_a_half_dollar_ceiling_stops_a_dollar_per_call_provider_after_one_
         nonlocal provider_calls
         provider_calls += 1
         await asyncio.sleep(0)
-        return LlmResult(content="ok", model="sim-1", usage_unit_id=f"u{provider_calls}", cost_usd=Decimal("1.00"))
+        return LlmResult(
+            content="ok", model="sim-1", usage_unit_id=f"u{provider_calls}", cost_usd=Decimal("1.00")
+        )
 
     async def agent(ctx: RunContext) -> str:
         for _ in range(20):

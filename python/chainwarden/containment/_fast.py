@@ -21,7 +21,6 @@ __all__ = ["sync_wrap"]
 _DEFAULT_OPTIONS: Final = WrapOptions()
 _ALLOW: Final = Decision.ALLOW  # a module global is a cheaper load than an enum attribute
 _FUNCTION: Final = FunctionType
-_INT: Final = int
 # A coroutine or async generator function: calling it starts nothing (docs/design.md §21).
 _CO_ASYNC: Final = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
@@ -37,7 +36,9 @@ def check_sync_callable(fn: object) -> None:
         )
 
 
-def sync_wrap(kind: CallKind) -> Callable[[ExecutionContext, Callable[[], Any], WrapOptions | None], Decision]:
+def sync_wrap(
+    kind: CallKind,
+) -> Callable[[ExecutionContext, Callable[[], Any], WrapOptions | None], Decision]:
     """Builds ``wrap_llm_call`` / ``wrap_tool_call``: the fast path of every wrapped call, two
     native calls around ``fn`` when no pipeline, breaker, parent, metrics or ``cost_of`` need
     consulting."""
@@ -63,7 +64,7 @@ def sync_wrap(kind: CallKind) -> Callable[[ExecutionContext, Callable[[], Any], 
             )
         except AttributeError:
             raise _bad_options(options) from None
-        if node.__class__ is not _INT:
+        if not isinstance(node, int):
             return refuse(s, node, opts)
         if s.gated:
             verdict = gate(s, node, kind, opts)

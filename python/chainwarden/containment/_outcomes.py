@@ -56,7 +56,9 @@ def refusal_detail(s: ChainState, stop: StopCause, opts: WrapOptions) -> str:
     )
 
 
-def tool_ctx(s: ChainState, node_id: int, opts: WrapOptions, cost_usd: float | None = None) -> ToolCallContext:
+def tool_ctx(
+    s: ChainState, node_id: int, opts: WrapOptions, cost_usd: float | None = None
+) -> ToolCallContext:
     meta = s.metadata
     return ToolCallContext(
         request_id=meta.request_id,
@@ -76,7 +78,9 @@ def tool_ctx(s: ChainState, node_id: int, opts: WrapOptions, cost_usd: float | N
 
 
 def halt_admitted(s: ChainState, node_id: int, opts: WrapOptions, why: str) -> None:
-    s.core.fail(node_id, opts.operation_name != "", opts.cost_estimate_hint, False, CallStatus.HALTED, "", why)
+    s.core.fail(
+        node_id, opts.operation_name != "", opts.cost_estimate_hint, False, CallStatus.HALTED, "", why
+    )
     s.count_decision("HALT")
     s.note.reason = why
 
@@ -121,7 +125,9 @@ def gate(s: ChainState, node_id: int, kind: CallKind, opts: WrapOptions) -> Deci
 
 def hook_failed(s: ChainState, node_id: int, opts: WrapOptions, error_class: str = "HookError") -> None:
     # A hook that raises must not leak the call's reservations or leave its node open.
-    s.core.fail(node_id, opts.operation_name != "", opts.cost_estimate_hint, False, CallStatus.ERROR, error_class)
+    s.core.fail(
+        node_id, opts.operation_name != "", opts.cost_estimate_hint, False, CallStatus.ERROR, error_class
+    )
 
 
 def _priced(s: ChainState, result: Any, opts: WrapOptions) -> float | None:

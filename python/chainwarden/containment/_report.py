@@ -38,7 +38,9 @@ def _tokens(value: object, name: str) -> int | None:
     return value
 
 
-def report_cost(cost_usd: float | Decimal, *, tokens_in: int | None = None, tokens_out: int | None = None) -> None:
+def report_cost(
+    cost_usd: float | Decimal, *, tokens_in: int | None = None, tokens_out: int | None = None
+) -> None:
     """Charges the wrapped call this runs inside with its actual cost (and token counts).
 
     Called more than once in one call, the reports add up. The call is then settled at this

@@ -59,7 +59,7 @@ class ChainState:
         "token",
     )
 
-    def __init__(  # noqa: PLR0913, PLR0917  (one field each)
+    def __init__(  # noqa: PLR0917  (one field each)
         self,
         config: ExecutionConfig,
         metadata: ChainMetadata,

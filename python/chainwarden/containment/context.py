@@ -50,6 +50,7 @@ class ExecutionContext:
     """Containment state shared by every LLM and tool call of one chain."""
 
     __slots__ = ("__weakref__", "_closed", "_parent", "_s", "_timer")
+    _s: ChainState
 
     def __init__(  # noqa: PLR0917  (positional order of the reference API)
         self,

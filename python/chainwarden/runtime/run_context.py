@@ -155,7 +155,9 @@ class RunContext:
         except (TypeError, ValueError, RuntimeError):
             # The usage happened and is billed whatever the context thinks of the value; the call
             # is charged its estimate instead.
-            logger.warning("run %s: LLM cost %r not counted by containment", self.run_id, result.cost_usd, exc_info=True)
+            logger.warning(
+                "run %s: LLM cost %r not counted by containment", self.run_id, result.cost_usd, exc_info=True
+            )
 
     def _report(self, result: LlmResult) -> LlmResult:
         index = self._llm_calls
