@@ -19,6 +19,7 @@ __all__ = [
     "ExecutionGraph",
     "NodeEvent",
     "StopCause",
+    "open_sync_calls",
     "_BenchFloor",
     "__version__",
 ]
@@ -280,6 +281,9 @@ _RecordTuple = tuple[str, str | None, str, str, float, float | None, str, float,
 
 STOP_REASONS: tuple[str, ...]
 
+def open_sync_calls() -> tuple[int, tuple[ChainCore, int] | None]:
+    """(depth, (core, node) of the innermost) of the sync wrapped calls open on this thread."""
+
 @final
 class CallKind:
     """The kind of a contained call."""
@@ -344,6 +348,7 @@ class ChainCore:
     def node_name(self, node: int) -> str: ...
     def begin(
         self,
+        fn: object,
         parent_hint: int | None,
         kind: CallKind,
         name: str,
@@ -357,6 +362,7 @@ class ChainCore:
         self, node: int, cost_usd: float, tokens_in: int | None = None, tokens_out: int | None = None
     ) -> None: ...
     def take_report(self, node: int) -> tuple[float, int | None, int | None] | None: ...
+    def settle(self, node: int, named: bool, cost_estimate: float) -> None: ...
     def succeed(
         self,
         node: int,

@@ -130,17 +130,38 @@ def test_report_cost_outside_a_wrapped_call_is_a_clear_error() -> None:
         report_cost(1.0)
 
 
-def test_report_cost_after_the_call_ended_is_a_clear_error() -> None:
+async def test_report_cost_after_the_call_ended_is_a_clear_error() -> None:
     ctx = ctx_with(10.0)
-    leaked: list[Any] = []
+    leaked: list[contextvars.Context] = []
 
-    def leak() -> None:
+    async def leak() -> None:
         leaked.append(contextvars.copy_context())
 
-    ctx.wrap_llm_call(leak)
+    await ctx.wrap_llm_call_async(leak)
     with pytest.raises(RuntimeError, match="ended"):
         leaked[0].run(report_cost, 1.0)
     assert ctx.get_snapshot().cost_usd_accumulated == 0.0
+
+
+def test_report_cost_reaches_the_innermost_call_across_sync_and_async() -> None:
+    outer = ctx_with(10.0)
+    inner = ctx_with(10.0)
+
+    def sync_inside_async() -> None:
+        report_cost(0.5)  # the sync call, not the async one around it
+
+    async def async_call() -> None:
+        report_cost(0.25)
+        inner.wrap_tool_call(sync_inside_async)
+        report_cost(0.125)  # back in the async call
+
+    def sync_outer() -> None:
+        asyncio.run(outer.wrap_llm_call_async(async_call))
+        report_cost(1.0)  # back in the sync call of `inner`
+
+    inner.wrap_llm_call(sync_outer)
+    assert [n.cost_usd for n in inner.get_snapshot().nodes] == [0.5, 1.0]
+    assert [n.cost_usd for n in outer.get_snapshot().nodes] == [0.375]
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from typing import Any
 
 from chainwarden._core import CallKind, CallStatus
 from chainwarden.containment._outcomes import failed, gate, refuse, succeeded
-from chainwarden.containment._report import CURRENT_CALL
+from chainwarden.containment._report import CURRENT_CALL, bind
 from chainwarden.containment._state import ChainState
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.types import Decision
@@ -49,6 +49,7 @@ async def wrap_async(
     core = s.core
     s.async_used = True
     node = core.begin(
+        None,
         s.current.get(),
         kind,
         opts.operation_name,
@@ -65,7 +66,7 @@ async def wrap_async(
             return verdict
     loop = asyncio.get_running_loop()
     parent = s.current.set(node)
-    bound = CURRENT_CALL.set((core, node))
+    bound = CURRENT_CALL.set(bind(core, node))
     try:
         # The task copies the current context, so wraps and report_cost inside it find this call.
         task: asyncio.Task[Any] = loop.create_task(_run(fn))

@@ -10,9 +10,9 @@ from contextvars import Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal
 
-from chainwarden._core import CallKind, ChainCore
+from chainwarden._core import CallKind
 from chainwarden.containment._outcomes import NO_RESULT, failed, gate, refuse, succeeded
-from chainwarden.containment._report import CURRENT_CALL
+from chainwarden.containment._report import CURRENT_CALL, Binding, bind
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.types import Decision
 
@@ -39,11 +39,12 @@ class ContainedBlock:
         self._s = state
         self._kind = kind
         self._opts = opts
-        self._open: list[tuple[int, Token[int | None], Token[tuple[ChainCore, int] | None]]] = []
+        self._open: list[tuple[int, Token[int | None], Token[Binding | None]]] = []
 
     def __enter__(self) -> None:
         s, opts = self._s, self._opts
         node = s.core.begin(
+            None,
             s.current.get(),
             self._kind,
             opts.operation_name,
@@ -59,7 +60,7 @@ class ContainedBlock:
             if verdict is not None:
                 raise CallRefused(verdict, s.note.reason)
         s.async_used = True
-        self._open.append((node, s.current.set(node), CURRENT_CALL.set((s.core, node))))
+        self._open.append((node, s.current.set(node), CURRENT_CALL.set(bind(s.core, node))))
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

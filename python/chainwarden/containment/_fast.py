@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
-from types import FunctionType
 from typing import TYPE_CHECKING, Any, Final
 
 from chainwarden._core import CallKind
 from chainwarden.containment._outcomes import failed, gate, not_sync, refuse, succeeded
-from chainwarden.containment._report import CURRENT_CALL
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.types import Decision
 
@@ -20,20 +17,6 @@ __all__ = ["sync_wrap"]
 
 _DEFAULT_OPTIONS: Final = WrapOptions()
 _ALLOW: Final = Decision.ALLOW  # a module global is a cheaper load than an enum attribute
-_FUNCTION: Final = FunctionType
-# A coroutine or async generator function: calling it starts nothing (docs/design.md §21).
-_CO_ASYNC: Final = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
-
-
-def check_sync_callable(fn: object) -> None:
-    """``TypeError`` for what a sync wrap cannot run: non-callables and coroutine functions."""
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
-        raise TypeError(
-            f"fn is a coroutine function ({getattr(fn, '__qualname__', type(fn).__name__)}); "
-            "use wrap_llm_call_async / wrap_tool_call_async"
-        )
 
 
 def sync_wrap(
@@ -45,15 +28,14 @@ def sync_wrap(
     is_llm = kind == CallKind.LLM
 
     def wrap(self: ExecutionContext, fn: Callable[[], Any], options: WrapOptions | None = None) -> Decision:
-        # Plain functions are checked by their code flags; anything else the slow way.
-        if fn.__class__ is not _FUNCTION or fn.__code__.co_flags & _CO_ASYNC:
-            check_sync_callable(fn)
         s = self._s
         opts = _DEFAULT_OPTIONS if options is None else options
         core = s.core
         try:
             name = opts.operation_name
+            # The core refuses a coroutine function (docs/design.md §21) before counting anything.
             node = core.begin(
+                fn,
                 s.current.get() if s.async_used else None,
                 kind,
                 name,
@@ -70,17 +52,15 @@ def sync_wrap(
             verdict = gate(s, node, kind, opts)
             if verdict is not None:
                 return verdict
-        bound = CURRENT_CALL.set((core, node))
+        # report_cost finds this call through the core's per-thread stack of open sync calls.
         try:
             result = fn()
         except BaseException as exc:
-            CURRENT_CALL.reset(bound)
             return failed(s, exc, node, opts)
-        CURRENT_CALL.reset(bound)
         if result is not None and hasattr(result, "__await__"):
             raise not_sync(s, node, opts, result)
         if s.plain:
-            core.succeed(node, name != "", opts.cost_estimate_hint)
+            core.settle(node, name != "", opts.cost_estimate_hint)
             return _ALLOW
         return succeeded(s, node, kind, opts, result)
 

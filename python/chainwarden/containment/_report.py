@@ -1,8 +1,11 @@
 """``report_cost``: a wrapped call tells its chain what it actually cost (docs/design.md §20).
 
-Every wrap binds the call it runs to a ContextVar for the duration of the callable; the binding
-follows the call into the tasks and ``asyncio.to_thread`` workers it starts, because both copy
-the current context. The core adds the report to the open call and settles it at the call's end.
+Two bindings say which call is running. Async wraps and ``with`` blocks bind their call to a
+ContextVar, which follows it into the tasks and ``asyncio.to_thread`` workers it starts (both copy
+the current context). Sync wraps run their callable on the caller's thread, so the core keeps them
+on a per-thread stack instead: a ContextVar set and reset per call would double the cost of the
+fast path. The innermost of the two wins; the core adds the report to that open call and settles
+it at the call's end.
 """
 
 from __future__ import annotations
@@ -11,12 +14,30 @@ from contextvars import ContextVar
 from decimal import Decimal
 from typing import Final
 
-from chainwarden._core import ChainCore
+from threading import get_ident
+from typing import NamedTuple
 
-__all__ = ["CURRENT_CALL", "report_cost"]
+from chainwarden._core import ChainCore, open_sync_calls
 
-# (the chain's core, the open call's node) of the wrapped call running in this context.
-CURRENT_CALL: Final[ContextVar[tuple[ChainCore, int] | None]] = ContextVar("chainwarden_call", default=None)
+__all__ = ["CURRENT_CALL", "Binding", "bind", "report_cost"]
+
+
+class Binding(NamedTuple):
+    """An async call or block, as seen from the code it runs."""
+
+    core: ChainCore
+    node: int
+    # Where it was bound: sync calls opened on that thread after it (deeper in the stack) are
+    # nested inside it, so they take the report.
+    thread: int
+    sync_depth: int
+
+
+CURRENT_CALL: Final[ContextVar[Binding | None]] = ContextVar("chainwarden_call", default=None)
+
+
+def bind(core: ChainCore, node: int) -> Binding:
+    return Binding(core, node, get_ident(), open_sync_calls()[0])
 
 
 def _number(value: object, name: str) -> float:
@@ -52,13 +73,17 @@ def report_cost(
     cost = _number(cost_usd, "cost_usd")
     tin = _tokens(tokens_in, "tokens_in")
     tout = _tokens(tokens_out, "tokens_out")
+    depth, sync = open_sync_calls()
     bound = CURRENT_CALL.get()
-    if bound is None:
+    if bound is not None and (sync is None or (bound.thread == get_ident() and depth <= bound.sync_depth)):
+        core, node = bound.core, bound.node
+    elif sync is not None:
+        core, node = sync
+    else:
         raise RuntimeError(
             "report_cost() must be called inside a call wrapped by an ExecutionContext "
             "(wrap_llm_call, wrap_tool_call, their async forms, @ctx.llm_call or with ctx.llm_call())"
         )
-    core, node = bound
     try:
         core.report(node, cost, tin, tout)
     except KeyError:

@@ -11,9 +11,16 @@ use chainwarden_core::containment::{
 use chainwarden_core::recorder::divergence::DivergenceEvent;
 use chainwarden_core::recorder::ids::{format_id, NodeId};
 use chainwarden_core::recorder::Kind;
-use pyo3::exceptions::PyValueError;
+use std::os::raw::c_int;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::sync::PyOnceLock;
+use std::cell::RefCell;
+
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyFunction, PyList, PyTuple};
 
 use crate::errors::recorder_err;
 
@@ -212,6 +219,94 @@ pub struct ChainCore {
     inner: Contained,
 }
 
+thread_local! {
+    /// The sync calls open on this thread, innermost last: what `report_cost` charges when no
+    /// deeper async binding exists (docs/design.md §20). A sync callable runs on the thread that
+    /// wrapped it, so a thread-local stack is exact and far cheaper than a ContextVar per call.
+    static SYNC_CALLS: RefCell<Vec<(Py<ChainCore>, NodeId)>> = const { RefCell::new(Vec::new()) };
+}
+
+thread_local! {
+    /// The code object of the last plain function found to be sync, held strongly so that its
+    /// address cannot be taken by another code object while it is cached: wrapping the same
+    /// function again costs a pointer comparison.
+    static LAST_SYNC_CODE: RefCell<Option<Py<PyAny>>> = const { RefCell::new(None) };
+}
+
+static INSPECT: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
+
+const ASYNC_FLAGS: c_int = ffi::CO_COROUTINE | ffi::CO_ASYNC_GENERATOR;
+
+fn not_sync(f: &Bound<'_, PyAny>) -> PyErr {
+    let name = f
+        .getattr(intern!(f.py(), "__qualname__"))
+        .map_or_else(|_| f.get_type().to_string(), |n| n.to_string());
+    PyTypeError::new_err(format!(
+        "fn is a coroutine function ({name}); use wrap_llm_call_async / wrap_tool_call_async"
+    ))
+}
+
+/// docs/design.md §21: a sync wrap refuses what it cannot run — a non-callable, a coroutine or
+/// async generator function — with `TypeError` before anything is counted.
+fn check_sync_callable(py: Python<'_>, f: &Bound<'_, PyAny>) -> PyResult<()> {
+    if let Ok(func) = f.cast::<PyFunction>() {
+        // SAFETY: `func` is a function object; the code object is borrowed from it.
+        let code = unsafe { ffi::PyFunction_GetCode(func.as_ptr()) };
+        let cached = LAST_SYNC_CODE.with_borrow(|c| c.as_ref().is_some_and(|p| p.as_ptr() == code));
+        if cached {
+            return Ok(());
+        }
+        // SAFETY: `code` is a valid borrowed reference while `func` lives.
+        let code = unsafe { Bound::from_borrowed_ptr(py, code) };
+        let flags: c_int = code.getattr(intern!(py, "co_flags"))?.extract()?;
+        if flags & ASYNC_FLAGS != 0 {
+            return Err(not_sync(f));
+        }
+        let previous = LAST_SYNC_CODE.with_borrow_mut(|c| c.replace(code.unbind()));
+        drop(previous);
+        return Ok(());
+    }
+    if !f.is_callable() {
+        return Err(PyTypeError::new_err(format!(
+            "fn must be callable, got {}",
+            f.get_type().name()?
+        )));
+    }
+    // Bound methods, partials, objects with `__call__`: rarer, checked the thorough way.
+    let (is_coroutine, is_async_gen) = INSPECT.get_or_try_init(py, || -> PyResult<_> {
+        let inspect = py.import("inspect")?;
+        Ok((
+            inspect.getattr("iscoroutinefunction")?.unbind(),
+            inspect.getattr("isasyncgenfunction")?.unbind(),
+        ))
+    })?;
+    if is_coroutine.call1(py, (f,))?.is_truthy(py)?
+        || is_async_gen.call1(py, (f,))?.is_truthy(py)?
+    {
+        return Err(not_sync(f));
+    }
+    Ok(())
+}
+
+fn pop_sync_call(core: &ChainCore, node: NodeId) {
+    let popped = SYNC_CALLS.with_borrow_mut(|open| {
+        let i = open
+            .iter()
+            .rposition(|(c, n)| *n == node && std::ptr::eq(c.get(), core))?;
+        Some(open.remove(i))
+    });
+    drop(popped);
+}
+
+/// (depth, innermost) of the sync calls open on this thread: `innermost` is (core, node).
+#[pyfunction]
+pub fn open_sync_calls(py: Python<'_>) -> (usize, Option<(Py<ChainCore>, NodeId)>) {
+    SYNC_CALLS.with_borrow(|open| {
+        let top = open.last().map(|(c, n)| (c.clone_ref(py), *n));
+        (open.len(), top)
+    })
+}
+
 fn tokens(v: Option<u64>) -> Option<i64> {
     v.map(|t| i64::try_from(t).unwrap_or(i64::MAX))
 }
@@ -254,12 +349,15 @@ impl ChainCore {
     }
 
     /// Admits a call and returns its node (an int), or the refusing `StopCause` (the node then
-    /// exists already, halted, and is recorded). See `Contained::begin` for `parent_hint` and
+    /// exists already, halted, and is recorded). A sync wrap (`nest`) passes its callable as `fn`:
+    /// one that cannot run synchronously raises `TypeError` first, with nothing counted. See `Contained::begin` for `parent_hint` and
     /// `nest`.
     #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (r#fn, parent_hint, kind, name, model, cost_estimate, dispatch, nest))]
     fn begin(
-        &self,
+        slf: &Bound<'_, Self>,
         py: Python<'_>,
+        r#fn: &Bound<'_, PyAny>,
         parent_hint: Option<NodeId>,
         kind: CallKind,
         name: &str,
@@ -268,7 +366,11 @@ impl ChainCore {
         dispatch: bool,
         nest: bool,
     ) -> PyResult<Py<PyAny>> {
-        let begun = self
+        if nest {
+            check_sync_callable(py, r#fn)?;
+        }
+        let begun = slf
+            .get()
             .inner
             .begin(
                 parent_hint,
@@ -281,7 +383,12 @@ impl ChainCore {
             )
             .map_err(recorder_err)?;
         Ok(match begun {
-            Ok(node) => node.into_pyobject(py)?.into_any().unbind(),
+            Ok(node) => {
+                if nest {
+                    SYNC_CALLS.with_borrow_mut(|open| open.push((slf.clone().unbind(), node)));
+                }
+                node.into_pyobject(py)?.into_any().unbind()
+            }
             Err(stop) => Py::new(py, StopCause::from(stop))?.into_any(),
         })
     }
@@ -313,6 +420,16 @@ impl ChainCore {
             .map(|r| (r.cost_usd, tokens(r.tokens_in), tokens(r.tokens_out)))
     }
 
+    /// The fast path's `succeed`: settles a completed call at what it reported, else its
+    /// estimate (three positional arguments: no optional-argument parsing per call).
+    fn settle(&self, node: NodeId, named: bool, cost_estimate: f64) -> PyResult<()> {
+        pop_sync_call(self, node);
+        self.inner
+            .succeed(node, named, cost_estimate, None)
+            .map(|_| ())
+            .map_err(recorder_err)
+    }
+
     /// Settles a completed call (docs/design.md §20) and returns the cost charged: `actual_cost`
     /// when given, else what the call reported, else `cost_estimate`.
     #[pyo3(signature = (node, named, cost_estimate, actual_cost=None, tokens_in=None, tokens_out=None))]
@@ -331,6 +448,7 @@ impl ChainCore {
             tokens_in: as_u64(tokens_in),
             tokens_out: as_u64(tokens_out),
         });
+        pop_sync_call(self, node);
         self.inner
             .succeed(node, named, cost_estimate, actual)
             .map_err(recorder_err)
@@ -359,6 +477,7 @@ impl ChainCore {
             end: halt_reason.map_or(GraphEnd::Fail(error_class), GraphEnd::Halt),
             message: error_message,
         };
+        pop_sync_call(self, node);
         self.inner.fail(node, named, failure).map_err(recorder_err)
     }
 
@@ -467,5 +586,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CallKind>()?;
     m.add_class::<CallStatus>()?;
     m.add_class::<StopCause>()?;
+    m.add_function(wrap_pyfunction!(open_sync_calls, m)?)?;
     m.add("STOP_REASONS", PyTuple::new(m.py(), STOP_REASONS)?)
 }
