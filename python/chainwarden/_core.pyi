@@ -19,9 +19,9 @@ __all__ = [
     "ExecutionGraph",
     "NodeEvent",
     "StopCause",
-    "open_sync_calls",
     "_BenchFloor",
     "__version__",
+    "open_sync_calls",
 ]
 
 __version__: str

@@ -6,6 +6,7 @@ raises leaves the counters as they were, and the snapshots stay strict JSON."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 from dataclasses import dataclass
@@ -65,10 +66,8 @@ def state(ctx: ExecutionContext) -> tuple[int, float, int, float]:
 def make_call(step: Step) -> Any:
     def call() -> Any:
         for cost, tin, tout in step.reports:
-            try:
+            with contextlib.suppress(*CLEAR):
                 report_cost(cost, tokens_in=tin, tokens_out=tout)
-            except CLEAR:
-                pass
         if step.fails:
             raise ConnectionError("provider down")
         return step.returns

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from decimal import Decimal
-from typing import Final
-
 from threading import get_ident
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from chainwarden._core import ChainCore, open_sync_calls
 
