@@ -1,11 +1,14 @@
 """Typed stub of the native module (checked against the binary by mypy.stubtest)."""
 
 from collections.abc import Callable, Iterable
-from typing import Any, Final, Literal, final
+from typing import Any, ClassVar, Final, Literal, final
 
 from typing_extensions import disjoint_base
 
 __all__ = [
+    "STOP_REASONS",
+    "CallKind",
+    "CallStatus",
     "ChainCore",
     "DagEdgeError",
     "DagEngine",
@@ -15,8 +18,10 @@ __all__ = [
     "DagPreconditionError",
     "ExecutionGraph",
     "NodeEvent",
+    "StopCause",
     "_BenchFloor",
     "__version__",
+    "open_sync_calls",
 ]
 
 __version__: str
@@ -272,49 +277,123 @@ class DagEngine:
 
 # --- containment ---
 
-_RecordTuple = tuple[str, str | None, str, str, float, float | None, str, float, int]
+_RecordTuple = tuple[str, str | None, str, str, float, float | None, str, float, int, str | None]
+
+STOP_REASONS: tuple[str, ...]
+
+def open_sync_calls() -> tuple[int, tuple[ChainCore, int] | None]:
+    """(depth, (core, node) of the innermost) of the sync wrapped calls open on this thread."""
+
+@final
+class CallKind:
+    """The kind of a contained call."""
+
+    LLM: ClassVar[CallKind]
+    TOOL: ClassVar[CallKind]
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    def __int__(self) -> int: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+@final
+class CallStatus:
+    """The status of a finished contained call."""
+
+    OK: ClassVar[CallStatus]
+    HALTED: ClassVar[CallStatus]
+    ABORTED: ClassVar[CallStatus]
+    TIMEOUT: ClassVar[CallStatus]
+    ERROR: ClassVar[CallStatus]
+    @property
+    def value(self) -> str: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    def __int__(self) -> int: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+@final
+class StopCause:
+    """Why the core refused a call or cancelled the chain."""
+
+    ABORTED: ClassVar[StopCause]
+    BUDGET: ClassVar[StopCause]
+    STEPS: ClassVar[StopCause]
+    RETRIES: ClassVar[StopCause]
+    TIMEOUT: ClassVar[StopCause]
+    ESTIMATE: ClassVar[StopCause]
+    @property
+    def reason(self) -> str: ...
+    @property
+    def status(self) -> CallStatus: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    def __int__(self) -> int: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
 
 @final
 class ChainCore:
     """Limits, counters, node records and call graph of one ExecutionContext chain."""
 
     def __new__(
-        cls, max_cost_usd: float, max_steps: int, max_retries_total: int, timeout_ms: int, chain_id: str
+        cls,
+        max_cost_usd: float,
+        max_steps: int,
+        max_retries_total: int,
+        timeout_ms: int,
+        chain_id: str,
+        max_nodes: int = 0,
     ) -> ChainCore: ...
     @property
     def root_id(self) -> str: ...
     def node_name(self, node: int) -> str: ...
     def begin(
         self,
+        fn: object,
         parent_hint: int | None,
-        kind: int,
+        kind: CallKind,
         name: str,
         model: str | None,
         cost_estimate: float,
         dispatch: bool,
         nest: bool,
-    ) -> int: ...
+    ) -> int | StopCause: ...
     def dispatch(self, node: int) -> None: ...
-    def succeed(self, node: int, named: bool, cost_usd: float) -> None: ...
+    def report(
+        self, node: int, cost_usd: float, tokens_in: int | None = None, tokens_out: int | None = None
+    ) -> None: ...
+    def take_report(self, node: int) -> tuple[float, int | None, int | None] | None: ...
+    def settle(self, node: int, named: bool, cost_estimate: float) -> None: ...
+    def succeed(
+        self,
+        node: int,
+        named: bool,
+        cost_estimate: float,
+        actual_cost: float | None = None,
+        tokens_in: int | None = None,
+        tokens_out: int | None = None,
+    ) -> float: ...
     def fail(
         self,
         node: int,
         named: bool,
         cost_estimate: float,
         retry: bool,
-        status: int,
+        status: CallStatus,
         error_class: str,
         halt_reason: str | None = None,
-    ) -> int: ...
+        error_message: str | None = None,
+    ) -> str | None: ...
     def abort(self, reason: str) -> bool: ...
-    def cancel(self, cause: int) -> bool: ...
+    def cancel(self, cause: StopCause) -> bool: ...
     @property
-    def cancel_cause(self) -> int: ...
+    def cancel_cause(self) -> StopCause | None: ...
     @property
     def aborted(self) -> bool: ...
     @property
     def in_flight(self) -> int: ...
-    def add_cost(self, cost_usd: float) -> float: ...
+    @property
+    def reserved_usd(self) -> float: ...
+    def add_cost(self, cost_usd: float) -> tuple[float, bool]: ...
     def counters(self) -> tuple[int, float, int, bool, str | None, float, int]: ...
     def records(self, start: int, stop: int) -> list[_RecordTuple]: ...
     def aggregates(self) -> dict[str, Any]: ...

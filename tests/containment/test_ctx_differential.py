@@ -7,6 +7,9 @@ must agree after every call. The documented deviations are normalised explicitly
   HALT) where the reference still answers RETRY (and halts the next call);
 * the graph's ``total_retries`` counts the retries the chain consumed (the reference's graph
   stays at 0);
+* real cost (docs/design.md §20): ours settles a call at what it reports through ``report_cost``,
+  the reference always charges the estimate. The model: a call that reports exactly its
+  estimate must behave as the reference's estimated call, so half of the calls here report;
 * chain-level event types are the seed's stop reasons (``budget_exceeded``) where the reference
   says ``CHAIN_BUDGET_EXCEEDED``; ``provider_rate_limit`` / ``provider_error`` are ours only.
 """
@@ -26,7 +29,7 @@ from veronica_core.containment import WrapOptions as RefOptions
 from veronica_core.shield.budget_window import BudgetWindowHook as RefWindow
 from veronica_core.shield.pipeline import ShieldPipeline as RefPipeline
 
-from chainwarden.containment import ExecutionConfig, ExecutionContext, WrapOptions
+from chainwarden.containment import ExecutionConfig, ExecutionContext, WrapOptions, report_cost
 from chainwarden.shield import BudgetWindowHook, CircuitBreaker, ShieldPipeline
 
 OURS_ONLY = {"provider_rate_limit", "provider_error"}
@@ -37,6 +40,7 @@ class Call:
     kind: str  # "llm" | "tool" | "abort"
     cost: float
     fails: bool
+    reports: bool
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ calls = st.lists(
         kind=st.sampled_from(["llm", "llm", "tool", "tool", "abort"]),
         cost=st.sampled_from([0.0, 0.05, 0.1, 0.25, 0.5]),
         fails=st.booleans(),
+        reports=st.booleans(),
     ),
     max_size=25,
 )
@@ -88,7 +93,11 @@ def build(setup: Setup) -> tuple[ExecutionContext, Any]:
 
 
 def run_call(ctx: Any, options_type: Any, call: Call) -> Any:
+    ours = isinstance(ctx, ExecutionContext)
+
     def fn() -> None:
+        if ours and call.reports:
+            report_cost(call.cost)  # settles at the actual cost, which equals the estimate here
         if call.fails:
             raise ConnectionError("provider failed")
 

@@ -88,7 +88,7 @@ def test_raising_hook_releases_the_step_reservation() -> None:
         ctx.wrap_llm_call(lambda: None)
     snap = ctx.get_snapshot()
     assert snap.nodes[-1].status == "error"
-    assert ctx._core.in_flight == 0
+    assert ctx._s.core.in_flight == 0
 
 
 def test_reference_pipeline_and_breaker_are_accepted() -> None:
@@ -133,6 +133,6 @@ def test_raising_on_error_or_before_charge_closes_the_call() -> None:
     snap = ctx.get_snapshot()
     assert [n.status for n in snap.nodes] == ["error", "error"]
     assert (snap.step_count, snap.retries_used, snap.cost_usd_accumulated) == (0, 0, 0.0)
-    assert ctx._core.in_flight == 0
+    assert ctx._s.core.in_flight == 0
     # The estimate reservation was released too: a call using the whole budget still fits.
     assert ctx.wrap_tool_call(lambda: None, WrapOptions(cost_estimate_hint=1.0)) is Decision.ALLOW

@@ -3,6 +3,7 @@
 from chainwarden._core import ExecutionGraph, NodeEvent
 from chainwarden.containment._blocks import CallRefused
 from chainwarden.containment._events import STOP_REASONS
+from chainwarden.containment._report import report_cost
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.containment.types import (
     CancellationToken,
@@ -25,4 +26,5 @@ __all__ = [
     "NodeEvent",
     "NodeRecord",
     "WrapOptions",
+    "report_cost",
 ]

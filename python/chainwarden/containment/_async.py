@@ -1,32 +1,32 @@
-"""Async wrapping: the coroutine runs in its own task so a timeout or abort can cancel it
-mid-flight (decision 6), not merely refuse the next call."""
+"""Async wrapping: the call runs in its own task so a timeout or abort can cancel it mid-flight
+(docs/design.md §6), not merely refuse the next call. A plain (sync) callable runs in a worker
+thread (docs/design.md §21), where it can poll the chain's cancellation token."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from chainwarden._core import CallKind, CallStatus
 from chainwarden.containment._outcomes import failed, gate, refuse, succeeded
+from chainwarden.containment._report import CURRENT_CALL, bind
+from chainwarden.containment._state import ChainState
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.types import Decision
-
-if TYPE_CHECKING:
-    from chainwarden.containment.context import ExecutionContext
 
 __all__ = ["wrap_async"]
 
 _DEFAULT_OPTIONS = WrapOptions()
-_TIMEOUT_STATUS = 4
-_ERROR_STATUS = 5
 
 
-def _deadline_s(ctx: ExecutionContext, opts: WrapOptions) -> tuple[float | None, bool]:
+def _deadline_s(s: ChainState, opts: WrapOptions) -> tuple[float | None, bool]:
     """Seconds this call may run, and whether the per-call limit (not the chain's) is the tighter."""
-    chain_ms = ctx.config.timeout_ms
+    chain_ms = s.config.timeout_ms
     chain_left = None
     if chain_ms > 0:
-        chain_left = max(0.0, chain_ms / 1000.0 - ctx._core.counters()[5] / 1000.0)
+        chain_left = max(0.0, chain_ms / 1000.0 - s.core.counters()[5] / 1000.0)
     if opts.timeout_ms is None or opts.timeout_ms == 0:
         return chain_left, False
     call_s = opts.timeout_ms / 1000.0
@@ -36,9 +36,9 @@ def _deadline_s(ctx: ExecutionContext, opts: WrapOptions) -> tuple[float | None,
 
 
 async def wrap_async(
-    ctx: ExecutionContext,
-    fn: Callable[[], Awaitable[Any]],
-    kind: int,
+    s: ChainState,
+    fn: Callable[[], Awaitable[Any]] | Callable[[], Any],
+    kind: CallKind,
     options: WrapOptions | None,
 ) -> Decision:
     if not callable(fn):
@@ -46,34 +46,38 @@ async def wrap_async(
     opts = _DEFAULT_OPTIONS if options is None else options
     if not isinstance(opts, WrapOptions):
         raise TypeError(f"options must be a WrapOptions or None, got {type(opts).__name__}")
-    core = ctx._core
-    ctx._async_used = True
+    core = s.core
+    s.async_used = True
     node = core.begin(
-        ctx._current.get(),
+        None,
+        s.current.get(),
         kind,
         opts.operation_name,
-        (opts.model or ctx._llm_model) if kind == 0 else None,
+        (opts.model or s.llm_model) if kind == CallKind.LLM else None,
         opts.cost_estimate_hint,
-        not ctx._gated,
+        not s.gated,
         False,  # the task interleaves with others on this thread: its children find it by ContextVar
     )
-    if node < 0:
-        return refuse(ctx, -node, opts)
-    if ctx._gated:
-        verdict = gate(ctx, node, kind, opts)
+    if not isinstance(node, int):
+        return refuse(s, node, opts)
+    if s.gated:
+        verdict = gate(s, node, kind, opts)
         if verdict is not None:
             return verdict
     loop = asyncio.get_running_loop()
-    token = ctx._current.set(node)
+    parent = s.current.set(node)
+    bound = CURRENT_CALL.set(bind(core, node))
     try:
-        # The task copies the current context, so wraps inside it nest under this node.
-        task: asyncio.Task[Any] = loop.create_task(_await(fn))
+        # The task copies the current context, so wraps and report_cost inside it find this call.
+        task: asyncio.Task[Any] = loop.create_task(_run(fn))
     finally:
-        ctx._current.reset(token)
-    ctx._track(task, loop)
-    if core.cancel_cause:
+        CURRENT_CALL.reset(bound)
+        s.current.reset(parent)
+    s.track(task, loop)
+    if core.cancel_cause is not None:
         task.cancel()  # an abort raced with admission; the task must not run unsupervised
-    limit_s, per_call = _deadline_s(ctx, opts)
+    limit_s, per_call = _deadline_s(s, opts)
+    named = opts.operation_name != ""
     try:
         try:
             done, _ = await asyncio.wait((task,), timeout=limit_s)
@@ -82,43 +86,35 @@ async def wrap_async(
             # Not the provider's failure: no retry consumed, no breaker strike.
             task.cancel()
             await asyncio.wait((task,))
-            core.fail(
-                node,
-                opts.operation_name != "",
-                opts.cost_estimate_hint,
-                False,
-                _ERROR_STATUS,
-                "CancelledError",
-            )
+            core.fail(node, named, opts.cost_estimate_hint, False, CallStatus.ERROR, "CancelledError")
             raise
         if not done:
             task.cancel()
             await asyncio.wait((task,))
             if per_call:
-                core.fail(
-                    node,
-                    opts.operation_name != "",
-                    opts.cost_estimate_hint,
-                    False,
-                    _TIMEOUT_STATUS,
-                    "",
-                    "timeout",
-                )
+                core.fail(node, named, opts.cost_estimate_hint, False, CallStatus.TIMEOUT, "", "timeout")
                 name = core.node_name(node)
                 detail = f"call {opts.operation_name or name} exceeded timeout_ms={opts.timeout_ms}"
-                ctx._emit("timeout", detail, node_id=name)
-                ctx._note.reason = "timeout"
+                s.emit("timeout", detail, node_id=name)
+                s.note.reason = "timeout"
                 return Decision.HALT
-            ctx._on_timeout()
+            s.on_timeout()
     finally:
-        ctx._untrack(task)
+        s.untrack(task)
     if task.cancelled():
-        return failed(ctx, asyncio.CancelledError(), node, opts)
+        return failed(s, asyncio.CancelledError(), node, opts)
     exc = task.exception()
     if exc is not None:
-        return failed(ctx, exc, node, opts)
-    return succeeded(ctx, node, kind, opts)
+        return failed(s, exc, node, opts)
+    return succeeded(s, node, kind, opts, task.result())
 
 
-async def _await(fn: Callable[[], Awaitable[Any]]) -> Any:
-    return await fn()
+async def _run(fn: Callable[[], Any]) -> Any:
+    if inspect.iscoroutinefunction(fn):
+        return await fn()
+    # docs/design.md §21: a plain callable must not block the loop. If it returns an awaitable
+    # (``lambda: client.complete()``), that is awaited here, on the loop.
+    result = await asyncio.to_thread(fn)
+    if inspect.isawaitable(result):
+        return await result
+    return result

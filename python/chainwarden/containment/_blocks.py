@@ -10,12 +10,14 @@ from contextvars import Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal
 
-from chainwarden.containment._outcomes import failed, gate, refuse, succeeded
+from chainwarden._core import CallKind
+from chainwarden.containment._outcomes import NO_RESULT, failed, gate, refuse, succeeded
+from chainwarden.containment._report import CURRENT_CALL, Binding, bind
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.types import Decision
 
 if TYPE_CHECKING:
-    from chainwarden.containment.context import ExecutionContext
+    from chainwarden.containment._state import ChainState
 
 __all__ = ["CallRefused", "ContainedBlock"]
 
@@ -33,44 +35,47 @@ class ContainedBlock:
     """One use per ``with`` statement: entering admits the call (or raises ``CallRefused``),
     leaving closes it — success when the block completes, a counted failure when it raises."""
 
-    def __init__(self, ctx: ExecutionContext, kind: int, opts: WrapOptions) -> None:
-        self._ctx = ctx
+    def __init__(self, state: ChainState, kind: CallKind, opts: WrapOptions) -> None:
+        self._s = state
         self._kind = kind
         self._opts = opts
-        self._open: list[tuple[int, Token[int | None]]] = []
+        self._open: list[tuple[int, Token[int | None], Token[Binding | None]]] = []
 
     def __enter__(self) -> None:
-        ctx, opts = self._ctx, self._opts
-        node = ctx._core.begin(
-            ctx._current.get(),
+        s, opts = self._s, self._opts
+        node = s.core.begin(
+            None,
+            s.current.get(),
             self._kind,
             opts.operation_name,
-            (opts.model or ctx._llm_model) if self._kind == 0 else None,
+            (opts.model or s.llm_model) if self._kind == CallKind.LLM else None,
             opts.cost_estimate_hint,
-            not ctx._gated,
+            not s.gated,
             False,
         )
-        if node < 0:
-            raise CallRefused(refuse(ctx, -node, opts), ctx.last_stop_reason)
-        if ctx._gated:
-            verdict = gate(ctx, node, self._kind, opts)
+        if not isinstance(node, int):
+            raise CallRefused(refuse(s, node, opts), s.note.reason)
+        if s.gated:
+            verdict = gate(s, node, self._kind, opts)
             if verdict is not None:
-                raise CallRefused(verdict, ctx.last_stop_reason)
-        ctx._async_used = True
-        self._open.append((node, ctx._current.set(node)))
+                raise CallRefused(verdict, s.note.reason)
+        s.async_used = True
+        self._open.append((node, s.current.set(node), CURRENT_CALL.set(bind(s.core, node))))
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> Literal[False]:
-        ctx = self._ctx
-        node, token = self._open.pop()
-        ctx._current.reset(token)
+        s = self._s
+        node, parent, bound = self._open.pop()
+        CURRENT_CALL.reset(bound)
+        s.current.reset(parent)
         if exc is None:
-            decision = succeeded(ctx, node, self._kind, self._opts)
+            # A block has no result: it is charged what it reported, else its estimate.
+            decision = succeeded(s, node, self._kind, self._opts, NO_RESULT)
             if decision is not Decision.ALLOW:
-                raise CallRefused(decision, ctx.last_stop_reason)
+                raise CallRefused(decision, s.note.reason)
             return False
-        decision = failed(ctx, exc, node, self._opts)
+        decision = failed(s, exc, node, self._opts)
         if decision is Decision.RETRY:
             return False  # the block's own exception goes on, counted
-        raise CallRefused(decision, ctx.last_stop_reason) from exc
+        raise CallRefused(decision, s.note.reason) from exc

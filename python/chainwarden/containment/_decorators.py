@@ -13,12 +13,14 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from chainwarden._core import CallKind
 from chainwarden.containment._async import wrap_async
 from chainwarden.containment._blocks import CallRefused, ContainedBlock
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.types import Decision
 
 if TYPE_CHECKING:
+    from chainwarden.containment._state import ChainState
     from chainwarden.containment.context import ExecutionContext
 
 __all__ = ["CallRefused", "contained"]
@@ -39,15 +41,21 @@ def _outcome(ctx: ExecutionContext, decision: Decision, box: list[Any], errors: 
 class Contained(ContainedBlock):
     """What ``ctx.llm_call(...)`` returns: a decorator, and a context manager for one block."""
 
+    def __init__(self, ctx: ExecutionContext, state: ChainState, kind: CallKind, opts: WrapOptions) -> None:
+        super().__init__(state, kind, opts)
+        self._ctx = ctx
+
     def __call__(self, fn: Callable[..., Any]) -> Any:
-        return _decorate(self._ctx, self._kind, self._opts, fn)
+        return _decorate(self._ctx, self._s, self._kind, self._opts, fn)
 
 
-def contained(ctx: ExecutionContext, kind: int, opts: WrapOptions) -> Contained:
-    return Contained(ctx, kind, opts)
+def contained(ctx: ExecutionContext, state: ChainState, kind: CallKind, opts: WrapOptions) -> Contained:
+    return Contained(ctx, state, kind, opts)
 
 
-def _decorate(ctx: ExecutionContext, kind: int, opts: WrapOptions, fn: Callable[..., Any]) -> Any:
+def _decorate(
+    ctx: ExecutionContext, state: ChainState, kind: CallKind, opts: WrapOptions, fn: Callable[..., Any]
+) -> Any:
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
@@ -55,14 +63,16 @@ def _decorate(ctx: ExecutionContext, kind: int, opts: WrapOptions, fn: Callable[
             box: list[Any] = []
             errors: list[BaseException] = []
 
-            async def thunk() -> None:
+            async def thunk() -> Any:
                 try:
-                    box.append(await fn(*args, **kwargs))
+                    result = await fn(*args, **kwargs)
                 except BaseException as exc:
                     errors.append(exc)
                     raise
+                box.append(result)
+                return result  # for the context's cost_of
 
-            decision = await wrap_async(ctx, thunk, kind, opts)
+            decision = await wrap_async(state, thunk, kind, opts)
             return _outcome(ctx, decision, box, errors)
 
         return run_async
@@ -72,14 +82,16 @@ def _decorate(ctx: ExecutionContext, kind: int, opts: WrapOptions, fn: Callable[
         box: list[Any] = []
         errors: list[BaseException] = []
 
-        def thunk() -> None:
+        def thunk() -> Any:
             try:
-                box.append(fn(*args, **kwargs))
+                result = fn(*args, **kwargs)
             except BaseException as exc:
                 errors.append(exc)
                 raise
+            box.append(result)
+            return result  # for the context's cost_of
 
-        wrap = ctx.wrap_llm_call if kind == 0 else ctx.wrap_tool_call
+        wrap = ctx.wrap_llm_call if kind == CallKind.LLM else ctx.wrap_tool_call
         return _outcome(ctx, wrap(thunk, opts), box, errors)
 
     return run

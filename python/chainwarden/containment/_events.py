@@ -1,4 +1,4 @@
-"""The chain-level event log and the stop reasons of seed 003 §6."""
+"""The chain-level event log and the stop reasons of docs/design.md §5 (seed 003 §6)."""
 
 from __future__ import annotations
 
@@ -6,23 +6,14 @@ import threading
 from collections.abc import Iterable
 from typing import Any, Final
 
+from chainwarden._core import STOP_REASONS as _NATIVE_STOP_REASONS
 from chainwarden.shield.event import SafetyEvent
 from chainwarden.shield.types import Decision
 
 __all__ = ["STOP_REASONS", "EventLog", "stop_event"]
 
-STOP_REASONS: Final = frozenset(
-    {
-        "budget_exceeded",
-        "retry_budget_exceeded",
-        "circuit_open",
-        "step_limit_exceeded",
-        "timeout",
-        "aborted",
-        "provider_rate_limit",
-        "provider_error",
-    }
-)
+# docs/design.md §5: the core's list, the one definition of the stop reasons.
+STOP_REASONS: Final = frozenset(_NATIVE_STOP_REASONS)
 
 # Enough for any sane chain; a flood of identical limit hits is deduplicated before this matters.
 MAX_EVENTS: Final = 1000

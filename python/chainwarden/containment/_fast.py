@@ -2,72 +2,75 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from chainwarden.containment._outcomes import failed, gate, refuse, succeeded
+from chainwarden._core import CallKind
+from chainwarden.containment._outcomes import failed, gate, not_sync, refuse, succeeded
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.types import Decision
 
 if TYPE_CHECKING:
     from chainwarden.containment.context import ExecutionContext
 
-__all__ = ["StopNote", "sync_wrap"]
+__all__ = ["sync_wrap"]
 
 _DEFAULT_OPTIONS: Final = WrapOptions()
 _ALLOW: Final = Decision.ALLOW  # a module global is a cheaper load than an enum attribute
 
 
-class StopNote(threading.local):
-    """Why the latest non-ALLOW call on this thread ended as it did; written only off the fast path."""
-
-    reason: str | None = None
-
-
-def sync_wrap(kind: int) -> Callable[[ExecutionContext, Callable[[], Any], WrapOptions | None], Decision]:
-    """Builds ``wrap_llm_call`` (kind 0) / ``wrap_tool_call`` (kind 1): the fast path of every
-    wrapped call, two native calls around ``fn`` when no pipeline, breaker, parent or metrics
-    need consulting."""
+def sync_wrap(
+    kind: CallKind,
+) -> Callable[[ExecutionContext, Callable[[], Any], WrapOptions | None], Decision]:
+    """Builds ``wrap_llm_call`` / ``wrap_tool_call``: the fast path of every wrapped call, two
+    native calls around ``fn`` when no pipeline, breaker, parent, metrics or ``cost_of`` need
+    consulting."""
+    is_llm = kind == CallKind.LLM
 
     def wrap(self: ExecutionContext, fn: Callable[[], Any], options: WrapOptions | None = None) -> Decision:
-        if not callable(fn):
-            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+        s = self._s
         opts = _DEFAULT_OPTIONS if options is None else options
+        core = s.core
         try:
             name = opts.operation_name
-            node = self._core.begin(
-                self._current.get() if self._async_used else None,
+            # The core refuses a coroutine function (docs/design.md §21) before counting anything.
+            node = core.begin(
+                fn,
+                s.current.get() if s.async_used else None,
                 kind,
                 name,
-                (opts.model or self._llm_model) if kind == 0 else None,
+                (opts.model or s.llm_model) if is_llm else None,
                 opts.cost_estimate_hint,
-                self._dispatch,
+                s.dispatch,
                 True,
             )
         except AttributeError:
             raise _bad_options(options) from None
-        if node < 0:
-            return refuse(self, -node, opts)
-        if self._gated:
-            verdict = gate(self, node, kind, opts)
+        if not isinstance(node, int):
+            return refuse(s, node, opts)
+        if s.gated:
+            verdict = gate(s, node, kind, opts)
             if verdict is not None:
                 return verdict
+        # report_cost finds this call through the core's per-thread stack of open sync calls.
         try:
-            fn()
+            result = fn()
         except BaseException as exc:
-            return failed(self, exc, node, opts)
-        if self._plain:
-            self._core.succeed(node, name != "", opts.cost_estimate_hint)
+            return failed(s, exc, node, opts)
+        if result is not None and hasattr(result, "__await__"):
+            raise not_sync(s, node, opts, result)
+        if s.plain:
+            core.settle(node, name != "", opts.cost_estimate_hint)
             return _ALLOW
-        return succeeded(self, node, kind, opts)
+        return succeeded(s, node, kind, opts, result)
 
-    wrap.__name__ = ("wrap_llm_call", "wrap_tool_call")[kind]
+    wrap.__name__ = "wrap_llm_call" if is_llm else "wrap_tool_call"
     wrap.__qualname__ = f"ExecutionContext.{wrap.__name__}"
     wrap.__doc__ = (
-        "Runs ``fn`` as one LLM call of the chain; returns ALLOW, RETRY, HALT or a pipeline verdict.",
-        "As ``wrap_llm_call`` for a tool call (tool hooks, no ``before_charge``).",
-    )[kind]
+        "Runs ``fn`` as one LLM call of the chain; returns ALLOW, RETRY, HALT or a pipeline verdict."
+        if is_llm
+        else "As ``wrap_llm_call`` for a tool call (tool hooks, no ``before_charge``)."
+    )
     return wrap
 
 

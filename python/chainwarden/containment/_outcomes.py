@@ -1,76 +1,69 @@
 """What happens to a wrapped call besides the fast path: refusals, pipeline and breaker gates,
-completion with side effects, and failures (retry budget, cancellation, provider_error)."""
+settlement with side effects, and failures. The core decides every containment rule (which
+limit refuses, what the retry budget says, what a call is charged); this module only runs the
+Python objects around it (pipeline, breaker, metrics, ``cost_of``) and logs the stops."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+import logging
+import math
+from decimal import Decimal
+from typing import Any, Final
 
+from chainwarden._core import CallKind, CallStatus, StopCause
+from chainwarden.containment._state import ChainState
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.policy import PolicyContext
 from chainwarden.shield.types import Decision, ToolCallContext
 
-if TYPE_CHECKING:
-    from chainwarden.containment.context import ExecutionContext
+__all__ = ["NO_RESULT", "failed", "gate", "not_sync", "refuse", "succeeded"]
 
-__all__ = ["failed", "gate", "refuse", "succeeded"]
+logger = logging.getLogger("chainwarden.containment")
 
-# ChainCore outcome codes (see rust/py/src/containment.rs).
-_HALTED, _ABORTED, _TIMEOUT, _ERROR = 2, 3, 4, 5
-# ChainCore stop codes -> seed 003 §6 stop reason (index = code).
-_STOPS: Final = (
-    "",
-    "aborted",
-    "budget_exceeded",
-    "step_limit_exceeded",
-    "retry_budget_exceeded",
-    "timeout",
-    "budget_exceeded",
-)
-CAUSE_ABORTED, CAUSE_BUDGET, CAUSE_TIMEOUT = 1, 2, 5
-# Cancellation cause -> (stop reason, node status) of a call that was running when it happened.
-_CANCELLED: Final[dict[int, tuple[str, int]]] = {
-    CAUSE_ABORTED: ("aborted", _ABORTED),
-    CAUSE_BUDGET: ("budget_exceeded", _HALTED),
-    CAUSE_TIMEOUT: ("timeout", _TIMEOUT),
-}
+# What a ``with ctx.llm_call():`` block hands to settlement: it has no result for ``cost_of``.
+NO_RESULT: Final = object()
 
 
 def _window_halt(events: list[Any]) -> bool:
     return any(e.hook == "BudgetWindowHook" and e.decision == Decision.HALT for e in events)
 
 
-def refuse(ctx: ExecutionContext, code: int, opts: WrapOptions) -> Decision:
-    stop_reason = _STOPS[code]
-    if code == CAUSE_TIMEOUT:
-        ctx._on_timeout()
-    elif code != CAUSE_ABORTED:
-        ctx._forced_stop(stop_reason, refusal_detail(ctx, code, opts))
-    ctx._note.reason = stop_reason
-    count_decision(ctx, "HALT")
+def refuse(s: ChainState, stop: StopCause, opts: WrapOptions) -> Decision:
+    reason = stop.reason
+    if stop == StopCause.TIMEOUT:
+        s.on_timeout()
+    elif stop != StopCause.ABORTED:
+        s.forced_stop(reason, refusal_detail(s, stop, opts))
+    s.note.reason = reason
+    s.count_decision("HALT")
     return Decision.HALT
 
 
-def refusal_detail(ctx: ExecutionContext, code: int, opts: WrapOptions) -> str:
-    cfg = ctx._config
-    if code == 2:
-        cost = ctx._core.counters()[1]
+def refusal_detail(s: ChainState, stop: StopCause, opts: WrapOptions) -> str:
+    cfg = s.config
+    if stop == StopCause.BUDGET:
+        cost = s.core.counters()[1]
         return f"cost ${cost:.4f} >= ceiling ${cfg.max_cost_usd:.4f}"
-    if code == 3:
+    if stop == StopCause.STEPS:
         return f"step limit {cfg.max_steps} reached"
-    if code == 4:
+    if stop == StopCause.RETRIES:
         return f"retry budget {cfg.max_retries_total} exhausted"
     hint = opts.cost_estimate_hint
-    return f"cost estimate ${hint:.4f} would exceed chain ceiling ${cfg.max_cost_usd:.4f}"
+    reserved = s.core.reserved_usd
+    return (
+        f"cost estimate ${hint:.4f} (with ${reserved:.4f} reserved by calls in flight) "
+        f"would exceed chain ceiling ${cfg.max_cost_usd:.4f}"
+    )
 
 
 def tool_ctx(
-    ctx: ExecutionContext, node_id: int, opts: WrapOptions, cost_usd: float | None = None
+    s: ChainState, node_id: int, opts: WrapOptions, cost_usd: float | None = None
 ) -> ToolCallContext:
-    meta = ctx._metadata
+    meta = s.metadata
     return ToolCallContext(
         request_id=meta.request_id,
         user_id=meta.user_id,
-        session_id=ctx._core.node_name(node_id),
+        session_id=s.core.node_name(node_id),
         tool_name=opts.operation_name or None,
         model=opts.model or meta.model,
         cost_usd=cost_usd,
@@ -84,113 +77,191 @@ def tool_ctx(
     )
 
 
-def halt_admitted(ctx: ExecutionContext, node_id: int, opts: WrapOptions, why: str) -> None:
-    ctx._core.fail(node_id, opts.operation_name != "", opts.cost_estimate_hint, False, _HALTED, "", why)
-    count_decision(ctx, "HALT")
-    ctx._note.reason = why
+def halt_admitted(s: ChainState, node_id: int, opts: WrapOptions, why: str) -> None:
+    s.core.fail(
+        node_id, opts.operation_name != "", opts.cost_estimate_hint, False, CallStatus.HALTED, "", why
+    )
+    s.count_decision("HALT")
+    s.note.reason = why
 
 
-def gate(ctx: ExecutionContext, node_id: int, kind: int, opts: WrapOptions) -> Decision | None:
+def gate(s: ChainState, node_id: int, kind: CallKind, opts: WrapOptions) -> Decision | None:
     """Pipeline, then circuit breaker. Returns the refusing decision, or None to dispatch."""
     try:
-        pipeline = ctx._pipeline
+        pipeline = s.pipeline
         if pipeline is not None:
-            tctx = tool_ctx(ctx, node_id, opts)
-            raw = pipeline.before_llm_call(tctx) if kind == 0 else pipeline.before_tool_call(tctx)
+            tctx = tool_ctx(s, node_id, opts)
+            raw = pipeline.before_llm_call(tctx) if kind == CallKind.LLM else pipeline.before_tool_call(tctx)
             if raw != Decision.ALLOW:
                 verdict = Decision(str(getattr(raw, "value", raw)))
                 why = "pipeline_halt"
-                if verdict is Decision.HALT and _window_halt(ctx._mirror_pipeline()):
+                if verdict is Decision.HALT and _window_halt(s.mirror_pipeline()):
                     why = "provider_rate_limit"
-                    ctx._forced_stop(why, "BudgetWindowHook returned HALT")
+                    s.forced_stop(why, "BudgetWindowHook returned HALT")
                 else:
-                    ctx._mirror_pipeline()
-                halt_admitted(ctx, node_id, opts, why)
+                    s.mirror_pipeline()
+                halt_admitted(s, node_id, opts, why)
                 return verdict
-        breaker = ctx._breaker
+        breaker = s.breaker
         if breaker is not None:
-            steps, cost = ctx._core.counters()[:2]
+            steps, cost = s.core.counters()[:2]
             policy_ctx = PolicyContext(
                 cost_usd=cost,
                 step_count=steps,
-                chain_id=ctx._metadata.chain_id,
-                entity_id=ctx._metadata.user_id or "",
+                chain_id=s.metadata.chain_id,
+                entity_id=s.metadata.user_id or "",
             )
             decision = breaker.check(policy_ctx)
             if not decision.allowed:
-                ctx._forced_stop("circuit_open", f"circuit breaker denied: {decision.reason}")
-                halt_admitted(ctx, node_id, opts, "circuit_open")
+                s.forced_stop("circuit_open", f"circuit breaker denied: {decision.reason}")
+                halt_admitted(s, node_id, opts, "circuit_open")
                 return Decision.HALT
     except BaseException:
-        hook_failed(ctx, node_id, opts)
+        hook_failed(s, node_id, opts)
         raise
-    ctx._core.dispatch(node_id)
+    s.core.dispatch(node_id)
     return None
 
 
-def hook_failed(ctx: ExecutionContext, node_id: int, opts: WrapOptions) -> None:
+def hook_failed(s: ChainState, node_id: int, opts: WrapOptions, error_class: str = "HookError") -> None:
     # A hook that raises must not leak the call's reservations or leave its node open.
-    ctx._core.fail(node_id, opts.operation_name != "", opts.cost_estimate_hint, False, _ERROR, "HookError")
+    s.core.fail(
+        node_id, opts.operation_name != "", opts.cost_estimate_hint, False, CallStatus.ERROR, error_class
+    )
 
 
-def succeeded(ctx: ExecutionContext, node_id: int, kind: int, opts: WrapOptions) -> Decision:
-    cost = opts.cost_estimate_hint
-    if kind == 0 and cost > 0.0 and ctx._pipeline is not None:
+def _priced(s: ChainState, result: Any, opts: WrapOptions) -> float | None:
+    """``cost_of(result)``, or None when it has no answer. A raising or invalid ``cost_of`` is a
+    user callback failing: logged, and the call is charged its estimate (docs/design.md §22)."""
+    cost_of = s.cost_of
+    if cost_of is None or result is NO_RESULT:
+        return None
+    try:
+        cost = cost_of(result)
+    except Exception:
+        logger.warning(
+            "cost_of raised for call %r; charging its estimate", opts.operation_name, exc_info=True
+        )
+        return None
+    if cost is None:
+        return None
+    value = -1.0
+    if not isinstance(cost, bool) and isinstance(cost, int | float | Decimal):
         try:
-            raw = ctx._pipeline.before_charge(tool_ctx(ctx, node_id, opts, cost), cost)
+            value = float(cost)
+        except (OverflowError, ValueError):
+            value = -1.0
+    if not 0.0 <= value < math.inf:
+        logger.warning(
+            "cost_of returned %r for call %r (not a finite number >= 0); charging its estimate",
+            cost,
+            opts.operation_name,
+        )
+        return None
+    return value
+
+
+def succeeded(s: ChainState, node_id: int, kind: CallKind, opts: WrapOptions, result: Any) -> Decision:
+    """Settles a completed call (docs/design.md §20): charged what it reported, else what
+    ``cost_of(result)`` says, else its estimate."""
+    core = s.core
+    estimate = opts.cost_estimate_hint
+    named = opts.operation_name != ""
+    reported = core.take_report(node_id)
+    if reported is not None:
+        actual: float | None
+        actual, tokens_in, tokens_out = reported
+    else:
+        actual, tokens_in, tokens_out = _priced(s, result, opts), None, None
+    cost = estimate if actual is None else actual
+    if kind == CallKind.LLM and cost > 0.0 and s.pipeline is not None:
+        try:
+            raw = s.pipeline.before_charge(tool_ctx(s, node_id, opts, cost), cost)
         except BaseException:
-            hook_failed(ctx, node_id, opts)
+            hook_failed(s, node_id, opts)
             raise
         if raw != Decision.ALLOW:
-            ctx._mirror_pipeline()
-            halt_admitted(ctx, node_id, opts, "before_charge_halt")
+            s.mirror_pipeline()
+            halt_admitted(s, node_id, opts, "before_charge_halt")
             return Decision(str(getattr(raw, "value", raw)))
-    ctx._core.succeed(node_id, opts.operation_name != "", cost)
-    if ctx._breaker is not None:
-        ctx._breaker.record_success()
-    if cost > 0.0 and ctx._parent is not None:
-        ctx._parent._propagate_child_cost(cost)
-    if ctx._metrics is not None:
-        ctx._metrics.record_cost(ctx._metadata.chain_id, cost)
-        count_decision(ctx, "ALLOW")
+    cost = core.succeed(node_id, named, estimate, actual, tokens_in, tokens_out)
+    if s.breaker is not None:
+        s.breaker.record_success()
+    if cost > 0.0 and s.parent is not None:
+        s.parent.propagate_child_cost(cost)
+    if s.metrics is not None:
+        s.metrics.record_cost(s.metadata.chain_id, cost)
+        s.count_decision("ALLOW")
     return Decision.ALLOW
 
 
-def failed(ctx: ExecutionContext, exc: BaseException, node_id: int, opts: WrapOptions) -> Decision:
-    cause = ctx._core.cancel_cause
-    if cause:
+def not_sync(s: ChainState, node_id: int, opts: WrapOptions, result: Any) -> TypeError:
+    """docs/design.md §21: a sync wrap whose callable returned an awaitable. Nothing is counted
+    (the node closes as an error without a step, a cost or a retry) and the awaitable is closed
+    so it does not warn that it was never awaited."""
+    hook_failed(s, node_id, opts, "TypeError")
+    close = getattr(result, "close", None)
+    if callable(close):
+        close()
+    return TypeError(
+        f"a sync wrap got a callable returning {type(result).__name__}; "
+        "use wrap_llm_call_async / wrap_tool_call_async for coroutines"
+    )
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:
+        return f"<unprintable {type(exc).__name__}>"
+
+
+def failed(s: ChainState, exc: BaseException, node_id: int, opts: WrapOptions) -> Decision:
+    core = s.core
+    named = opts.operation_name != ""
+    estimate = opts.cost_estimate_hint
+    if logger.isEnabledFor(logging.DEBUG):
+        # docs/design.md §22: the record keeps the message; the traceback goes to the log.
+        logger.debug("contained call %r failed", opts.operation_name, exc_info=exc)
+    cause = core.cancel_cause
+    if cause is not None:
         # The chain was cancelled while the call ran: its failure is the cancellation's doing.
-        why, status = _CANCELLED[cause]
-        ctx._core.fail(node_id, opts.operation_name != "", opts.cost_estimate_hint, False, status, "", why)
-        ctx._note.reason = why
+        why = cause.reason
+        core.fail(node_id, named, estimate, False, cause.status, "", why, _message(exc))
+        s.note.reason = why
         reraise_signals(exc)
         return Decision.HALT
-    pipeline = ctx._pipeline
+    pipeline = s.pipeline
     try:
-        verdict = Decision.RETRY if pipeline is None else pipeline.on_error(tool_ctx(ctx, node_id, opts), exc)
-        if ctx._breaker is not None:
-            ctx._breaker.record_failure(error=exc)
+        verdict = Decision.RETRY if pipeline is None else pipeline.on_error(tool_ctx(s, node_id, opts), exc)
+        if s.breaker is not None:
+            s.breaker.record_failure(error=exc)
     except BaseException:
-        hook_failed(ctx, node_id, opts)
+        hook_failed(s, node_id, opts)
         raise
     if verdict == Decision.HALT:
-        ctx._mirror_pipeline()
-        halt_admitted(ctx, node_id, opts, "pipeline_halt")
+        s.mirror_pipeline()
+        core.fail(node_id, named, estimate, False, CallStatus.HALTED, "", "pipeline_halt", _message(exc))
+        s.count_decision("HALT")
+        s.note.reason = "pipeline_halt"
         reraise_signals(exc)
         return Decision.HALT
-    retries = ctx._core.fail(
-        node_id, opts.operation_name != "", opts.cost_estimate_hint, True, _ERROR, type(exc).__name__
-    )
-    if retries >= ctx._config.max_retries_total:
-        # seed 003 §6 provider_error: a failure that drains the retry budget stops the chain
-        # now (the core has halted the node with this reason).
-        detail = f"{type(exc).__name__} exhausted the retry budget of {ctx._config.max_retries_total}"
-        ctx._forced_stop("provider_error", detail, error_class=type(exc).__name__)
-        ctx._note.reason = "provider_error"
+    error_class = type(exc).__name__
+    stop = core.fail(node_id, named, estimate, True, CallStatus.ERROR, error_class, None, _message(exc))
+    if stop is not None:
+        # docs/design.md §5 provider_error: the failure that drains the retry budget stops the
+        # chain now; retry_budget_exceeded: calls on other threads drained it first.
+        budget = s.config.max_retries_total
+        if stop == "provider_error":
+            detail = f"{error_class} exhausted the retry budget of {budget}"
+        else:
+            detail = f"retry budget {budget} exhausted"
+        s.forced_stop(stop, detail, error_class=error_class)
+        s.note.reason = stop
         reraise_signals(exc)
         return Decision.HALT
     reraise_signals(exc)
-    ctx._note.reason = "retry"
+    s.note.reason = "retry"
     return Decision.RETRY
 
 
@@ -198,8 +269,3 @@ def reraise_signals(exc: BaseException) -> None:
     # Ctrl-C and interpreter exit belong to the process, not to the chain's retry logic.
     if isinstance(exc, KeyboardInterrupt | SystemExit):
         raise exc
-
-
-def count_decision(ctx: ExecutionContext, decision: str) -> None:
-    if ctx._metrics is not None:
-        ctx._metrics.record_decision(ctx._metadata.chain_id, decision)

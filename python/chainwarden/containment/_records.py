@@ -19,7 +19,7 @@ __all__ = ["NodeRecordView"]
 _CHUNK = 1024
 
 
-_Row = tuple[str, str | None, str, str, float, float | None, str, float, int]
+_Row = tuple[str, str | None, str, str, float, float | None, str, float, int, str | None]
 
 
 def _build_all(rows: list[_Row]) -> list[NodeRecord]:
@@ -43,8 +43,9 @@ def _build_all(rows: list[_Row]) -> list[NodeRecord]:
             status,  # type: ignore[arg-type]  # the core only emits NodeStatus values
             cost,
             retries,
+            error_message,
         )
-        for node_id, parent_id, kind, name, start_s, end_s, status, cost, retries in rows
+        for node_id, parent_id, kind, name, start_s, end_s, status, cost, retries, error_message in rows
     ]
 
 

@@ -139,6 +139,7 @@ class NodeRecord:
     status: NodeStatus
     cost_usd: float
     retries_used: int
+    error_message: str | None = None  # docs/design.md §22: str(exception), at most 1,000 code points
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Protocol
 
 
@@ -24,7 +25,8 @@ class LlmCallGuard(Protocol):
 
 @dataclass(frozen=True)
 class RunLimits:
-    """Per-run containment limits, passed to ExecutionConfig."""
+    """Per-run containment limits, passed to ExecutionConfig. `max_cost_usd` counts the cost each
+    LLM call reports (`LlmResult.cost_usd`, what the ledger bills), else its estimate."""
 
     max_cost_usd: float = 10.0
     max_steps: int = 100
@@ -53,6 +55,16 @@ class Containment:
         )
         guard: LlmCallGuard = module.ExecutionContext(config=config)
         return guard
+
+    def report_cost(self, cost_usd: float | Decimal | None) -> None:
+        """Inside a wrapped call: charges it what the ledger will bill for it (docs/design.md §20),
+        so `RunLimits.max_cost_usd` counts real cost, not estimates. A containment without
+        `report_cost` (the reference) keeps counting estimates."""
+        if cost_usd is None:
+            return
+        report = getattr(self._resolve(), "report_cost", None)
+        if report is not None:
+            report(cost_usd)
 
     def wrap_options(self, operation_name: str, cost_estimate_hint: float) -> Any:
         return self._resolve().WrapOptions(

@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import functools
+import logging
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ from chainwarden.runtime.events import AiEvent, Done, Error, ErrorCode, UsageRep
 from chainwarden.runtime.port import GraphRunRequest
 
 SOURCE_SYSTEM = "inproc"
+
+logger = logging.getLogger("chainwarden.runtime")
 
 
 @dataclass(frozen=True)
@@ -122,16 +125,18 @@ class RunContext:
             # chainwarden's ExecutionContext runs the coroutine in a task it cancels on abort or timeout.
             async def attempt() -> None:
                 try:
-                    outcome.append(await _call(call))
+                    result = await _call(call)
                 except BaseException as error:
                     failure.append(error)
                     raise
+                outcome.append(result)
+                self._charge(result)
 
             return await wrap_async(attempt, options)
         # A context with only the synchronous API holds a thread for the whole provider call while the
         # coroutine runs on this loop.
         loop = asyncio.get_running_loop()
-        bridged = _BridgedCall(call, loop, outcome, failure)
+        bridged = _BridgedCall(call, loop, outcome, failure, self._charge)
         # A copied context keeps the containment's ContextVar nesting per call, as to_thread does.
         wrapped = functools.partial(
             contextvars.copy_context().run, self.guard.wrap_llm_call, bridged.invoke, options
@@ -141,6 +146,18 @@ class RunContext:
         except asyncio.CancelledError:
             bridged.cancel()
             raise
+
+    def _charge(self, result: LlmResult) -> None:
+        """Inside the wrapped call: the context settles it at what the ledger bills, so the run's
+        cost ceiling sees real cost (docs/design.md §20)."""
+        try:
+            self._containment.report_cost(result.cost_usd)
+        except (TypeError, ValueError, RuntimeError):
+            # The usage happened and is billed whatever the context thinks of the value; the call
+            # is charged its estimate instead.
+            logger.warning(
+                "run %s: LLM cost %r not counted by containment", self.run_id, result.cost_usd, exc_info=True
+            )
 
     def _report(self, result: LlmResult) -> LlmResult:
         index = self._llm_calls
@@ -180,8 +197,10 @@ class _BridgedCall:
         loop: asyncio.AbstractEventLoop,
         outcome: list[LlmResult],
         failure: list[BaseException],
+        charge: Callable[[LlmResult], None],
     ) -> None:
         self._call = call
+        self._charge = charge
         self._loop = loop
         self._future: concurrent.futures.Future[LlmResult] | None = None
         self._lock = threading.Lock()
@@ -196,10 +215,12 @@ class _BridgedCall:
                 raise asyncio.CancelledError
             future = self._future = asyncio.run_coroutine_threadsafe(_call(self._call), self._loop)
         try:
-            self.outcome.append(future.result())
+            result = future.result()
         except BaseException as error:
             self.failure.append(error)
             raise
+        self.outcome.append(result)
+        self._charge(result)
 
     def cancel(self) -> None:
         with self._lock:

@@ -5,13 +5,22 @@
 //! close both (`succeed` / `fail`); nodes travel as ints so the hot path formats no ids.
 //! Everything else serves snapshots and cancellation.
 
-use chainwarden_core::containment::{Contained, GraphEnd, Limits, Status, Stop};
+use chainwarden_core::containment::{
+    Contained, Failure, GraphEnd, Limits, Reported, Status, Stop, STOP_REASONS,
+};
 use chainwarden_core::recorder::divergence::DivergenceEvent;
 use chainwarden_core::recorder::ids::{format_id, NodeId};
 use chainwarden_core::recorder::Kind;
-use pyo3::exceptions::PyValueError;
+use std::os::raw::c_int;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::sync::PyOnceLock;
+use std::cell::RefCell;
+
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyFunction, PyList, PyTuple};
 
 use crate::errors::recorder_err;
 
@@ -25,47 +34,139 @@ type RecordTuple = (
     &'static str,
     f64,
     u32,
+    Option<String>,
 );
 
 fn id_string(id: NodeId) -> String {
     format_id(id, &mut [0; 24]).to_owned()
 }
 
-fn kind_arg(code: u8) -> PyResult<Kind> {
-    match code {
-        0 => Ok(Kind::Llm),
-        1 => Ok(Kind::Tool),
-        _ => Err(PyValueError::new_err(format!(
-            "kind code must be 0 (llm) or 1 (tool), got {code}"
-        ))),
+/// The kind of a contained call (the graph has more kinds; a wrap is one of these two).
+#[pyclass(eq, eq_int, frozen, from_py_object, module = "chainwarden._core")]
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    #[pyo3(name = "LLM")]
+    Llm,
+    #[pyo3(name = "TOOL")]
+    Tool,
+}
+
+impl From<CallKind> for Kind {
+    fn from(k: CallKind) -> Kind {
+        match k {
+            CallKind::Llm => Kind::Llm,
+            CallKind::Tool => Kind::Tool,
+        }
     }
 }
 
-fn status_arg(code: u8) -> PyResult<Status> {
-    Ok(match code {
-        2 => Status::Halted,
-        3 => Status::Aborted,
-        4 => Status::Timeout,
-        5 => Status::Error,
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "status code must be 2..=5, got {code}"
-            )))
-        }
-    })
+/// The status of a finished contained call (`NodeRecord.status` is its `value`).
+#[pyclass(eq, eq_int, frozen, from_py_object, module = "chainwarden._core")]
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum CallStatus {
+    #[pyo3(name = "OK")]
+    Ok,
+    #[pyo3(name = "HALTED")]
+    Halted,
+    #[pyo3(name = "ABORTED")]
+    Aborted,
+    #[pyo3(name = "TIMEOUT")]
+    Timeout,
+    #[pyo3(name = "ERROR")]
+    Error,
 }
 
-fn cause_arg(code: u8) -> PyResult<Stop> {
-    Ok(match code {
-        1 => Stop::Aborted,
-        2 => Stop::Budget,
-        5 => Stop::Timeout,
-        _ => {
-            return Err(PyValueError::new_err(format!(
-                "{code} is not a cancellation cause (1, 2, 5)"
-            )))
+impl From<CallStatus> for Status {
+    fn from(s: CallStatus) -> Status {
+        match s {
+            CallStatus::Ok => Status::Ok,
+            CallStatus::Halted => Status::Halted,
+            CallStatus::Aborted => Status::Aborted,
+            CallStatus::Timeout => Status::Timeout,
+            CallStatus::Error => Status::Error,
         }
-    })
+    }
+}
+
+impl From<Status> for CallStatus {
+    fn from(s: Status) -> CallStatus {
+        match s {
+            Status::Ok => CallStatus::Ok,
+            Status::Halted => CallStatus::Halted,
+            Status::Aborted => CallStatus::Aborted,
+            Status::Timeout => CallStatus::Timeout,
+            Status::Error => CallStatus::Error,
+        }
+    }
+}
+
+#[pymethods]
+impl CallStatus {
+    /// The record's status string ("ok", "halted", ...).
+    #[getter]
+    fn value(&self) -> &'static str {
+        Status::from(*self).as_str()
+    }
+}
+
+/// Why the core refused a call or cancelled the chain, in the order the checks run.
+#[pyclass(eq, eq_int, frozen, from_py_object, module = "chainwarden._core")]
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum StopCause {
+    #[pyo3(name = "ABORTED")]
+    Aborted,
+    #[pyo3(name = "BUDGET")]
+    Budget,
+    #[pyo3(name = "STEPS")]
+    Steps,
+    #[pyo3(name = "RETRIES")]
+    Retries,
+    #[pyo3(name = "TIMEOUT")]
+    Timeout,
+    /// The call's cost estimate does not fit under the ceiling (reported as budget_exceeded).
+    #[pyo3(name = "ESTIMATE")]
+    Estimate,
+}
+
+impl From<Stop> for StopCause {
+    fn from(s: Stop) -> StopCause {
+        match s {
+            Stop::Aborted => StopCause::Aborted,
+            Stop::Budget => StopCause::Budget,
+            Stop::Steps => StopCause::Steps,
+            Stop::Retries => StopCause::Retries,
+            Stop::Timeout => StopCause::Timeout,
+            Stop::Estimate => StopCause::Estimate,
+        }
+    }
+}
+
+impl From<StopCause> for Stop {
+    fn from(s: StopCause) -> Stop {
+        match s {
+            StopCause::Aborted => Stop::Aborted,
+            StopCause::Budget => Stop::Budget,
+            StopCause::Steps => Stop::Steps,
+            StopCause::Retries => Stop::Retries,
+            StopCause::Timeout => Stop::Timeout,
+            StopCause::Estimate => Stop::Estimate,
+        }
+    }
+}
+
+#[pymethods]
+impl StopCause {
+    /// The docs/design.md §5 stop reason.
+    #[getter]
+    fn reason(&self) -> &'static str {
+        Stop::from(*self).reason()
+    }
+
+    /// The status of a call refused, or cancelled while running, for this cause.
+    #[getter]
+    fn status(&self) -> CallStatus {
+        Stop::from(*self).status().into()
+    }
 }
 
 fn divergence_dict<'py>(
@@ -118,15 +219,109 @@ pub struct ChainCore {
     inner: Contained,
 }
 
+thread_local! {
+    /// The sync calls open on this thread, innermost last: what `report_cost` charges when no
+    /// deeper async binding exists (docs/design.md §20). A sync callable runs on the thread that
+    /// wrapped it, so a thread-local stack is exact and far cheaper than a ContextVar per call.
+    static SYNC_CALLS: RefCell<Vec<(Py<ChainCore>, NodeId)>> = const { RefCell::new(Vec::new()) };
+}
+
+thread_local! {
+    /// The code object of the last plain function found to be sync, held strongly so that its
+    /// address cannot be taken by another code object while it is cached: wrapping the same
+    /// function again costs a pointer comparison.
+    static LAST_SYNC_CODE: RefCell<Option<Py<PyAny>>> = const { RefCell::new(None) };
+}
+
+static INSPECT: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
+
+const ASYNC_FLAGS: c_int = ffi::CO_COROUTINE | ffi::CO_ASYNC_GENERATOR;
+
+fn not_sync(f: &Bound<'_, PyAny>) -> PyErr {
+    let name = f
+        .getattr(intern!(f.py(), "__qualname__"))
+        .map_or_else(|_| f.get_type().to_string(), |n| n.to_string());
+    PyTypeError::new_err(format!(
+        "fn is a coroutine function ({name}); use wrap_llm_call_async / wrap_tool_call_async"
+    ))
+}
+
+/// docs/design.md §21: a sync wrap refuses what it cannot run — a non-callable, a coroutine or
+/// async generator function — with `TypeError` before anything is counted.
+fn check_sync_callable(py: Python<'_>, f: &Bound<'_, PyAny>) -> PyResult<()> {
+    if let Ok(func) = f.cast::<PyFunction>() {
+        // SAFETY: `func` is a function object; the code object is borrowed from it.
+        let code = unsafe { ffi::PyFunction_GetCode(func.as_ptr()) };
+        let cached = LAST_SYNC_CODE.with_borrow(|c| c.as_ref().is_some_and(|p| p.as_ptr() == code));
+        if cached {
+            return Ok(());
+        }
+        // SAFETY: `code` is a valid borrowed reference while `func` lives.
+        let code = unsafe { Bound::from_borrowed_ptr(py, code) };
+        let flags: c_int = code.getattr(intern!(py, "co_flags"))?.extract()?;
+        if flags & ASYNC_FLAGS != 0 {
+            return Err(not_sync(f));
+        }
+        let previous = LAST_SYNC_CODE.with_borrow_mut(|c| c.replace(code.unbind()));
+        drop(previous);
+        return Ok(());
+    }
+    if !f.is_callable() {
+        return Err(PyTypeError::new_err(format!(
+            "fn must be callable, got {}",
+            f.get_type().name()?
+        )));
+    }
+    // Bound methods, partials, objects with `__call__`: rarer, checked the thorough way.
+    let (is_coroutine, is_async_gen) = INSPECT.get_or_try_init(py, || -> PyResult<_> {
+        let inspect = py.import("inspect")?;
+        Ok((
+            inspect.getattr("iscoroutinefunction")?.unbind(),
+            inspect.getattr("isasyncgenfunction")?.unbind(),
+        ))
+    })?;
+    if is_coroutine.call1(py, (f,))?.is_truthy(py)?
+        || is_async_gen.call1(py, (f,))?.is_truthy(py)?
+    {
+        return Err(not_sync(f));
+    }
+    Ok(())
+}
+
+fn pop_sync_call(core: &ChainCore, node: NodeId) {
+    let popped = SYNC_CALLS.with_borrow_mut(|open| {
+        let i = open
+            .iter()
+            .rposition(|(c, n)| *n == node && std::ptr::eq(c.get(), core))?;
+        Some(open.remove(i))
+    });
+    drop(popped);
+}
+
+/// (depth, innermost) of the sync calls open on this thread: `innermost` is (core, node).
+#[pyfunction]
+pub fn open_sync_calls(py: Python<'_>) -> (usize, Option<(Py<ChainCore>, NodeId)>) {
+    SYNC_CALLS.with_borrow(|open| {
+        let top = open.last().map(|(c, n)| (c.clone_ref(py), *n));
+        (open.len(), top)
+    })
+}
+
+fn tokens(v: Option<u64>) -> Option<i64> {
+    v.map(|t| i64::try_from(t).unwrap_or(i64::MAX))
+}
+
 #[pymethods]
 impl ChainCore {
     #[new]
+    #[pyo3(signature = (max_cost_usd, max_steps, max_retries_total, timeout_ms, chain_id, max_nodes=0))]
     fn new(
         max_cost_usd: f64,
         max_steps: u64,
         max_retries_total: u64,
         timeout_ms: u64,
         chain_id: &str,
+        max_nodes: usize,
     ) -> PyResult<Self> {
         if !max_cost_usd.is_finite() || max_cost_usd < 0.0 {
             return Err(PyValueError::new_err(format!(
@@ -139,7 +334,7 @@ impl ChainCore {
             max_retries_total,
             timeout_ms,
         };
-        let inner = Contained::new(limits, chain_id).map_err(recorder_err)?;
+        let inner = Contained::new(limits, chain_id, max_nodes).map_err(recorder_err)?;
         Ok(ChainCore { inner })
     }
 
@@ -153,25 +348,33 @@ impl ChainCore {
         id_string(node)
     }
 
-    /// Admits a call and returns its node (a positive int), or minus the refusing stop code
-    /// (the node then exists already, halted, and is recorded). See `Contained::begin` for
-    /// `parent_hint` and `nest`.
+    /// Admits a call and returns its node (an int), or the refusing `StopCause` (the node then
+    /// exists already, halted, and is recorded). A sync wrap (`nest`) passes its callable as `fn`:
+    /// one that cannot run synchronously raises `TypeError` first, with nothing counted. See `Contained::begin` for `parent_hint` and
+    /// `nest`.
     #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (r#fn, parent_hint, kind, name, model, cost_estimate, dispatch, nest))]
     fn begin(
-        &self,
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        r#fn: &Bound<'_, PyAny>,
         parent_hint: Option<NodeId>,
-        kind: u8,
+        kind: CallKind,
         name: &str,
         model: Option<&str>,
         cost_estimate: f64,
         dispatch: bool,
         nest: bool,
-    ) -> PyResult<i64> {
-        let begun = self
+    ) -> PyResult<Py<PyAny>> {
+        if nest {
+            check_sync_callable(py, r#fn)?;
+        }
+        let begun = slf
+            .get()
             .inner
             .begin(
                 parent_hint,
-                kind_arg(kind)?,
+                kind.into(),
                 name,
                 model,
                 cost_estimate,
@@ -180,8 +383,13 @@ impl ChainCore {
             )
             .map_err(recorder_err)?;
         Ok(match begun {
-            Ok(node) => i64::try_from(node).unwrap_or(i64::MAX),
-            Err(stop) => -i64::from(stop.code()),
+            Ok(node) => {
+                if nest {
+                    SYNC_CALLS.with_borrow_mut(|open| open.push((slf.clone().unbind(), node)));
+                }
+                node.into_pyobject(py)?.into_any().unbind()
+            }
+            Err(stop) => Py::new(py, StopCause::from(stop))?.into_any(),
         })
     }
 
@@ -189,43 +397,101 @@ impl ChainCore {
         self.inner.dispatch(node).map_err(recorder_err)
     }
 
-    /// Closes a call that completed; `named` tells whether it had an operation name.
-    fn succeed(&self, node: NodeId, named: bool, cost_usd: f64) -> PyResult<()> {
+    /// Adds usage the open call `node` reports about itself (ValueError on a bad value,
+    /// KeyError when the call is not open).
+    #[pyo3(signature = (node, cost_usd, tokens_in=None, tokens_out=None))]
+    fn report(
+        &self,
+        node: NodeId,
+        cost_usd: f64,
+        tokens_in: Option<i64>,
+        tokens_out: Option<i64>,
+    ) -> PyResult<()> {
         self.inner
-            .succeed(node, named, cost_usd)
+            .report(node, cost_usd, tokens_in, tokens_out)
             .map_err(recorder_err)
     }
 
-    /// Closes a failed or stopped call admitted with `cost_estimate`; returns the chain's
-    /// retries used afterwards.
-    #[pyo3(signature = (node, named, cost_estimate, retry, status, error_class, halt_reason=None))]
+    /// Removes and returns what the open call `node` reported: (cost_usd, tokens_in,
+    /// tokens_out), or None.
+    fn take_report(&self, node: NodeId) -> Option<(f64, Option<i64>, Option<i64>)> {
+        self.inner
+            .take_report(node)
+            .map(|r| (r.cost_usd, tokens(r.tokens_in), tokens(r.tokens_out)))
+    }
+
+    /// The fast path's `succeed`: settles a completed call at what it reported, else its
+    /// estimate (three positional arguments: no optional-argument parsing per call).
+    fn settle(&self, node: NodeId, named: bool, cost_estimate: f64) -> PyResult<()> {
+        pop_sync_call(self, node);
+        self.inner
+            .succeed(node, named, cost_estimate, None)
+            .map(|_| ())
+            .map_err(recorder_err)
+    }
+
+    /// Settles a completed call (docs/design.md §20) and returns the cost charged: `actual_cost`
+    /// when given, else what the call reported, else `cost_estimate`.
+    #[pyo3(signature = (node, named, cost_estimate, actual_cost=None, tokens_in=None, tokens_out=None))]
+    fn succeed(
+        &self,
+        node: NodeId,
+        named: bool,
+        cost_estimate: f64,
+        actual_cost: Option<f64>,
+        tokens_in: Option<i64>,
+        tokens_out: Option<i64>,
+    ) -> PyResult<f64> {
+        let as_u64 = |t: Option<i64>| t.map(|v| u64::try_from(v).unwrap_or(0));
+        let actual = actual_cost.map(|cost_usd| Reported {
+            cost_usd,
+            tokens_in: as_u64(tokens_in),
+            tokens_out: as_u64(tokens_out),
+        });
+        pop_sync_call(self, node);
+        self.inner
+            .succeed(node, named, cost_estimate, actual)
+            .map_err(recorder_err)
+    }
+
+    /// Closes a failed or stopped call admitted with `cost_estimate`. Returns the stop reason
+    /// the retry budget imposes (`provider_error` when this failure drained it,
+    /// `retry_budget_exceeded` when nothing was left), else None.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (node, named, cost_estimate, retry, status, error_class, halt_reason=None, error_message=None))]
     fn fail(
         &self,
         node: NodeId,
         named: bool,
         cost_estimate: f64,
         retry: bool,
-        status: u8,
+        status: CallStatus,
         error_class: &str,
         halt_reason: Option<&str>,
-    ) -> PyResult<u64> {
-        let end = halt_reason.map_or(GraphEnd::Fail(error_class), GraphEnd::Halt);
-        self.inner
-            .fail(node, named, cost_estimate, retry, status_arg(status)?, end)
-            .map_err(recorder_err)
+        error_message: Option<&str>,
+    ) -> PyResult<Option<&'static str>> {
+        let failure = Failure {
+            cost_estimate,
+            retry,
+            status: status.into(),
+            end: halt_reason.map_or(GraphEnd::Fail(error_class), GraphEnd::Halt),
+            message: error_message,
+        };
+        pop_sync_call(self, node);
+        self.inner.fail(node, named, failure).map_err(recorder_err)
     }
 
     fn abort(&self, reason: &str) -> bool {
         self.inner.chain().abort(reason)
     }
 
-    fn cancel(&self, cause: u8) -> PyResult<bool> {
-        Ok(self.inner.chain().cancel(cause_arg(cause)?))
+    fn cancel(&self, cause: StopCause) -> bool {
+        self.inner.chain().cancel(cause.into())
     }
 
     #[getter]
-    fn cancel_cause(&self) -> u8 {
-        self.inner.chain().cancel_cause()
+    fn cancel_cause(&self) -> Option<StopCause> {
+        self.inner.chain().cancel_cause().map(StopCause::from)
     }
 
     #[getter]
@@ -238,13 +504,15 @@ impl ChainCore {
         self.inner.chain().in_flight()
     }
 
-    fn add_cost(&self, cost_usd: f64) -> PyResult<f64> {
-        if !cost_usd.is_finite() || cost_usd < 0.0 {
-            return Err(PyValueError::new_err(format!(
-                "cost_usd must be finite and >= 0, got {cost_usd}"
-            )));
-        }
-        Ok(self.inner.chain().add_cost(cost_usd))
+    #[getter]
+    fn reserved_usd(&self) -> f64 {
+        self.inner.chain().reserved_usd()
+    }
+
+    /// Adds a child chain's cost. Returns (new total, whether this pushed the chain to its
+    /// ceiling and made the budget its cancellation cause).
+    fn add_cost(&self, cost_usd: f64) -> PyResult<(f64, bool)> {
+        self.inner.chain().add_cost(cost_usd).map_err(recorder_err)
     }
 
     /// (step_count, cost_usd, retries_used, aborted, abort_reason, elapsed_ms, record_count)
@@ -263,7 +531,7 @@ impl ChainCore {
     }
 
     /// Finished calls `start..stop` in completion order as (node_id, parent_id, kind, name,
-    /// start_unix_s, end_unix_s, status, cost_usd, retries_used).
+    /// start_unix_s, end_unix_s, status, cost_usd, retries_used, error_message).
     fn records(&self, start: usize, stop: usize) -> Vec<RecordTuple> {
         let seconds = |ms: i64| ms as f64 / 1000.0;
         self.inner
@@ -283,6 +551,7 @@ impl ChainCore {
                     status,
                     r.cost_usd,
                     r.retries,
+                    r.error_message.map(String::from),
                 )
             })
             .collect()
@@ -313,5 +582,10 @@ impl ChainCore {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<ChainCore>()
+    m.add_class::<ChainCore>()?;
+    m.add_class::<CallKind>()?;
+    m.add_class::<CallStatus>()?;
+    m.add_class::<StopCause>()?;
+    m.add_function(wrap_pyfunction!(open_sync_calls, m)?)?;
+    m.add("STOP_REASONS", PyTuple::new(m.py(), STOP_REASONS)?)
 }

@@ -1,12 +1,14 @@
-//! Counters and limits of one chain, and the completion order of its calls.
+//! Counters and limits of one chain, the cost reports of calls in flight, and the finished
+//! calls in completion order.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::Instant;
 
 use parking_lot::Mutex;
 
-use super::record::Status;
+use super::record::{Record, Status};
 use crate::recorder::ids::NodeId;
+use crate::recorder::RecorderError;
 
 /// Accumulated float costs (ten calls of 0.1) must still reach a ceiling of 1.0.
 pub const BUDGET_EPSILON: f64 = 1e-9;
@@ -26,11 +28,24 @@ pub enum Stop {
 }
 
 impl Stop {
+    pub const ALL: [Stop; 6] = [
+        Stop::Aborted,
+        Stop::Budget,
+        Stop::Steps,
+        Stop::Retries,
+        Stop::Timeout,
+        Stop::Estimate,
+    ];
+
     pub fn code(self) -> u8 {
         self as u8
     }
 
-    /// The seed 003 §6 stop reason.
+    pub fn from_code(code: u8) -> Option<Stop> {
+        Stop::ALL.into_iter().find(|s| s.code() == code)
+    }
+
+    /// The docs/design.md §5 (seed 003 §6) stop reason.
     pub fn reason(self) -> &'static str {
         match self {
             Stop::Aborted => "aborted",
@@ -41,6 +56,7 @@ impl Stop {
         }
     }
 
+    /// The record status of a call refused, or cancelled while running, for this reason.
     pub fn status(self) -> Status {
         match self {
             Stop::Aborted => Status::Aborted,
@@ -50,15 +66,16 @@ impl Stop {
     }
 }
 
-/// How an admitted call ended.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Outcome {
-    /// Completed; adds one step and its cost.
-    Success(f64),
-    /// Failed and the caller may retry; consumes one unit of the retry budget.
-    Retry,
-    /// Failed or was stopped without consuming the retry budget.
-    Stopped(Status),
+/// What the retry budget said about a failed call that asked for a retry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryVerdict {
+    /// One unit consumed and more remain: the caller may retry.
+    Granted,
+    /// One unit consumed and it was the last: the chain stops with `provider_error`.
+    Drained,
+    /// Nothing left (calls in flight on other threads drained it): no unit consumed, the call
+    /// halts with `retry_budget_exceeded`.
+    Exhausted,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -70,13 +87,55 @@ pub struct Limits {
     pub timeout_ms: u64,
 }
 
-/// A finished call in completion order; the rest of its record lives in the graph node.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Done {
-    pub node: NodeId,
-    pub status: Status,
-    /// False when the call had no operation name (the graph labels it "unnamed").
-    pub named: bool,
+/// Actual usage reported by a call while it runs (docs/design.md §20); summed when a call
+/// reports more than once (a tool that makes two provider requests).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Reported {
+    pub cost_usd: f64,
+    pub tokens_in: Option<u64>,
+    pub tokens_out: Option<u64>,
+}
+
+/// Largest token count a report may carry (strict JSON integers, docs/design.md §23).
+pub const MAX_TOKENS: u64 = i64::MAX as u64;
+
+fn invalid(field: &'static str, reason: String) -> RecorderError {
+    RecorderError::InvalidNumber { field, reason }
+}
+
+fn add_tokens(
+    field: &'static str,
+    a: Option<u64>,
+    b: Option<u64>,
+) -> Result<Option<u64>, RecorderError> {
+    match (a, b) {
+        (Some(x), Some(y)) => match x.checked_add(y).filter(|&s| s <= MAX_TOKENS) {
+            Some(s) => Ok(Some(s)),
+            None => Err(invalid(
+                field,
+                format!("total would overflow (> {MAX_TOKENS})"),
+            )),
+        },
+        (x, y) => Ok(x.or(y)),
+    }
+}
+
+impl Reported {
+    /// `self + more`, or an error naming the field that would overflow.
+    pub fn plus(self, more: Reported) -> Result<Reported, RecorderError> {
+        let cost_usd = self.cost_usd + more.cost_usd;
+        if !cost_usd.is_finite() {
+            return Err(invalid(
+                "cost_usd",
+                "total of the call's reports would not be finite".into(),
+            ));
+        }
+        Ok(Reported {
+            cost_usd,
+            tokens_in: add_tokens("tokens_in", self.tokens_in, more.tokens_in)?,
+            tokens_out: add_tokens("tokens_out", self.tokens_out, more.tokens_out)?,
+        })
+    }
 }
 
 #[derive(Default)]
@@ -86,11 +145,33 @@ struct Counters {
     retries: u64,
     /// Admitted calls not yet closed; each holds a step reservation.
     in_flight: u64,
-    /// Sum of the cost estimates of the calls in flight: concurrent estimated calls must not
-    /// overshoot the ceiling together.
+    /// Sum of the cost estimates of the calls in flight (docs/design.md §20): concurrent calls
+    /// must not all slip under the ceiling.
     reserved_usd: f64,
     abort_reason: Option<String>,
-    done: Vec<Done>,
+    /// Reports of calls still in flight; a handful at most, so a vector beats a map.
+    reports: Vec<(NodeId, Reported)>,
+    records: Vec<Record>,
+}
+
+impl Counters {
+    fn unreserve(&mut self, cost_estimate: f64) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        // With nothing in flight the exact answer is 0; this also drops float residue.
+        self.reserved_usd = if self.in_flight == 0 {
+            0.0
+        } else {
+            (self.reserved_usd - cost_estimate).max(0.0)
+        };
+    }
+
+    fn take_report(&mut self, node: NodeId) -> Option<Reported> {
+        if self.reports.is_empty() {
+            return None;
+        }
+        let i = self.reports.iter().position(|(n, _)| *n == node)?;
+        Some(self.reports.swap_remove(i).1)
+    }
 }
 
 pub struct Chain {
@@ -99,6 +180,8 @@ pub struct Chain {
     aborted: AtomicBool,
     /// `Stop` code of the first cancellation (abort, timeout or budget), 0 while not cancelled.
     cancel_cause: AtomicU8,
+    /// Set once `MAX_RECORDS` records are kept: later calls skip building theirs, lock-free.
+    records_full: AtomicBool,
     counters: Mutex<Counters>,
 }
 
@@ -119,6 +202,7 @@ impl Chain {
             epoch: Instant::now(),
             aborted: AtomicBool::new(false),
             cancel_cause: AtomicU8::new(0),
+            records_full: AtomicBool::new(false),
             counters: Mutex::new(Counters::default()),
         }
     }
@@ -144,8 +228,9 @@ impl Chain {
         false
     }
 
-    /// Admits a call (taking a step reservation until `leave`) or names the first limit that
-    /// refuses it, in the documented order.
+    /// Admits a call (reserving a step and its cost estimate until it is settled) or names the
+    /// first limit that refuses it, in the documented order. docs/design.md §20: admitted only
+    /// while `spent + reserved + estimate <= max_cost_usd`.
     pub fn admit(&self, cost_estimate: f64) -> Result<(), Stop> {
         if self.aborted.load(Ordering::Acquire) {
             return Err(Stop::Aborted);
@@ -165,10 +250,9 @@ impl Chain {
         if self.timed_out() {
             return Err(Stop::Timeout);
         }
-        // The same float tolerance as the ceiling: 0.2 + 0.1 must fit under 0.3. Estimates of
-        // calls in flight count as spent.
+        // The same float tolerance as the ceiling: 0.2 + 0.1 must fit under 0.3.
         let committed = c.cost_usd + c.reserved_usd;
-        if cost_estimate > 0.0 && committed + cost_estimate > limits.max_cost_usd + BUDGET_EPSILON {
+        if committed + cost_estimate > limits.max_cost_usd + BUDGET_EPSILON {
             return Err(Stop::Estimate);
         }
         c.in_flight += 1;
@@ -176,58 +260,92 @@ impl Chain {
         Ok(())
     }
 
-    fn push(c: &mut Counters, done: Done) {
-        if c.done.len() < MAX_RECORDS {
-            c.done.push(done);
-        }
+    pub fn records_full(&self) -> bool {
+        self.records_full.load(Ordering::Relaxed)
     }
 
-    /// Records a call refused by `admit`.
-    pub fn record_refusal(&self, done: Done) {
-        Self::push(&mut self.counters.lock(), done);
+    pub fn push_record(&self, record: Record) {
+        let mut c = self.counters.lock();
+        if c.records.len() < MAX_RECORDS {
+            c.records.push(record);
+        }
+        if c.records.len() >= MAX_RECORDS {
+            self.records_full.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Gives back the reservation of an admitted call that could not start.
     pub fn release(&self, cost_estimate: f64) {
-        Self::unreserve(&mut self.counters.lock(), cost_estimate);
+        self.counters.lock().unreserve(cost_estimate);
     }
 
-    fn unreserve(c: &mut Counters, cost_estimate: f64) {
-        c.in_flight = c.in_flight.saturating_sub(1);
-        // With nothing in flight the exact answer is 0; this also drops float residue.
-        c.reserved_usd = if c.in_flight == 0 {
-            0.0
-        } else {
-            (c.reserved_usd - cost_estimate).max(0.0)
-        };
-    }
-
-    /// Closes an admitted call. Returns the chain's retries used afterwards.
-    /// `cost_estimate` is the estimate the call was admitted with (its reservation).
-    pub fn leave(&self, node: NodeId, named: bool, cost_estimate: f64, outcome: Outcome) -> u64 {
+    /// Adds a report to an open call's usage. Nothing changes on error.
+    pub fn report(&self, node: NodeId, more: Reported) -> Result<(), RecorderError> {
         let mut c = self.counters.lock();
-        Self::unreserve(&mut c, cost_estimate);
-        let status = match outcome {
-            Outcome::Success(cost) => {
-                c.steps += 1;
-                c.cost_usd += cost;
-                Status::Ok
+        match c.reports.iter_mut().find(|(n, _)| *n == node) {
+            Some((_, total)) => *total = total.plus(more)?,
+            None => {
+                Reported::default().plus(more)?;
+                c.reports.push((node, more));
             }
-            Outcome::Retry => {
-                c.retries += 1;
-                Status::Error
-            }
-            Outcome::Stopped(status) => status,
-        };
-        Self::push(
-            &mut c,
-            Done {
-                node,
-                status,
-                named,
-            },
-        );
-        c.retries
+        }
+        Ok(())
+    }
+
+    /// Removes and returns what an open call reported so far.
+    pub fn take_report(&self, node: NodeId) -> Option<Reported> {
+        self.counters.lock().take_report(node)
+    }
+
+    /// Settles a completed call (docs/design.md §20) at `actual`, else what it reported, else
+    /// its estimate: releases its reservation and adds one step and the cost. Returns what it
+    /// was charged. A total that would not be finite is refused with every counter unchanged
+    /// (docs/design.md §23).
+    pub fn settle_success(
+        &self,
+        node: NodeId,
+        cost_estimate: f64,
+        actual: Option<Reported>,
+    ) -> Result<Reported, RecorderError> {
+        let mut c = self.counters.lock();
+        let reported = c.take_report(node);
+        let settled = actual.or(reported).unwrap_or(Reported {
+            cost_usd: cost_estimate,
+            ..Reported::default()
+        });
+        let cost_usd = settled.cost_usd;
+        let total = c.cost_usd + cost_usd;
+        if !total.is_finite() {
+            return Err(invalid(
+                "cost_usd",
+                format!("would make the chain's total cost not finite; got {cost_usd}"),
+            ));
+        }
+        c.unreserve(cost_estimate);
+        c.steps += 1;
+        c.cost_usd = total;
+        Ok(settled)
+    }
+
+    /// Closes a failed or stopped call: releases its reservation and, with `retry`, consumes a
+    /// unit of the retry budget in the same critical section as the check, so concurrent
+    /// failures never take the budget past `max_retries_total`.
+    pub fn settle_failure(&self, node: NodeId, cost_estimate: f64, retry: bool) -> RetryVerdict {
+        let mut c = self.counters.lock();
+        c.take_report(node);
+        c.unreserve(cost_estimate);
+        if !retry {
+            return RetryVerdict::Granted;
+        }
+        if c.retries >= self.limits.max_retries_total {
+            return RetryVerdict::Exhausted;
+        }
+        c.retries += 1;
+        if c.retries >= self.limits.max_retries_total {
+            RetryVerdict::Drained
+        } else {
+            RetryVerdict::Granted
+        }
     }
 
     /// Signals cancellation; only the first cause is kept. Returns whether this call set it.
@@ -237,8 +355,8 @@ impl Chain {
             .is_ok()
     }
 
-    pub fn cancel_cause(&self) -> u8 {
-        self.cancel_cause.load(Ordering::Acquire)
+    pub fn cancel_cause(&self) -> Option<Stop> {
+        Stop::from_code(self.cancel_cause.load(Ordering::Acquire))
     }
 
     /// Marks the chain aborted. Returns true only for the first abort.
@@ -257,11 +375,22 @@ impl Chain {
         self.aborted.load(Ordering::Acquire)
     }
 
-    /// Adds cost spent elsewhere (a child chain). Returns the new total.
-    pub fn add_cost(&self, cost_usd: f64) -> f64 {
+    /// Adds cost spent elsewhere (a child chain). Returns the new total and whether this call
+    /// pushed the chain to its ceiling and made the budget the chain's cancellation cause.
+    pub fn add_cost(&self, cost_usd: f64) -> Result<(f64, bool), RecorderError> {
         let mut c = self.counters.lock();
-        c.cost_usd += cost_usd;
-        c.cost_usd
+        let total = c.cost_usd + cost_usd;
+        if !total.is_finite() || cost_usd < 0.0 {
+            return Err(invalid(
+                "cost_usd",
+                format!("must be >= 0 and keep the chain's total finite; got {cost_usd}"),
+            ));
+        }
+        c.cost_usd = total;
+        drop(c);
+        let crossed =
+            total + BUDGET_EPSILON >= self.limits.max_cost_usd && self.cancel(Stop::Budget);
+        Ok((total, crossed))
     }
 
     pub fn counters(&self) -> CounterSnapshot {
@@ -273,18 +402,23 @@ impl Chain {
             aborted: self.aborted.load(Ordering::Acquire),
             abort_reason: c.abort_reason.clone(),
             elapsed_ms: self.epoch.elapsed().as_secs_f64() * 1000.0,
-            records: c.done.len(),
+            records: c.records.len(),
         }
     }
 
-    pub fn done(&self, start: usize, stop: usize) -> Vec<Done> {
+    pub fn records(&self, start: usize, stop: usize) -> Vec<Record> {
         let c = self.counters.lock();
-        let stop = stop.min(c.done.len());
+        let stop = stop.min(c.records.len());
         let start = start.min(stop);
-        c.done[start..stop].to_vec()
+        c.records[start..stop].to_vec()
     }
 
     pub fn in_flight(&self) -> u64 {
         self.counters.lock().in_flight
+    }
+
+    /// Cost the calls in flight reserved.
+    pub fn reserved_usd(&self) -> f64 {
+        self.counters.lock().reserved_usd
     }
 }

@@ -1,13 +1,12 @@
 //! `Contained`: a chain's limits fused with its call graph, so one call admits a wrap and
-//! creates its node, and one call closes both. The graph node is the record of the call;
-//! the chain only keeps the completion order and the outcome.
+//! creates its node, and one call settles both. The chain keeps each finished call's record
+//! (the graph may prune the node itself under `max_nodes`, docs/design.md §27).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::chain::{Chain, CounterSnapshot, Done, Limits, Outcome, Stop};
+use super::chain::{Chain, CounterSnapshot, Limits, Reported, RetryVerdict, Stop};
 use super::nesting;
-use super::record::{Record, Status};
-use crate::recorder::events::Finished;
+use super::record::{cut_message, Record, Status};
 use crate::recorder::ids::{format_id, NodeId};
 use crate::recorder::{AggregatesView, Config, Graph, Kind, RecorderError};
 
@@ -19,6 +18,20 @@ pub const UNNAMED: &str = "unnamed";
 pub enum GraphEnd<'a> {
     Fail(&'a str),
     Halt(&'a str),
+}
+
+/// A failed or stopped call, as the caller saw it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Failure<'a> {
+    /// The estimate the call was admitted with (its reservation).
+    pub cost_estimate: f64,
+    /// Ask for a unit of the retry budget.
+    pub retry: bool,
+    /// Record status when the call does not consume a retry.
+    pub status: Status,
+    pub end: GraphEnd<'a>,
+    /// The exception's message, cut to 1,000 code points in the record.
+    pub message: Option<&'a str>,
 }
 
 pub struct Contained {
@@ -40,8 +53,17 @@ fn not_open(node: NodeId) -> RecorderError {
 }
 
 impl Contained {
-    pub fn new(limits: Limits, chain_id: &str) -> Result<Contained, RecorderError> {
-        let graph = Graph::new(chain_id, Config::default())?;
+    /// `max_nodes` caps the chain's graph (0 = unbounded); pruning is the graph's.
+    pub fn new(
+        limits: Limits,
+        chain_id: &str,
+        max_nodes: usize,
+    ) -> Result<Contained, RecorderError> {
+        let config = Config {
+            max_nodes,
+            ..Config::default()
+        };
+        let graph = Graph::new(chain_id, config)?;
         let root = graph.create_root("chain_root", None)?;
         let key = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
         Ok(Contained {
@@ -116,15 +138,40 @@ impl Contained {
                 with_id(node, |id| {
                     self.graph.mark_halt(id, Some(stop.reason()), false)
                 })?;
-                let named = !name.is_empty();
-                self.chain.record_refusal(Done {
-                    node,
-                    status: stop.status(),
-                    named,
-                });
+                self.record(node, !name.is_empty(), stop.status(), None);
                 Ok(Err(stop))
             }
         }
+    }
+
+    /// Keeps the record of a finished call, copied from its node while the graph still has it.
+    fn record(&self, node: NodeId, named: bool, status: Status, message: Option<&str>) {
+        if self.chain.records_full() {
+            return;
+        }
+        let record = {
+            let st = self.graph.lock();
+            let Some(n) = st.arena.get(node) else {
+                return;
+            };
+            Record {
+                node,
+                parent: n.parent_id().filter(|&p| p != self.root),
+                kind: n.kind,
+                name: if named {
+                    st.names.resolve(n.name).to_owned()
+                } else {
+                    String::new()
+                },
+                start_ms: n.start_ms,
+                end_ms: n.end_ms(),
+                status,
+                cost_usd: n.cost_usd,
+                retries: n.retries,
+                error_message: message.map(cut_message),
+            }
+        };
+        self.chain.push_record(record);
     }
 
     /// `created → running` for a call admitted without `dispatch` once its gates passed.
@@ -132,67 +179,132 @@ impl Contained {
         with_id(node, |id| self.graph.mark_running(id, false)).map(|_| ())
     }
 
-    fn check_open(&self, node: NodeId, finished: &Finished) -> Result<(), RecorderError> {
-        if finished.applied {
-            Ok(())
-        } else {
-            Err(not_open(node))
-        }
-    }
-
-    /// Closes a completed call; its cost is the estimate it was admitted with.
-    pub fn succeed(&self, node: NodeId, named: bool, cost_usd: f64) -> Result<(), RecorderError> {
-        if node == self.root {
+    /// Adds usage an open call reports about itself (docs/design.md §20). Validated first;
+    /// nothing changes on error.
+    pub fn report(
+        &self,
+        node: NodeId,
+        cost_usd: f64,
+        tokens_in: Option<i64>,
+        tokens_out: Option<i64>,
+    ) -> Result<(), RecorderError> {
+        let cost_usd = crate::recorder::error::non_negative_finite("cost_usd", cost_usd)?;
+        let tokens_in = crate::recorder::error::non_negative_int("tokens_in", tokens_in)?;
+        let tokens_out = crate::recorder::error::non_negative_int("tokens_out", tokens_out)?;
+        if !self.is_open(node) {
             return Err(not_open(node));
         }
-        let finished = with_id(node, |id| {
-            self.graph.mark_success(id, cost_usd, None, None, false)
-        })?;
-        self.check_open(node, &finished)?;
-        nesting::pop(self.key, node);
-        self.chain
-            .leave(node, named, cost_usd, Outcome::Success(cost_usd));
-        Ok(())
+        self.chain.report(
+            node,
+            Reported {
+                cost_usd,
+                tokens_in,
+                tokens_out,
+            },
+        )
     }
 
-    /// Closes a call that failed or was stopped (`cost_estimate`: the estimate it was admitted
-    /// with). With `retry`, one unit of the retry budget is
-    /// consumed; if that drains it, the node halts with `provider_error` whatever `end` says.
-    /// Returns the chain's retries used afterwards.
-    pub fn fail(
+    /// Removes and returns what an open call reported so far.
+    pub fn take_report(&self, node: NodeId) -> Option<Reported> {
+        self.chain.take_report(node)
+    }
+
+    /// Settles a completed call (docs/design.md §20): its cost is `actual` when given, else
+    /// what it reported, else `cost_estimate`; its reservation is released. Returns the cost
+    /// charged. On a cost that would overflow the chain's total the call is closed as an
+    /// error without a step or a cost, and the error is returned.
+    pub fn succeed(
         &self,
         node: NodeId,
         named: bool,
         cost_estimate: f64,
-        retry: bool,
-        status: Status,
-        end: GraphEnd<'_>,
-    ) -> Result<u64, RecorderError> {
+        actual: Option<Reported>,
+    ) -> Result<f64, RecorderError> {
+        if !self.is_open(node) {
+            return Err(not_open(node));
+        }
+        if let Some(a) = actual {
+            crate::recorder::error::non_negative_finite("cost_usd", a.cost_usd)?;
+        }
+        let to_i64 = |t: Option<u64>| t.map(|v| i64::try_from(v).unwrap_or(i64::MAX));
+        let settled = match self.chain.settle_success(node, cost_estimate, actual) {
+            Ok(settled) => settled,
+            Err(e) => {
+                self.close_failed(node, named, cost_estimate, "OverflowError")?;
+                return Err(e);
+            }
+        };
+        let marked = with_id(node, |id| {
+            self.graph.mark_success(
+                id,
+                settled.cost_usd,
+                to_i64(settled.tokens_in),
+                to_i64(settled.tokens_out),
+                false,
+            )
+        });
+        nesting::pop(self.key, node);
+        marked?;
+        self.record(node, named, Status::Ok, None);
+        Ok(settled.cost_usd)
+    }
+
+    fn close_failed(
+        &self,
+        node: NodeId,
+        named: bool,
+        cost_estimate: f64,
+        class: &str,
+    ) -> Result<(), RecorderError> {
+        let failure = Failure {
+            cost_estimate,
+            retry: false,
+            status: Status::Error,
+            end: GraphEnd::Fail(class),
+            message: None,
+        };
+        self.fail(node, named, failure).map(|_| ())
+    }
+
+    /// Closes a call that failed or was stopped. With `retry`, one unit of the retry budget is
+    /// consumed atomically with the check: `Some("provider_error")` when that unit was the
+    /// last (the node halts with it), `Some("retry_budget_exceeded")` when none was left;
+    /// `None` otherwise.
+    pub fn fail(
+        &self,
+        node: NodeId,
+        named: bool,
+        failure: Failure<'_>,
+    ) -> Result<Option<&'static str>, RecorderError> {
         if !self.is_open(node) {
             return Err(not_open(node));
         }
         nesting::pop(self.key, node);
-        let outcome = if retry {
-            Outcome::Retry
-        } else {
-            Outcome::Stopped(status)
+        let verdict = self
+            .chain
+            .settle_failure(node, failure.cost_estimate, failure.retry);
+        let (stop, status) = match (failure.retry, verdict) {
+            (false, _) => (None, failure.status),
+            (true, RetryVerdict::Granted) => (None, Status::Error),
+            (true, RetryVerdict::Drained) => (Some("provider_error"), Status::Error),
+            (true, RetryVerdict::Exhausted) => (Some("retry_budget_exceeded"), Status::Halted),
         };
-        let retries = self.chain.leave(node, named, cost_estimate, outcome);
-        let drained = retry && retries >= self.chain.limits().max_retries_total;
         with_id(node, |id| {
-            if retry {
+            if failure.retry && verdict != RetryVerdict::Exhausted {
                 self.graph.increment_retries(id)?;
             }
-            match (drained, end) {
-                (true, _) => self.graph.mark_halt(id, Some("provider_error"), false),
-                (false, GraphEnd::Halt(reason)) => self.graph.mark_halt(id, Some(reason), false),
-                (false, GraphEnd::Fail(class)) => self.graph.mark_failure(id, class, None, false),
+            match (stop, failure.end) {
+                (Some(reason), _) | (None, GraphEnd::Halt(reason)) => {
+                    self.graph.mark_halt(id, Some(reason), false)
+                }
+                (None, GraphEnd::Fail(class)) => self.graph.mark_failure(id, class, None, false),
             }
         })?;
-        Ok(retries)
+        self.record(node, named, status, failure.message);
+        Ok(stop)
     }
 
-    fn is_open(&self, node: NodeId) -> bool {
+    pub fn is_open(&self, node: NodeId) -> bool {
         node != self.root
             && self
                 .graph
@@ -210,30 +322,8 @@ impl Contained {
         self.graph.aggregates()
     }
 
-    /// Finished calls `start..stop` in completion order, joined with their graph nodes.
+    /// Finished calls `start..stop` in completion order.
     pub fn records(&self, start: usize, stop: usize) -> Vec<Record> {
-        let done = self.chain.done(start, stop);
-        let st = self.graph.lock();
-        done.into_iter()
-            .filter_map(|d| {
-                let n = st.arena.get(d.node)?;
-                let name = if d.named {
-                    st.names.resolve(n.name).to_owned()
-                } else {
-                    String::new()
-                };
-                Some(Record {
-                    node: d.node,
-                    parent: n.parent_id().filter(|&p| p != self.root),
-                    kind: n.kind,
-                    name,
-                    start_ms: n.start_ms,
-                    end_ms: n.end_ms(),
-                    status: d.status,
-                    cost_usd: n.cost_usd,
-                    retries: n.retries,
-                })
-            })
-            .collect()
+        self.chain.records(start, stop)
     }
 }

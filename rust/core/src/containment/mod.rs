@@ -7,9 +7,12 @@ mod contained;
 mod nesting;
 mod record;
 
-pub use chain::{Chain, CounterSnapshot, Done, Limits, Outcome, Stop, BUDGET_EPSILON, MAX_RECORDS};
-pub use contained::{Contained, GraphEnd, UNNAMED};
-pub use record::{Record, Status};
+pub use chain::{
+    Chain, CounterSnapshot, Limits, Reported, RetryVerdict, Stop, BUDGET_EPSILON, MAX_RECORDS,
+    MAX_TOKENS,
+};
+pub use contained::{Contained, Failure, GraphEnd, UNNAMED};
+pub use record::{cut_message, Record, Status, MAX_ERROR_MESSAGE, STOP_REASONS};
 
 #[cfg(test)]
 mod tests;

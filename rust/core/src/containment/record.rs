@@ -4,6 +4,7 @@ use crate::recorder::ids::NodeId;
 use crate::recorder::Kind;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Status {
     Ok,
     Halted,
@@ -38,4 +39,29 @@ pub struct Record {
     pub status: Status,
     pub cost_usd: f64,
     pub retries: u32,
+    /// The failure's message, at most `MAX_ERROR_MESSAGE` code points (docs/design.md §22).
+    pub error_message: Option<Box<str>>,
 }
+
+/// Longest error message a record keeps, in Unicode code points (docs/design.md §22).
+pub const MAX_ERROR_MESSAGE: usize = 1000;
+
+/// `message` cut to `MAX_ERROR_MESSAGE` code points.
+pub fn cut_message(message: &str) -> Box<str> {
+    match message.char_indices().nth(MAX_ERROR_MESSAGE) {
+        Some((end, _)) => message[..end].into(),
+        None => message.into(),
+    }
+}
+
+/// Every stop reason of docs/design.md §5 (seed 003 §6), in the documented order.
+pub const STOP_REASONS: [&str; 8] = [
+    "budget_exceeded",
+    "retry_budget_exceeded",
+    "circuit_open",
+    "step_limit_exceeded",
+    "timeout",
+    "aborted",
+    "provider_rate_limit",
+    "provider_error",
+];

@@ -11,7 +11,7 @@ fn contained(max_cost_usd: f64, max_steps: u64, max_retries_total: u64) -> Conta
         max_retries_total,
         timeout_ms: 0,
     };
-    Contained::new(limits, "chain").expect("valid chain")
+    Contained::new(limits, "chain", 0).expect("valid chain")
 }
 
 fn begin(c: &Contained, estimate: f64) -> Result<u64, Stop> {
@@ -21,7 +21,34 @@ fn begin(c: &Contained, estimate: f64) -> Result<u64, Stop> {
 
 fn succeed(c: &Contained, cost: f64) {
     let node = begin(c, 0.0).expect("admitted");
-    c.succeed(node, true, cost).expect("closes");
+    c.succeed(node, true, 0.0, Some(actual(cost)))
+        .expect("closes");
+}
+
+fn actual(cost_usd: f64) -> Reported {
+    Reported {
+        cost_usd,
+        ..Reported::default()
+    }
+}
+
+fn failure(cost_estimate: f64, retry: bool, status: Status, end: GraphEnd<'_>) -> Failure<'_> {
+    Failure {
+        cost_estimate,
+        retry,
+        status,
+        end,
+        message: None,
+    }
+}
+
+fn retry_fail(c: &Contained, node: u64) -> Option<&'static str> {
+    c.fail(
+        node,
+        true,
+        failure(0.0, true, Status::Error, GraphEnd::Fail("E")),
+    )
+    .expect("open")
 }
 
 #[test]
@@ -77,15 +104,11 @@ fn estimate_is_checked_after_every_limit() {
 fn retries_count_exhaust_and_halt_with_provider_error() {
     let c = contained(1.0, 10, 2);
     let first = begin(&c, 0.0).unwrap();
-    assert_eq!(
-        c.fail(first, true, 0.0, true, Status::Error, GraphEnd::Fail("E")),
-        Ok(1)
-    );
+    assert_eq!(retry_fail(&c, first), None);
+    assert_eq!(c.counters().retries, 1);
     let second = begin(&c, 0.0).unwrap();
-    assert_eq!(
-        c.fail(second, true, 0.0, true, Status::Error, GraphEnd::Fail("E")),
-        Ok(2)
-    );
+    assert_eq!(retry_fail(&c, second), Some("provider_error"));
+    assert_eq!(c.counters().retries, 2);
     assert_eq!(begin(&c, 0.0), Err(Stop::Retries));
     let records = c.records(0, 10);
     assert!(records[..2]
@@ -103,12 +126,16 @@ fn retries_count_exhaust_and_halt_with_provider_error() {
 fn closing_twice_or_unknown_nodes_is_an_error() {
     let c = contained(1.0, 10, 2);
     let node = begin(&c, 0.0).unwrap();
-    c.succeed(node, true, 0.1).unwrap();
-    assert!(c.succeed(node, true, 0.1).is_err());
-    assert!(c.succeed(999, true, 0.1).is_err());
-    assert!(c.succeed(c.root(), true, 0.1).is_err());
+    c.succeed(node, true, 0.1, None).unwrap();
+    assert!(c.succeed(node, true, 0.1, None).is_err());
+    assert!(c.succeed(999, true, 0.1, None).is_err());
+    assert!(c.succeed(c.root(), true, 0.1, None).is_err());
     assert!(c
-        .fail(node, true, 0.0, true, Status::Error, GraphEnd::Fail("E"))
+        .fail(
+            node,
+            true,
+            failure(0.0, true, Status::Error, GraphEnd::Fail("E"))
+        )
         .is_err());
     assert_eq!(c.counters().steps, 1);
 }
@@ -117,10 +144,10 @@ fn closing_twice_or_unknown_nodes_is_an_error() {
 fn invalid_cost_leaves_the_call_open() {
     let c = contained(1.0, 10, 2);
     let node = begin(&c, 0.0).unwrap();
-    assert!(c.succeed(node, true, f64::NAN).is_err());
-    assert!(c.succeed(node, true, -1.0).is_err());
+    assert!(c.succeed(node, true, 0.0, Some(actual(f64::NAN))).is_err());
+    assert!(c.succeed(node, true, 0.0, Some(actual(-1.0))).is_err());
     assert_eq!(c.chain().in_flight(), 1);
-    c.succeed(node, true, 0.25).unwrap();
+    c.succeed(node, true, 0.0, Some(actual(0.25))).unwrap();
     assert_eq!(c.counters().cost_usd, 0.25);
 }
 
@@ -136,13 +163,13 @@ fn nested_calls_hang_under_their_parent() {
         .begin(Some(c.root()), Kind::Tool, "", None, 0.0, true, true)
         .unwrap()
         .unwrap();
-    c.succeed(inner, false, 0.0).unwrap();
-    c.succeed(outer, true, 0.0).unwrap();
+    c.succeed(inner, false, 0.0, None).unwrap();
+    c.succeed(outer, true, 0.0, None).unwrap();
     let after = c
         .begin(None, Kind::Tool, "", None, 0.0, true, true)
         .unwrap()
         .unwrap();
-    c.succeed(after, false, 0.0).unwrap();
+    c.succeed(after, false, 0.0, None).unwrap();
     let records = c.records(0, 10);
     assert_eq!(records[2].parent, None);
     assert_eq!(records[0].parent, Some(outer));
@@ -158,7 +185,7 @@ fn abort_is_first_wins_and_keeps_reason() {
     assert!(c.chain().abort("first"));
     assert!(!c.chain().abort("second"));
     assert_eq!(c.counters().abort_reason.as_deref(), Some("first"));
-    assert_eq!(c.chain().cancel_cause(), Stop::Aborted.code());
+    assert_eq!(c.chain().cancel_cause(), Some(Stop::Aborted));
 }
 
 #[test]
@@ -171,7 +198,7 @@ fn concurrent_callers_never_overshoot_the_step_limit() {
                 let mut admitted = 0u64;
                 for _ in 0..500 {
                     if let Ok(node) = begin(&c, 0.0) {
-                        c.succeed(node, true, 0.25).unwrap();
+                        c.succeed(node, true, 0.25, None).unwrap();
                         admitted += 1;
                     }
                 }
@@ -210,17 +237,17 @@ fn nesting_is_per_thread_and_per_chain() {
         .begin(None, Kind::Llm, "b", None, 0.0, true, true)
         .unwrap()
         .unwrap();
-    b.succeed(in_b, true, 0.0).unwrap();
+    b.succeed(in_b, true, 0.0, None).unwrap();
     let other = Arc::clone(&a);
     let elsewhere = thread::spawn(move || {
         let n = other
             .begin(None, Kind::Tool, "t", None, 0.0, true, true)
             .unwrap()
             .unwrap();
-        other.succeed(n, true, 0.0).unwrap();
+        other.succeed(n, true, 0.0, None).unwrap();
     });
     elsewhere.join().unwrap();
-    a.succeed(outer, true, 0.0).unwrap();
+    a.succeed(outer, true, 0.0, None).unwrap();
     assert_eq!(b.records(0, 1)[0].parent, None);
     assert!(a.records(0, 2).iter().all(|r| r.parent.is_none()));
 }
@@ -235,11 +262,15 @@ fn estimates_of_calls_in_flight_are_reserved() {
         Err(Stop::Estimate),
         "0.8 reserved + 0.4 > 1.0"
     );
-    c.fail(a, true, 0.4, false, Status::Halted, GraphEnd::Halt("x"))
-        .unwrap();
+    c.fail(
+        a,
+        true,
+        failure(0.4, false, Status::Halted, GraphEnd::Halt("x")),
+    )
+    .unwrap();
     let again = begin(&c, 0.4).unwrap();
-    c.succeed(b, true, 0.4).unwrap();
-    c.succeed(again, true, 0.4).unwrap();
+    c.succeed(b, true, 0.4, None).unwrap();
+    c.succeed(again, true, 0.4, None).unwrap();
     assert_eq!(c.counters().cost_usd, 0.8);
     assert_eq!(begin(&c, 0.3), Err(Stop::Estimate));
     assert!(begin(&c, 0.2).is_ok());
@@ -254,7 +285,7 @@ fn concurrent_estimated_calls_never_overshoot_the_ceiling() {
             thread::spawn(move || {
                 for _ in 0..100 {
                     if let Ok(node) = begin(&c, 0.25) {
-                        c.succeed(node, true, 0.25).unwrap();
+                        c.succeed(node, true, 0.25, None).unwrap();
                     }
                 }
             })
@@ -275,17 +306,154 @@ fn timeout_is_noticed_at_admission_and_becomes_the_cancel_cause() {
         max_retries_total: 2,
         timeout_ms: 1,
     };
-    let c = Contained::new(limits, "chain").unwrap();
+    let c = Contained::new(limits, "chain", 0).unwrap();
     thread::sleep(std::time::Duration::from_millis(5));
     assert_eq!(begin(&c, 0.0), Err(Stop::Timeout));
-    assert_eq!(c.chain().cancel_cause(), Stop::Timeout.code());
+    assert_eq!(c.chain().cancel_cause(), Some(Stop::Timeout));
     // An abort after the timeout keeps the first cause.
     assert!(c.chain().abort("late"));
-    assert_eq!(c.chain().cancel_cause(), Stop::Timeout.code());
+    assert_eq!(c.chain().cancel_cause(), Some(Stop::Timeout));
     assert_eq!(begin(&c, 0.0), Err(Stop::Aborted));
     let records = c.records(0, 10);
     assert_eq!(
         records.iter().map(|r| r.status).collect::<Vec<_>>(),
         [Status::Timeout, Status::Aborted]
     );
+}
+
+#[test]
+fn actual_cost_replaces_the_estimate_and_the_next_call_is_refused() {
+    // docs/design.md §20: a $0.50 ceiling, a call estimated at 0 that really cost $1.00.
+    let c = contained(0.5, 100, 5);
+    let node = begin(&c, 0.0).unwrap();
+    c.report(node, 1.0, Some(10), Some(20)).unwrap();
+    assert_eq!(c.succeed(node, true, 0.0, None), Ok(1.0));
+    assert_eq!(c.counters().cost_usd, 1.0);
+    assert_eq!(c.chain().reserved_usd(), 0.0);
+    assert_eq!(begin(&c, 0.0), Err(Stop::Budget));
+    assert_eq!(c.aggregates().total_tokens_out, 20);
+}
+
+#[test]
+fn reports_add_up_and_are_validated_without_changing_anything() {
+    let c = contained(100.0, 100, 5);
+    let node = begin(&c, 0.1).unwrap();
+    c.report(node, 0.25, None, Some(5)).unwrap();
+    c.report(node, 0.5, Some(1), Some(5)).unwrap();
+    assert!(c.report(node, f64::NAN, None, None).is_err());
+    assert!(c.report(node, -1.0, None, None).is_err());
+    assert!(c.report(node, 0.0, Some(-1), None).is_err());
+    assert!(
+        c.report(node, 0.0, None, Some(i64::MAX)).is_err(),
+        "overflow"
+    );
+    assert!(c.report(c.root(), 1.0, None, None).is_err());
+    let taken = c.take_report(node).unwrap();
+    assert_eq!(
+        (taken.cost_usd, taken.tokens_in, taken.tokens_out),
+        (0.75, Some(1), Some(10))
+    );
+    assert_eq!(
+        c.succeed(node, true, 0.1, None),
+        Ok(0.1),
+        "nothing left: the estimate"
+    );
+    assert!(c.report(node, 1.0, None, None).is_err(), "closed");
+}
+
+#[test]
+fn a_failed_call_charges_nothing_and_drops_its_report() {
+    let c = contained(1.0, 100, 5);
+    let node = begin(&c, 0.2).unwrap();
+    c.report(node, 0.7, None, None).unwrap();
+    assert_eq!(retry_fail(&c, node), None);
+    assert_eq!(c.counters().cost_usd, 0.0);
+    assert!(c.take_report(node).is_none());
+    assert_eq!(c.chain().reserved_usd(), 0.0);
+}
+
+#[test]
+fn a_total_that_would_overflow_closes_the_call_without_counting_it() {
+    let c = contained(f64::MAX, 100, 5);
+    succeed(&c, 1e308);
+    let node = begin(&c, 0.0).unwrap();
+    assert!(c.succeed(node, true, 0.0, Some(actual(1e308))).is_err());
+    let counters = c.counters();
+    assert_eq!((counters.steps, counters.cost_usd), (1, 1e308));
+    assert_eq!(c.chain().in_flight(), 0);
+    assert_eq!(c.records(1, 2)[0].status, Status::Error);
+    assert!(c.chain().add_cost(1e308).is_err());
+    assert!(c.chain().add_cost(-1.0).is_err());
+}
+
+#[test]
+fn reservations_count_until_settled_and_overshoot_is_bounded() {
+    let c = contained(1.0, 100, 5);
+    let a = begin(&c, 0.5).unwrap();
+    let b = begin(&c, 0.5).unwrap();
+    assert!(begin(&c, 0.0).is_ok(), "a zero estimate still fits");
+    assert_eq!(begin(&c, 0.01), Err(Stop::Estimate));
+    // Both in flight really cost 0.75: the overshoot is their actual minus their estimates.
+    c.succeed(a, true, 0.5, Some(actual(0.75))).unwrap();
+    c.succeed(b, true, 0.5, Some(actual(0.75))).unwrap();
+    assert_eq!(c.counters().cost_usd, 1.5);
+    assert_eq!(begin(&c, 0.0), Err(Stop::Budget));
+}
+
+#[test]
+fn concurrent_failures_never_take_retries_past_the_budget() {
+    let c = Arc::new(contained(1e9, u64::MAX, 50));
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            let c = Arc::clone(&c);
+            thread::spawn(move || {
+                let mut stops = 0;
+                for _ in 0..200 {
+                    if let Ok(node) = begin(&c, 0.0) {
+                        if retry_fail(&c, node).is_some() {
+                            stops += 1;
+                        }
+                    }
+                }
+                stops
+            })
+        })
+        .collect();
+    let stops: u32 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(c.counters().retries, 50);
+    assert!(stops >= 1);
+    let graph_retries: u32 = c.records(0, MAX_RECORDS).iter().map(|r| r.retries).sum();
+    assert_eq!(u64::from(graph_retries), 50);
+    assert_eq!(c.aggregates().total_retries, 50);
+}
+
+#[test]
+fn records_survive_graph_pruning_and_keep_error_messages() {
+    let limits = Limits {
+        max_cost_usd: 1e9,
+        max_steps: u64::MAX,
+        max_retries_total: u64::MAX,
+        timeout_ms: 0,
+    };
+    let c = Contained::new(limits, "chain", 10).unwrap();
+    for i in 0..50 {
+        let node = begin(&c, 0.0).unwrap();
+        if i % 2 == 0 {
+            c.succeed(node, true, 0.0, Some(actual(0.5))).unwrap();
+        } else {
+            let long = "é".repeat(1500);
+            let f = Failure {
+                message: Some(&long),
+                ..failure(0.0, true, Status::Error, GraphEnd::Fail("E"))
+            };
+            c.fail(node, true, f).unwrap();
+        }
+    }
+    assert!(c.graph().lock().arena.len() <= 11);
+    let records = c.records(0, 100);
+    assert_eq!(records.len(), 50);
+    assert_eq!(records[0].cost_usd, 0.5);
+    let message = records[1].error_message.as_deref().unwrap();
+    assert_eq!(message.chars().count(), MAX_ERROR_MESSAGE);
+    assert_eq!(records[1].retries, 1);
 }

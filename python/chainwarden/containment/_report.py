@@ -1,0 +1,88 @@
+"""``report_cost``: a wrapped call tells its chain what it actually cost (docs/design.md §20).
+
+Two bindings say which call is running. Async wraps and ``with`` blocks bind their call to a
+ContextVar, which follows it into the tasks and ``asyncio.to_thread`` workers it starts (both copy
+the current context). Sync wraps run their callable on the caller's thread, so the core keeps them
+on a per-thread stack instead: a ContextVar set and reset per call would double the cost of the
+fast path. The innermost of the two wins; the core adds the report to that open call and settles
+it at the call's end.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from decimal import Decimal
+from threading import get_ident
+from typing import Final, NamedTuple
+
+from chainwarden._core import ChainCore, open_sync_calls
+
+__all__ = ["CURRENT_CALL", "Binding", "bind", "report_cost"]
+
+
+class Binding(NamedTuple):
+    """An async call or block, as seen from the code it runs."""
+
+    core: ChainCore
+    node: int
+    # Where it was bound: sync calls opened on that thread after it (deeper in the stack) are
+    # nested inside it, so they take the report.
+    thread: int
+    sync_depth: int
+
+
+CURRENT_CALL: Final[ContextVar[Binding | None]] = ContextVar("chainwarden_call", default=None)
+
+
+def bind(core: ChainCore, node: int) -> Binding:
+    return Binding(core, node, get_ident(), open_sync_calls()[0])
+
+
+def _number(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    try:
+        return float(value)
+    except (OverflowError, ValueError):
+        raise ValueError(f"{name} must be a finite number >= 0; got {value!r}") from None
+
+
+def _tokens(value: object, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int or None, got {type(value).__name__}")
+    if not 0 <= value < 2**63:
+        raise ValueError(f"{name} must be >= 0 and < 2**63; got {value}")
+    return value
+
+
+def report_cost(
+    cost_usd: float | Decimal, *, tokens_in: int | None = None, tokens_out: int | None = None
+) -> None:
+    """Charges the wrapped call this runs inside with its actual cost (and token counts).
+
+    Called more than once in one call, the reports add up. The call is then settled at this
+    cost instead of its ``cost_estimate_hint``; a call that fails is charged nothing.
+    Raises ``RuntimeError`` outside a wrapped call (or after it ended), ``ValueError`` naming the
+    argument for a NaN, infinite or negative value or a total that would overflow, ``TypeError``
+    for a value that is not a number. Nothing is recorded when it raises.
+    """
+    cost = _number(cost_usd, "cost_usd")
+    tin = _tokens(tokens_in, "tokens_in")
+    tout = _tokens(tokens_out, "tokens_out")
+    depth, sync = open_sync_calls()
+    bound = CURRENT_CALL.get()
+    if bound is not None and (sync is None or (bound.thread == get_ident() and depth <= bound.sync_depth)):
+        core, node = bound.core, bound.node
+    elif sync is not None:
+        core, node = sync
+    else:
+        raise RuntimeError(
+            "report_cost() must be called inside a call wrapped by an ExecutionContext "
+            "(wrap_llm_call, wrap_tool_call, their async forms, @ctx.llm_call or with ctx.llm_call())"
+        )
+    try:
+        core.report(node, cost, tin, tout)
+    except KeyError:
+        raise RuntimeError("report_cost() was called after its wrapped call had ended") from None

@@ -1,0 +1,205 @@
+"""The state one chain's helpers share: the native core plus what only Python can hold (the
+pipeline, breaker and metrics objects, the event log, the cancellation token, async tasks).
+
+``ExecutionContext`` is the public face; the wrap paths (``_fast``, ``_async``, ``_blocks``,
+``_outcomes``) work on this object alone. Every containment rule (limits, the retry budget,
+stop reasons, cost settlement) is decided by ``ChainCore`` (docs/design.md §20).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from contextvars import ContextVar
+from types import MappingProxyType
+from typing import Any
+
+from chainwarden._core import ChainCore, StopCause
+from chainwarden.containment._events import EventLog, stop_event
+from chainwarden.containment._records import NodeRecordView
+from chainwarden.containment.types import CancellationToken, ChainMetadata, ContextSnapshot, ExecutionConfig
+from chainwarden.shield.event import SafetyEvent
+from chainwarden.shield.types import Decision
+
+__all__ = ["ChainState", "StopNote"]
+
+
+class StopNote(threading.local):
+    """Why the latest non-ALLOW call on this thread ended as it did; written only off the fast path."""
+
+    reason: str | None = None
+
+
+class ChainState:
+    """Everything a wrapped call of one chain reads or changes besides its own arguments."""
+
+    # Slots: the fast path reads a handful of these per call, and slot reads are the cheapest.
+    __slots__ = (
+        "__weakref__",
+        "async_used",
+        "breaker",
+        "config",
+        "core",
+        "cost_of",
+        "current",
+        "dispatch",
+        "events",
+        "gated",
+        "llm_model",
+        "lock",
+        "metadata",
+        "metrics",
+        "note",
+        "parent",
+        "pipeline",
+        "plain",
+        "stop_snapshot",
+        "tasks",
+        "token",
+    )
+
+    def __init__(  # noqa: PLR0917  (one field each)
+        self,
+        config: ExecutionConfig,
+        metadata: ChainMetadata,
+        pipeline: Any,
+        breaker: Any,
+        metrics: Any,
+        parent: ChainState | None,
+        cost_of: Callable[[Any], Any] | None,
+        max_nodes: int,
+    ) -> None:
+        self.config = config
+        self.metadata = metadata
+        self.pipeline = pipeline
+        self.breaker = breaker
+        self.metrics = metrics
+        self.parent = parent
+        self.cost_of = cost_of
+        self.core = ChainCore(
+            config.max_cost_usd,
+            config.max_steps,
+            config.max_retries_total,
+            config.timeout_ms,
+            metadata.chain_id,
+            max_nodes,
+        )
+        self.token = CancellationToken()
+        self.events = EventLog()
+        # The enclosing async call of this chain, inherited by the tasks it creates. Sync nesting
+        # is tracked natively per thread. Per chain: a wrap nested in another context's wrap
+        # must not adopt that context's node.
+        self.current: ContextVar[int | None] = ContextVar(f"chainwarden_node_{id(self):x}", default=None)
+        self.llm_model = metadata.model
+        # Nothing to consult or notify besides the core: the fast path may finish the call inline.
+        self.gated = pipeline is not None or breaker is not None
+        self.dispatch = not self.gated
+        self.plain = not self.gated and parent is None and metrics is None and cost_of is None
+        # Until an async wrap runs, no task can carry a parent node: skip the ContextVar read.
+        self.async_used = False
+        self.note = StopNote()
+        self.lock = threading.Lock()
+        self.tasks: dict[asyncio.Task[Any], asyncio.AbstractEventLoop] = {}
+        self.stop_snapshot: ContextSnapshot | None = None
+
+    # -- snapshots -------------------------------------------------------------------------
+
+    def snapshot(self) -> ContextSnapshot:
+        core = self.core
+        steps, cost, retries, aborted, abort_reason, elapsed_ms, records = core.counters()
+        nodes = NodeRecordView(core, records)
+        self.drain_graph_events()
+        return ContextSnapshot(
+            chain_id=self.metadata.chain_id,
+            request_id=self.metadata.request_id,
+            step_count=steps,
+            cost_usd_accumulated=cost,
+            retries_used=retries,
+            aborted=aborted,
+            abort_reason=abort_reason,
+            elapsed_ms=elapsed_ms,
+            nodes=nodes,
+            events=self.events.snapshot(),
+            graph_summary=MappingProxyType(core.aggregates()),
+            parent_chain_id=self.parent.metadata.chain_id if self.parent is not None else None,
+        )
+
+    # -- events ----------------------------------------------------------------------------
+
+    def emit(self, stop_reason: str, detail: str, **metadata: Any) -> None:
+        self.events.append(stop_event(stop_reason, detail, self.metadata.request_id, **metadata))
+
+    def forced_stop(self, stop_reason: str, detail: str, **metadata: Any) -> None:
+        """Keeps the partial-result snapshot of the first forced stop, then logs the stop."""
+        if self.stop_snapshot is None:
+            self.stop_snapshot = self.snapshot()
+        self.emit(stop_reason, detail, **metadata)
+
+    def mirror_pipeline(self) -> list[Any]:
+        events: list[Any] = list(self.pipeline.get_events()) if self.pipeline is not None else []
+        self.events.extend(events)
+        return events
+
+    def drain_graph_events(self) -> None:
+        self.mirror_pipeline()
+        for div in self.core.drain_divergence():
+            event_type = str(div.get("event_type", "divergence_suspected"))
+            self.events.append(
+                SafetyEvent(
+                    event_type=event_type,
+                    decision=Decision.ALLOW,
+                    reason=event_type,
+                    hook="ExecutionGraph",
+                    request_id=self.metadata.request_id,
+                    metadata=dict(div),
+                )
+            )
+
+    def count_decision(self, decision: str) -> None:
+        if self.metrics is not None:
+            self.metrics.record_decision(self.metadata.chain_id, decision)
+
+    # -- cancellation ----------------------------------------------------------------------
+
+    def on_timeout(self) -> None:
+        # The core may have noticed the deadline first (and set the cause); report it either way,
+        # but not when an abort already stopped the chain.
+        self.core.cancel(StopCause.TIMEOUT)
+        if self.core.cancel_cause == StopCause.TIMEOUT:
+            self.forced_stop("timeout", f"timeout_ms={self.config.timeout_ms} elapsed")
+        self.cancel_all()
+
+    def cancel_all(self) -> None:
+        """Signals the token and cancels the async calls in flight."""
+        self.token.cancel()
+        with self.lock:
+            tasks = list(self.tasks.items())
+        for task, loop in tasks:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(task.cancel)
+
+    def track(self, task: asyncio.Task[Any], loop: asyncio.AbstractEventLoop) -> None:
+        with self.lock:
+            self.tasks[task] = loop
+
+    def untrack(self, task: asyncio.Task[Any]) -> None:
+        with self.lock:
+            self.tasks.pop(task, None)
+
+    # -- nesting ---------------------------------------------------------------------------
+
+    def propagate_child_cost(self, cost_usd: float) -> None:
+        """A child chain spent ``cost_usd``: it counts here and up the ancestry; the core says
+        whether it pushed this chain to its ceiling."""
+        total, crossed = self.core.add_cost(cost_usd)
+        if crossed:
+            ceiling = self.config.max_cost_usd
+            detail = f"child spending pushed the chain to ${total:.4f} >= ceiling ${ceiling:.4f}"
+            self.forced_stop("budget_exceeded", detail, source="child")
+            self.cancel_all()
+        if self.parent is not None:
+            self.parent.propagate_child_cost(cost_usd)
+
+    def remaining_budget(self) -> float:
+        return max(0.0, self.config.max_cost_usd - self.core.counters()[1])
