@@ -128,7 +128,7 @@ def test_metrics_wrapper_exposes_only_the_methods_the_object_has() -> None:
             self.seen.append(("tokens", (tokens_in, tokens_out)))
 
     ctx = ExecutionContext(config(), metrics=WithTokens())
-    wrapped = ctx._metrics
+    wrapped = ctx._s.metrics
     assert hasattr(wrapped, "record_tokens") and not hasattr(wrapped, "record_latency")
     wrapped.record_tokens("c", 1, 2)
     assert ("tokens", (1, 2)) in wrapped.inner.seen

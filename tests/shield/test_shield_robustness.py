@@ -110,7 +110,7 @@ def test_a_raising_hook_leaves_the_chain_as_a_halting_hook_would(caplog: pytest.
         b.aborted,
     )
     assert [(n.kind, n.status) for n in a.nodes] == [(n.kind, n.status) for n in b.nodes]
-    assert broken._core.in_flight == 0
+    assert broken._s.core.in_flight == 0
     assert any("Raising.before_llm_call" in r.getMessage() for r in caplog.records)
 
 
