@@ -116,11 +116,24 @@ def gate(s: ChainState, node_id: int, kind: CallKind, opts: WrapOptions) -> Deci
                 s.forced_stop("circuit_open", f"circuit breaker denied: {decision.reason}")
                 halt_admitted(s, node_id, opts, "circuit_open")
                 return Decision.HALT
+    except Exception as err:
+        return hook_raised(s, node_id, opts, err)
     except BaseException:
         hook_failed(s, node_id, opts)
         raise
     s.core.dispatch(node_id)
     return None
+
+
+def hook_raised(s: ChainState, node_id: int, opts: WrapOptions, err: Exception) -> Decision:
+    """A pipeline, breaker or hook raised: logged, and the call fails closed (docs/design.md §22)."""
+    logger.warning(
+        "containment hook raised %s: %s; the call is halted", type(err).__name__, err, exc_info=err
+    )
+    hook_failed(s, node_id, opts)
+    s.count_decision("HALT")
+    s.note.reason = "hook_error"
+    return Decision.HALT
 
 
 def hook_failed(s: ChainState, node_id: int, opts: WrapOptions, error_class: str = "HookError") -> None:
@@ -177,6 +190,8 @@ def succeeded(s: ChainState, node_id: int, kind: CallKind, opts: WrapOptions, re
     if kind == CallKind.LLM and cost > 0.0 and s.pipeline is not None:
         try:
             raw = s.pipeline.before_charge(tool_ctx(s, node_id, opts, cost), cost)
+        except Exception as err:
+            return hook_raised(s, node_id, opts, err)
         except BaseException:
             hook_failed(s, node_id, opts)
             raise
@@ -236,6 +251,8 @@ def failed(s: ChainState, exc: BaseException, node_id: int, opts: WrapOptions) -
         verdict = Decision.RETRY if pipeline is None else pipeline.on_error(tool_ctx(s, node_id, opts), exc)
         if s.breaker is not None:
             s.breaker.record_failure(error=exc)
+    except Exception as err:
+        return hook_raised(s, node_id, opts, err)
     except BaseException:
         hook_failed(s, node_id, opts)
         raise

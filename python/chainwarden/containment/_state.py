@@ -166,9 +166,12 @@ class ChainState:
         # The core may have noticed the deadline first (and set the cause); report it either way,
         # but not when an abort already stopped the chain.
         self.core.cancel(StopCause.TIMEOUT)
-        if self.core.cancel_cause == StopCause.TIMEOUT:
-            self.forced_stop("timeout", f"timeout_ms={self.config.timeout_ms} elapsed")
-        self.cancel_all()
+        try:
+            if self.core.cancel_cause == StopCause.TIMEOUT:
+                self.forced_stop("timeout", f"timeout_ms={self.config.timeout_ms} elapsed")
+        finally:
+            # A duck-typed pipeline whose get_events raises must not keep waiting calls waiting.
+            self.cancel_all()
 
     def cancel_all(self) -> None:
         """Signals the token and cancels the async calls in flight."""
