@@ -14,6 +14,13 @@ pub struct FinishPayload {
     pub metadata: Option<Value>,
 }
 
+impl FinishPayload {
+    /// Large enough that merging it should run without the GIL (the bindings ask).
+    pub fn is_large(&self) -> bool {
+        super::value::any_large([&self.content, &self.output, &self.metadata])
+    }
+}
+
 pub(crate) fn allowed(from: State, to: State) -> bool {
     matches!(
         (from, to),
