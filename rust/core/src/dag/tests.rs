@@ -339,14 +339,15 @@ fn mermaid_lines() {
         .unwrap();
     let m = g.to_mermaid(false, 80);
     let lines: Vec<&str> = m.lines().collect();
+    // Ids are arena indexes (u-1 was created first); lines are sorted by the caller's ids.
     assert_eq!(lines[0], "flowchart TD");
-    assert_eq!(lines[1], "N_a1[\"agent_message:pending\"]");
+    assert_eq!(lines[1], "N1[\"agent_message:pending\"]");
     assert_eq!(
         lines[2],
-        "N_u1[\"user_message:finished say \\\"hi\\\" now\"]"
+        "N0[\"user_message:finished say #quot;hi#quot; now\"]"
     );
-    assert!(lines.contains(&"N_u1 -->|branch:fork| N_a1"));
-    assert!(lines.contains(&"N_u1 -->|sequence| N_a1"));
+    assert!(lines.contains(&"N0 -->|branch:fork| N1"));
+    assert!(lines.contains(&"N0 -->|sequence| N1"));
 }
 
 /// Reference ordering: repeatedly emit the smallest-id closure node whose closure parents are all emitted.
