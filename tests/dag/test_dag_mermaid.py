@@ -1,4 +1,4 @@
-"""Mermaid export under hostile input (docs/design.md §25): injective ids, escaped labels, one statement a line."""
+"""Mermaid export under hostile input (docs/design.md §25): injective ids, escaped labels, one line each."""
 
 from __future__ import annotations
 
@@ -94,7 +94,11 @@ def test_ids_follow_creation_order_and_are_stable_across_views() -> None:
             m.create_node("agent_message", "finished", content=node_id, node_id=node_id)
         m.create_edge("z", "m", "sequence")
     active, _ = parse(g.to_mermaid())
-    assert active == [(2, "agent_message:finished a"), (1, "agent_message:finished m"), (0, "agent_message:finished z")]
+    assert active == [
+        (2, "agent_message:finished a"),
+        (1, "agent_message:finished m"),
+        (0, "agent_message:finished z"),
+    ]
     g.compress(["z"], "sum", node_id="s")
     nodes, _ = parse(g.to_mermaid(include_compressed=True))
     assert (0, "agent_message:finished z") in nodes and (3, "summary:finished sum") in nodes
@@ -103,6 +107,7 @@ def test_ids_follow_creation_order_and_are_stable_across_views() -> None:
 
 IDS = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
+EDGE_TYPES = st.sampled_from(["sequence", "dependency", "branch"])
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -110,11 +115,11 @@ TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
     ids=st.lists(IDS, min_size=1, max_size=8, unique=True),
     labels=st.lists(TEXT, min_size=8, max_size=8),
     kinds=st.lists(TEXT, max_size=3),
-    links=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7), st.sampled_from(["sequence", "dependency", "branch"]))),
+    links=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 7), EDGE_TYPES)),
     limit=st.integers(3, 90),
     archived=st.booleans(),
 )
-def test_hostile_labels_and_ids(
+def test_hostile_labels_and_ids(  # noqa: PLR0917 - hypothesis passes the drawn values by keyword
     ids: list[str],
     labels: list[str],
     kinds: list[str],
@@ -136,11 +141,13 @@ def test_hostile_labels_and_ids(
         for a, b, edge_type in links:
             if a < b < len(ids):  # forward edges only: acyclic by construction
                 m.create_edge(ids[a], ids[b], edge_type, metadata={"branch_kinds": kinds})
-    if archived and len(ids) > 3 and g.node(ids[2])["state"] == "finished":
-        # Exercise the audit view with an archived agent leaf replaced by a new version.
-        if not any(e["from_node_id"] == ids[2] and e["edge_type"] != "branch" for e in g.edges()):
-            with g.mutate() as m:
-                m.regenerate(ids[2])
+    # Exercise the audit view with an archived agent leaf replaced by a new version.
+    third_is_leaf = len(ids) > 3 and not any(
+        e["from_node_id"] == ids[2] and e["edge_type"] != "branch" for e in g.edges()
+    )
+    if archived and third_is_leaf and g.node(ids[2])["state"] == "finished":
+        with g.mutate() as m:
+            m.regenerate(ids[2])
     text = g.to_mermaid(include_compressed=archived, max_label_chars=limit)
     nodes, edges = parse(text)
     shown = sorted(g.nodes(include_compressed=archived), key=lambda n: n["node_id"])
