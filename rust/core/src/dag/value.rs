@@ -1,6 +1,6 @@
 //! Payload values: a JSON tree that keeps key insertion order, like a Python dict does.
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 /// Objects are small in practice, so a vector of pairs beats a hash map and keeps order for free.
 pub type Map = Vec<(String, Value)>;
@@ -93,24 +93,25 @@ impl Value {
     }
 
     /// Objects merge key by key, recursively; anything else is replaced by `other`.
-    /// O(|self| + |other|) per level: a merge of tens of thousands of keys must not be quadratic.
-    pub fn deep_merge(&mut self, other: &Value) {
+    /// O(|self| + |other|) per level: a merge of tens of thousands of keys must not be quadratic, and
+    /// `other` is moved in, not cloned.
+    pub fn deep_merge(&mut self, other: Value) {
         match (self, other) {
             (Value::Object(m), Value::Object(om)) => {
                 merge_maps(m, om, |slot, ov| slot.deep_merge(ov))
             }
-            (this, _) => *this = other.clone(),
+            (this, other) => *this = other,
         }
     }
 
     /// Top-level keys of `other` replace those of `self`; O(|self| + |other|).
-    pub fn shallow_merge(&mut self, other: &Value) {
+    pub fn shallow_merge(&mut self, other: Value) {
         if let Value::Object(om) = other {
             if !matches!(self, Value::Object(_)) {
                 *self = Value::empty_object();
             }
             if let Value::Object(m) = self {
-                merge_maps(m, om, |slot, ov| *slot = ov.clone());
+                merge_maps(m, om, |slot, ov| *slot = ov);
             }
         }
     }
@@ -138,55 +139,38 @@ fn position_of(m: &Map) -> FxHashMap<&str, usize> {
     index
 }
 
-/// Merges `other` into `m` in one pass: keys present in both go through `update` (in place, so they keep
-/// their position), new keys are appended in `other`'s order, like `dict.update`.
-fn merge_maps(m: &mut Map, other: &Map, mut update: impl FnMut(&mut Value, &Value)) {
-    if m.len() <= SMALL && other.len() <= SMALL {
+/// Merges `other` into `m` like `dict.update`: keys present in both go through `update` in place (so they
+/// keep their position), new keys are appended in `other`'s order. One hash index of `m`, one pass.
+fn merge_maps(m: &mut Map, other: Map, mut update: impl FnMut(&mut Value, Value)) {
+    if m.is_empty() {
+        *m = other;
+        return;
+    }
+    if m.len() + other.len() <= SMALL {
         for (k, ov) in other {
-            match m.iter_mut().find(|(key, _)| key == k) {
-                Some(slot) => update(&mut slot.1, ov),
-                None => m.push((k.clone(), ov.clone())),
+            match m.iter().position(|(key, _)| *key == k) {
+                Some(i) => update(&mut m[i].1, ov),
+                None => m.push((k, ov)),
             }
         }
         return;
     }
-    // Which entry of `other` (by position) lands on which existing slot; computed before any write.
-    let (hits, fresh): (Vec<(usize, usize)>, Vec<usize>) = {
-        let mine = position_of(m);
-        let mut hits = Vec::new();
-        let mut fresh = Vec::new();
-        let mut appended: FxHashSet<&str> = FxHashSet::default();
-        for (j, (k, _)) in other.iter().enumerate() {
-            match mine.get(k.as_str()) {
-                Some(&i) => hits.push((i, j)),
-                None => {
-                    if appended.insert(k.as_str()) {
-                        fresh.push(j);
-                    } else {
-                        // A duplicate key inside `other`: the later value updates the appended one.
-                        hits.push((usize::MAX, j));
-                    }
-                }
-            }
-        }
-        (hits, fresh)
+    // Where each key of `other` lands: an existing slot, or None for a new key (decided before any write,
+    // since the index borrows `m`). Keys of one object are unique: Python dicts are, and the parser
+    // collapses duplicates (`dedup_keys`).
+    let targets: Vec<Option<usize>> = {
+        let index = position_of(m);
+        other
+            .iter()
+            .map(|(k, _)| index.get(k.as_str()).copied())
+            .collect()
     };
-    let base = m.len();
-    let mut fresh_slot: FxHashMap<&str, usize> = FxHashMap::default();
-    for (n, &j) in fresh.iter().enumerate() {
-        fresh_slot.insert(other[j].0.as_str(), base + n);
-    }
-    m.reserve(fresh.len());
-    for &j in &fresh {
-        m.push((other[j].0.clone(), other[j].1.clone()));
-    }
-    for (i, j) in hits {
-        let i = if i == usize::MAX {
-            fresh_slot[other[j].0.as_str()]
-        } else {
-            i
-        };
-        update(&mut m[i].1, &other[j].1);
+    m.reserve(targets.iter().filter(|t| t.is_none()).count());
+    for ((k, ov), target) in other.into_iter().zip(targets) {
+        match target {
+            Some(i) => update(&mut m[i].1, ov),
+            None => m.push((k, ov)),
+        }
     }
 }
 
@@ -238,7 +222,7 @@ mod tests {
             ("b", Value::Array(vec![Value::Int(1)])),
             ("keep", Value::Bool(true)),
         ]);
-        base.deep_merge(&obj(&[
+        base.deep_merge(obj(&[
             ("a", obj(&[("y", Value::Int(3)), ("z", Value::Int(4))])),
             ("b", Value::Array(vec![])),
             ("new", Value::Null),
@@ -264,7 +248,7 @@ mod tests {
     #[test]
     fn shallow_merge_replaces_top_level_keys_in_place() {
         let mut base = obj(&[("a", obj(&[("x", Value::Int(1))])), ("b", Value::Int(2))]);
-        base.shallow_merge(&obj(&[("a", obj(&[("y", Value::Int(9))]))]));
+        base.shallow_merge(obj(&[("a", obj(&[("y", Value::Int(9))]))]));
         assert_eq!(
             base,
             obj(&[("a", obj(&[("y", Value::Int(9))])), ("b", Value::Int(2))])
@@ -282,26 +266,37 @@ mod tests {
         // Above the linear-scan size: the hashed path must give exactly what dict.update gives.
         let mut base = Value::Object(numbered("k", 0..100));
         let mut other = numbered("k", 50..150);
-        other.push(("k120".into(), Value::Str("last wins".into())));
+        other[70].1 = Value::Str("replaced".into());
         other.push(("k3".into(), obj(&[("deep", Value::Int(1))])));
-        base.shallow_merge(&Value::Object(other.clone()));
+        base.shallow_merge(Value::Object(other));
         let m = base.as_object().unwrap();
         assert_eq!(m.len(), 150);
         let keys: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
         let want: Vec<String> = (0..150).map(|i| format!("k{i}")).collect();
         assert_eq!(keys, want.iter().map(String::as_str).collect::<Vec<_>>());
-        assert_eq!(base.get("k120"), Some(&Value::Str("last wins".into())));
+        assert_eq!(base.get("k120"), Some(&Value::Str("replaced".into())));
         assert_eq!(base.get("k3"), Some(&obj(&[("deep", Value::Int(1))])));
 
         let mut deep = Value::Object(numbered("k", 0..100));
         deep.set("nested", Value::Object(numbered("n", 0..20)));
         let mut patch = numbered("k", 90..110);
         patch.push(("nested".into(), Value::Object(numbered("n", 10..30))));
-        deep.deep_merge(&Value::Object(patch));
+        deep.deep_merge(Value::Object(patch));
         assert_eq!(deep.as_object().unwrap().len(), 111);
         let nested = deep.get("nested").unwrap().as_object().unwrap();
         assert_eq!(nested.len(), 30);
         assert_eq!(nested[29], ("n29".into(), Value::Int(29)));
+    }
+
+    #[test]
+    fn merging_many_keys_into_a_small_object_stays_linear() {
+        // A small target with a large patch once fell into the linear-scan path (quadratic: minutes here).
+        let patch = Value::Object(numbered("k", 0..200_000));
+        let mut small = obj(&[("k5", Value::Null), ("z", Value::Int(0))]);
+        small.shallow_merge(patch.clone());
+        small.deep_merge(patch);
+        assert_eq!(small.as_object().unwrap().len(), 200_001);
+        assert_eq!(small.get("k5"), Some(&Value::Int(5)));
     }
 
     #[test]
