@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from chainwarden.containment import ExecutionConfig, ExecutionContext
 from chainwarden.dag import DagInvalidArgumentError, ExecutionResult, Graph, Runner
 
 Node = dict[str, Any]
@@ -214,3 +215,15 @@ def test_executor_maps_are_checked_at_construction() -> None:
         Runner(g, {"task": ok}, execution_context=object())
     # A partial map is fine: a node type without an executor errors when it runs (api-dag.md).
     Runner(g, {"agent_message": ok})
+
+
+def test_interruption_through_chainwarden_execution_context() -> None:
+    g = tasks("t")
+    ctx = ExecutionContext(config=ExecutionConfig(max_cost_usd=1.0, max_steps=10, max_retries_total=3))
+
+    def executor(node: Node, context: Ctx) -> ExecutionResult:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        Runner(g, {"task": executor}, execution_context=ctx).tick()
+    assert_interrupted(g, "t")
