@@ -202,12 +202,11 @@ class Runner:
         for i, node_id in enumerate(claimed):
             try:
                 node, context = self._prepare(node_id)
-                result = self._execute(node, context)
+                self._apply(node_id, self._execute(node, context), stats)
             except BaseException as exc:
                 # This node and the claimed ones not yet run would otherwise stay `running` forever.
                 self._interrupt(claimed[i:], exc)
                 raise
-            self._apply(node_id, result, stats)
         if claimed:
             stats.ticks += 1
         return claimed
