@@ -88,7 +88,7 @@ impl Dag {
             ));
         }
         // A path that leaves the set and comes back would become a cycle through the summary.
-        // Only blocking edges are rewired (branch edges are archived, §24), so only they can leave.
+        // Only blocking edges are rewired (branch edges are archived, docs/design.md §24): only they leave.
         let exits: Vec<u32> = outgoing
             .iter()
             .filter(|&&e| self.edges[e as usize].edge_type.is_blocking())

@@ -6,7 +6,7 @@ use super::ids::now;
 use super::types::{EdgeType, NodeType, State};
 use super::value::Value;
 
-/// The marker on what leaf repair adds, so it can be told apart from what callers created (§24).
+/// The marker on what leaf repair adds, so it can be told apart from what callers made (docs/design.md §24).
 fn generated_by_leaf_invariant() -> Value {
     obj(vec![("generated_by", Value::Str("leaf_invariant".into()))])
 }

@@ -503,3 +503,56 @@ fn from_json_validates_references() {
     let duplicate = text.replace("\"node_id\":\"b\"", "\"node_id\":\"a\"");
     assert!(Dag::from_json(&duplicate).is_err());
 }
+
+fn meta(pairs: &[(&str, i64)]) -> Option<Value> {
+    Some(Value::Object(
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), Value::Int(*v)))
+            .collect(),
+    ))
+}
+
+#[test]
+fn compression_keeps_agreed_metadata_and_archives_branch_edges() {
+    // docs/design.md §24
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    let spec = NodeSpec {
+        node_id: Some("a".into()),
+        ..spec_content("answer")
+    };
+    g.create_node("agent_message", "finished", spec).unwrap();
+    task(&mut g, "next");
+    edge(&mut g, "u", "a", "sequence");
+    g.create_edge("u", "next", "sequence", meta(&[("k", 1), ("x", 1)]), None)
+        .unwrap();
+    g.create_edge("a", "next", "sequence", meta(&[("x", 2), ("k", 1)]), None)
+        .unwrap();
+    let branch = g
+        .create_edge("u", "next", "branch", None, Some("lineage".into()))
+        .unwrap();
+    let s = g
+        .compress(&["u".into(), "a".into()], "sum", None, Some("s".into()))
+        .unwrap();
+    let live: Vec<Value> = g.edge_records(false);
+    assert_eq!(live.len(), 1);
+    assert_eq!(live[0].get("from_node_id"), Some(&Value::Str(s)));
+    assert_eq!(live[0].get("metadata"), meta(&[("k", 1)]).as_ref());
+    assert!(g.edge(&branch).unwrap().compressed_at.is_some());
+}
+
+#[test]
+fn leaf_repair_marks_the_node_and_edge_it_adds() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    let added = g.repair_leaves();
+    assert_eq!(added.len(), 1);
+    let marker = Value::Object(vec![(
+        "generated_by".into(),
+        Value::Str("leaf_invariant".into()),
+    )]);
+    assert_eq!(g.node(&added[0]).unwrap().metadata, marker);
+    let edges = g.edge_records(false);
+    assert_eq!(edges[0].get("metadata"), Some(&marker));
+}
