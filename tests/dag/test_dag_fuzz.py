@@ -7,11 +7,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from chainwarden.dag import DagError, Graph, Mutation
+from chainwarden.dag import DagError, DagInvalidArgumentError, Graph, Mutation, Runner
 
 ODD_TEXT = st.sampled_from(["", "\x00", "a\x00b", "\ud800", "x\udcff", "é", "😀", "\u202e", "-", " ", "\n"])
 TEXT = st.one_of(ODD_TEXT, st.text(max_size=6))
@@ -187,3 +187,33 @@ FuzzedGraph.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 )
 test_fuzzed_graph = FuzzedGraph.TestCase
+
+
+def _executor(node: dict[str, Any], context: list[dict[str, Any]]) -> Any:
+    return None
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    executors=st.one_of(
+        st.dictionaries(
+            st.one_of(st.sampled_from(["task", "agent_message", "tool", "summary"]), TEXT, INTS, st.none()),
+            st.one_of(st.just(_executor), HOSTILE),
+            max_size=3,
+        ),
+        HOSTILE,
+    ),
+    graph=st.one_of(st.just("graph"), HOSTILE),
+)
+def test_runner_construction_refuses_or_accepts_cleanly(executors: Any, graph: Any) -> None:
+    g = Graph() if graph == "graph" else graph
+    try:
+        runner = Runner(g, executors)
+    except (DagInvalidArgumentError, TypeError) as err:
+        assert str(err)
+        return
+    # Accepted: a real graph and a non-empty map of executable node types to callables.
+    assert isinstance(g, Graph)
+    assert executors and set(executors) <= {"task", "agent_message"}
+    assert all(callable(f) for f in executors.values())
+    assert runner.tick() == []
