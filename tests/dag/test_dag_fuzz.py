@@ -193,7 +193,7 @@ def _executor(node: dict[str, Any], context: list[dict[str, Any]]) -> Any:
     return None
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     executors=st.one_of(
         st.dictionaries(
