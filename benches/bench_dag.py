@@ -231,3 +231,33 @@ def test_propagate_failures_fan_out(benchmark: Any) -> None:
 
     result = benchmark.pedantic(run, setup=setup, rounds=10, iterations=1)
     assert len(result) == FAN_OUT
+
+
+BIG_METADATA = 80_000
+
+
+@pytest.mark.benchmark(group="metadata-80k-from-json")
+def test_from_json_80k_key_metadata(benchmark: Any) -> None:
+    g = Graph()
+    with g.mutate() as m:
+        m.create_node("task", node_id="t", metadata={f"k{i}": i for i in range(BIG_METADATA)})
+    data = g.to_json()
+    back = benchmark(Graph.from_json, data)
+    assert back.to_json() == data
+
+
+@pytest.mark.benchmark(group="metadata-40k-mark-finished")
+def test_mark_finished_40k_key_metadata(benchmark: Any) -> None:
+    patch = {f"m{i}": i for i in range(BIG_METADATA // 2)}
+
+    def setup() -> tuple[tuple[Graph], dict[str, Any]]:
+        g = Graph()
+        with g.mutate() as m:
+            m.create_node("task", node_id="t", metadata={"attempt": 1})
+        g.claim(1)
+        return (g,), {}
+
+    def run(g: Graph) -> bool:
+        return g.mark_finished("t", metadata=patch)
+
+    assert benchmark.pedantic(run, setup=setup, rounds=20, iterations=1)

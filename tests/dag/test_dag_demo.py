@@ -16,7 +16,7 @@ def test_demo_story_and_mermaid() -> None:
     assert "tool-rome   errored   TimeoutError: weather service timed out for Rome" in text
     assert "propagation: compare skipped, blocked by ['tool-rome']" in text
     assert "dag.retry.downstream_not_pending" in text
-    assert "N_plan1 -->|branch:retry| N_plan2" in text
+    assert "N1 -->|branch:retry| N2" in text  # planner attempt 1 -> 2, ids by creation order
     assert text.count("flowchart TD") == 1
     second = io.StringIO()
     dag.run(second)

@@ -24,25 +24,26 @@ def small() -> Graph:
 
 def test_mermaid_layout() -> None:
     lines = small().to_mermaid().splitlines()
+    # Node ids are creation indexes (docs/design.md §25); lines stay sorted by the caller's ids.
     assert lines == [
         "flowchart TD",
-        'N_a1["agent_message:finished ' + "y" * 54 + '..."]',
-        'N_t1["task:pending web.search"]',
-        'N_u1["user_message:finished say \\"hi\\" please"]',
-        "N_u1 -->|sequence| N_t1",
-        "N_t1 -->|dependency| N_a1",
-        "N_u1 -->|branch:fork,edit| N_a1",
+        'N2["agent_message:finished ' + "y" * 54 + '..."]',
+        'N1["task:pending web.search"]',
+        'N0["user_message:finished say #quot;hi#quot; please"]',
+        "N0 -->|sequence| N1",
+        "N1 -->|dependency| N2",
+        "N0 -->|branch:fork,edit| N2",
     ]
 
 
 def test_mermaid_label_limit_and_archived_view() -> None:
     g = small()
     short = g.to_mermaid(max_label_chars=10).splitlines()
-    assert short[1] == 'N_a1["agent_m..."]'
+    assert short[1] == 'N2["agent_m..."]'
     g.compress(["u-1"], "sum", node_id="s-1")
     active = g.to_mermaid()
-    assert "N_u1[" not in active and 'N_s1["summary:finished sum"]' in active
-    assert "N_u1[" in g.to_mermaid(include_compressed=True)
+    assert "N0[" not in active and 'N3["summary:finished sum"]' in active
+    assert "N0[" in g.to_mermaid(include_compressed=True)
     with pytest.raises(DagInvalidArgumentError):
         g.to_mermaid(max_label_chars=0)
 
@@ -53,7 +54,7 @@ def test_plain_branch_label_without_kinds() -> None:
         m.create_node("agent_message", "finished", content="a", node_id="a")
         m.create_node("agent_message", "finished", content="b", node_id="b")
         m.create_edge("a", "b", "branch")
-    assert g.to_mermaid().splitlines()[-1] == "N_a -->|branch| N_b"
+    assert g.to_mermaid().splitlines()[-1] == "N0 -->|branch| N1"
 
 
 def test_event_shapes() -> None:

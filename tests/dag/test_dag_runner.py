@@ -170,7 +170,7 @@ def tool_noargs(node: Node, context: Ctx) -> ExecutionResult:
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, math.nan])
 def test_run_limits_are_validated(bad: object) -> None:
-    runner = Runner(Graph(), {})
+    runner = Runner(Graph(), {"task": tool})
     with pytest.raises(DagInvalidArgumentError):
         runner.run_until_idle(max_ticks=bad)  # type: ignore[arg-type]
     with pytest.raises(DagInvalidArgumentError):

@@ -6,10 +6,13 @@ verdict into an `ExecutionResult`. agent_message nodes are LLM calls, task nodes
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from chainwarden.dag.result import ExecutionResult
+
+_log = logging.getLogger("chainwarden.dag")
 
 WrapOptionsFactory = Callable[[dict[str, Any]], Any]
 
@@ -19,7 +22,10 @@ class ContainmentContext(Protocol):
     def wrap_tool_call(self, fn: Callable[[], Any], options: Any = ...) -> Any: ...
 
 
-def failure(exc: BaseException) -> ExecutionResult:
+def failure(exc: BaseException, node: dict[str, Any] | None = None) -> ExecutionResult:
+    """Stored as `"<Class>: <message>"`; the traceback goes to the DEBUG log (docs/design.md §22)."""
+    node_id = node.get("node_id") if node is not None else None
+    _log.debug("executor for node %s raised %s", node_id, type(exc).__name__, exc_info=exc)
     return ExecutionResult.errored(f"{type(exc).__name__}: {exc}")
 
 
@@ -82,14 +88,14 @@ def run_contained(
         try:
             box.append(checked(call()))
         except Exception as exc:
-            box.append(failure(exc))
+            box.append(failure(exc, node))
             raise  # the context must see the failure to count it
 
     wrap = _wrapper(ctx, node["node_type"])
     try:
         decision = wrap(fn) if options is None else wrap(fn, options=options(node))
     except Exception as exc:
-        return box[0] if box else failure(exc)
+        return box[0] if box else failure(exc, node)
     return _verdict(ctx, decision, box)
 
 
@@ -105,7 +111,7 @@ async def run_contained_async(
         try:
             box.append(checked(await call()))
         except Exception as exc:
-            box.append(failure(exc))
+            box.append(failure(exc, node))
             raise
 
     try:
@@ -115,5 +121,5 @@ async def run_contained_async(
     try:
         decision = await (wrap(fn) if options is None else wrap(fn, options=options(node)))
     except Exception as exc:
-        return box[0] if box else failure(exc)
+        return box[0] if box else failure(exc, node)
     return _verdict(ctx, decision, box)

@@ -2,13 +2,18 @@
 
 Executors run without the graph held (they may take long, and may call `graph.mutate()` themselves); each
 result is then applied together with failure propagation and leaf repair in one native step.
+
+A `BaseException` that is not an `Exception` (KeyboardInterrupt, SystemExit, asyncio.CancelledError) is not a
+failure of the node but of the run: every node the runner holds in `running` is marked `cancelled` with
+reason `interrupted` (so none stays running forever) and the exception is re-raised (docs/dag.md, "Running").
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +28,12 @@ from chainwarden.dag.containment import (
 from chainwarden.dag.errors import invalid_argument
 from chainwarden.dag.graph import Graph
 from chainwarden.dag.result import ExecutionResult
+from chainwarden.dag.vocabulary import EXECUTABLE
+
+_log = logging.getLogger("chainwarden.dag")
+
+#: The reason stored on nodes cancelled because the run itself was interrupted.
+INTERRUPTED = "interrupted"
 
 Node = dict[str, Any]
 Context = list[dict[str, Any]]
@@ -50,6 +61,39 @@ def _positive_int(value: object, name: str) -> int:
     return value
 
 
+def _checked_executors(executors: object) -> dict[str, Executor]:
+    """Refuses at construction what would otherwise fail only when the first node runs."""
+    if not isinstance(executors, Mapping):
+        raise TypeError(
+            f"executors must be a mapping of node type to callable, not {type(executors).__name__}"
+        )
+    if not executors:
+        raise invalid_argument(
+            "executors must register at least one executor (keys: 'agent_message', 'task')"
+        )
+    checked_map: dict[str, Executor] = {}
+    for key, executor in executors.items():
+        if key not in EXECUTABLE:
+            raise invalid_argument(
+                f"executors key {key!r} is not a node type the runner executes "
+                "(expected 'agent_message' or 'task')"
+            )
+        if not callable(executor):
+            raise TypeError(f"executors[{key!r}] must be callable, not {type(executor).__name__}")
+        checked_map[str(key)] = executor
+    return checked_map
+
+
+def _check_context(ctx: object | None, executors: Mapping[str, Executor]) -> None:
+    if ctx is None:
+        return
+    needed = {"agent_message": "wrap_llm_call", "task": "wrap_tool_call"}
+    for node_type in sorted(executors):
+        method = needed[node_type]
+        if not callable(getattr(ctx, method, None)):
+            raise TypeError(f"execution_context has no callable {method} (needed for {node_type} executors)")
+
+
 class Runner:
     def __init__(
         self,
@@ -59,10 +103,24 @@ class Runner:
         *,
         wrap_options: WrapOptionsFactory | None = None,
     ) -> None:
+        if not isinstance(graph, Graph):
+            raise TypeError(f"graph must be a chainwarden.dag.Graph, not {type(graph).__name__}")
         self._graph = graph
-        self._executors = dict(executors)
+        self._executors = _checked_executors(executors)
+        _check_context(execution_context, self._executors)
+        if wrap_options is not None and not callable(wrap_options):
+            raise TypeError(f"wrap_options must be callable or None, not {type(wrap_options).__name__}")
         self._ctx = execution_context
         self._wrap_options = wrap_options
+
+    def _interrupt(self, node_ids: Iterable[str], exc: BaseException) -> None:
+        """Marks nodes the runner holds `cancelled` (reason `interrupted`); never masks `exc`."""
+        for node_id in node_ids:
+            try:
+                if self._graph.apply_result(node_id, "cancelled", message=INTERRUPTED)[0]:
+                    _log.info("node %s cancelled: run interrupted by %s", node_id, type(exc).__name__)
+            except Exception:  # the original interruption matters more than a failed cleanup
+                _log.warning("could not cancel node %s after an interruption", node_id, exc_info=True)
 
     def _prepare(self, node_id: str) -> tuple[Node, Context]:
         return self._graph.node(node_id), self._graph.context_for(node_id)
@@ -90,7 +148,7 @@ class Runner:
         try:
             return checked(call())
         except Exception as exc:
-            return failure(exc)
+            return failure(exc, node)
 
     async def _aexecute(self, node: Node, context: Context) -> ExecutionResult:
         executor = self._executors.get(node["node_type"])
@@ -108,7 +166,15 @@ class Runner:
         try:
             return checked(await call())
         except Exception as exc:
-            return failure(exc)
+            return failure(exc, node)
+
+    async def _aexecute_marked(self, node: Node, context: Context) -> ExecutionResult:
+        """`_aexecute`, marking the node as soon as an interruption escapes it (the loop may stop next)."""
+        try:
+            return await self._aexecute(node, context)
+        except BaseException as exc:
+            self._interrupt([node["node_id"]], exc)
+            raise
 
     def _apply(self, node_id: str, result: ExecutionResult, stats: RunStats) -> None:
         try:
@@ -133,9 +199,14 @@ class Runner:
     def _tick(self, limit: int, stats: RunStats) -> list[str]:
         stats.propagated_skips += len(self._graph.propagate_failures())
         claimed = self._graph.claim(limit)
-        for node_id in claimed:
-            node, context = self._prepare(node_id)
-            self._apply(node_id, self._execute(node, context), stats)
+        for i, node_id in enumerate(claimed):
+            try:
+                node, context = self._prepare(node_id)
+                self._apply(node_id, self._execute(node, context), stats)
+            except BaseException as exc:
+                # This node and the claimed ones not yet run would otherwise stay `running` forever.
+                self._interrupt(claimed[i:], exc)
+                raise
         if claimed:
             stats.ticks += 1
         return claimed
@@ -156,17 +227,39 @@ class Runner:
         limit = _positive_int(concurrency, "concurrency")
         stats = RunStats()
         inflight: dict[asyncio.Task[ExecutionResult], str] = {}
-        while True:
-            if len(inflight) < limit:
-                stats.propagated_skips += len(self._graph.propagate_failures())
-                claimed = self._graph.claim(limit - len(inflight))
-                if claimed:
-                    stats.ticks += 1
-                for node_id in claimed:
-                    node, context = self._prepare(node_id)
-                    inflight[asyncio.create_task(self._aexecute(node, context))] = node_id
-            if not inflight:
-                return stats
-            done, _ = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
-            for task in sorted(done, key=lambda t: inflight[t]):
-                self._apply(inflight.pop(task), task.result(), stats)
+        try:
+            while True:
+                if len(inflight) < limit:
+                    stats.propagated_skips += len(self._graph.propagate_failures())
+                    claimed = self._graph.claim(limit - len(inflight))
+                    if claimed:
+                        stats.ticks += 1
+                    for i, node_id in enumerate(claimed):
+                        try:
+                            node, context = self._prepare(node_id)
+                        except BaseException as exc:
+                            self._interrupt(claimed[i:], exc)
+                            raise
+                        task = asyncio.create_task(self._aexecute_marked(node, context))
+                        inflight[task] = node_id
+                if not inflight:
+                    return stats
+                done, _ = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
+                for task in sorted(done, key=lambda t: inflight[t]):
+                    # A cancelled or interrupted execution re-raises here; its node is already marked.
+                    result = task.result()
+                    self._apply(inflight.pop(task), result, stats)
+        except BaseException as exc:
+            self._abandon(inflight, exc, stats)
+            raise
+
+    def _abandon(
+        self, inflight: dict[asyncio.Task[ExecutionResult], str], exc: BaseException, stats: RunStats
+    ) -> None:
+        """The run is interrupted: keep results that are in, cancel the rest and mark their nodes."""
+        for task, node_id in sorted(inflight.items(), key=lambda item: item[1]):
+            if task.done() and not task.cancelled() and task.exception() is None:
+                self._apply(node_id, task.result(), stats)
+                continue
+            task.cancel()
+            self._interrupt([node_id], exc)

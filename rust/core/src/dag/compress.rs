@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::arena::Dag;
 use super::error::{DagError, DagResult};
@@ -11,6 +11,15 @@ use super::ids::now;
 use super::preview::derive;
 use super::types::{EdgeType, NodeType, State};
 use super::value::Value;
+
+/// Keeps in `merged` only the keys whose value `other` has too, equal; O(|merged| + |other|).
+fn keep_agreed(merged: &mut Value, other: &Value) {
+    let (Value::Object(m), Some(om)) = (merged, other.as_object()) else {
+        return;
+    };
+    let theirs: FxHashMap<&str, &Value> = om.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    m.retain(|(k, v)| theirs.get(k.as_str()) == Some(&v));
+}
 
 impl Dag {
     pub fn compress(
@@ -79,8 +88,10 @@ impl Dag {
             ));
         }
         // A path that leaves the set and comes back would become a cycle through the summary.
+        // Only blocking edges are rewired (branch edges are archived, docs/design.md §24): only they leave.
         let exits: Vec<u32> = outgoing
             .iter()
+            .filter(|&&e| self.edges[e as usize].edge_type.is_blocking())
             .map(|&e| self.edges[e as usize].to)
             .collect();
         self.flush();
@@ -105,21 +116,33 @@ impl Dag {
         node.output_preview = derive(&node.output);
         let s = self.push_node(node);
         let summary_id: Arc<str> = self.nodes[s as usize].id.clone();
-        // One rewired edge per (outside node, type, direction); the first archived edge lends its metadata.
-        let mut rewired: FxHashSet<(u32, EdgeType, bool)> = FxHashSet::default();
-        let boundary: Vec<(u32, bool)> = incoming
+        // One rewired edge per (outside node, type, direction), blocking edges only: a branch edge records
+        // a fork or rewrite of a member, and the summary was never forked (docs/design.md §24). When several
+        // archived edges merge into one, it keeps the metadata they agree on.
+        let mut rewired: Vec<((u32, EdgeType, bool), Value)> = Vec::new();
+        let mut slot: FxHashMap<(u32, EdgeType, bool), usize> = FxHashMap::default();
+        let boundary = incoming
             .iter()
             .map(|&e| (e, true))
-            .chain(outgoing.iter().map(|&e| (e, false)))
-            .collect();
+            .chain(outgoing.iter().map(|&e| (e, false)));
         for (e, is_in) in boundary {
             let edge = &self.edges[e as usize];
-            let outside = if is_in { edge.from } else { edge.to };
-            if !rewired.insert((outside, edge.edge_type, is_in)) {
+            if !edge.edge_type.is_blocking() {
                 continue;
             }
+            let outside = if is_in { edge.from } else { edge.to };
+            let key = (outside, edge.edge_type, is_in);
+            match slot.get(&key) {
+                Some(&i) => keep_agreed(&mut rewired[i].1, &edge.metadata),
+                None => {
+                    slot.insert(key, rewired.len());
+                    rewired.push((key, edge.metadata.clone()));
+                }
+            }
+        }
+        for ((outside, edge_type, is_in), metadata) in rewired {
             let (from, to) = if is_in { (outside, s) } else { (s, outside) };
-            let new_edge = self.new_edge(None, from, to, edge.edge_type, edge.metadata.clone(), at);
+            let new_edge = self.new_edge(None, from, to, edge_type, metadata, at);
             self.push_edge(new_edge);
         }
         for &n in &members {

@@ -18,6 +18,13 @@ pub struct NodeSpec {
     pub node_id: Option<String>,
 }
 
+impl NodeSpec {
+    /// Large enough that building the node should run without the GIL (the bindings ask).
+    pub fn is_large(&self) -> bool {
+        super::value::any_large([&self.content, &self.input, &self.output, &self.metadata])
+    }
+}
+
 pub(crate) fn object_or_empty(v: Option<Value>, what: &str) -> DagResult<Value> {
     match v {
         None => Ok(Value::empty_object()),

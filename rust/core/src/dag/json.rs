@@ -1,7 +1,7 @@
 //! Compact JSON text for payload values, byte-compatible with
 //! `json.dumps(v, separators=(",", ":"), ensure_ascii=False)`, and a strict parser for the round trip.
 
-use super::value::{Map, Value};
+use super::value::{dedup_keys, Map, Value};
 
 pub fn to_string(v: &Value) -> String {
     let mut out = String::new();
@@ -163,16 +163,14 @@ impl Parser<'_> {
                     self.i += 1;
                     self.ws();
                     let v = self.value(depth + 1)?;
-                    match m.iter_mut().find(|(key, _)| *key == k) {
-                        Some(slot) => slot.1 = v,
-                        None => m.push((k, v)),
-                    }
+                    m.push((k, v));
                     self.ws();
                     match self.b.get(self.i) {
                         Some(b',') => self.i += 1,
                         Some(b'}') => {
                             self.i += 1;
-                            return Ok(Value::Object(m));
+                            // Duplicates are collapsed once per object, in O(n), not per key.
+                            return Ok(Value::Object(dedup_keys(m)));
                         }
                         _ => return self.err("expected , or }"),
                     }

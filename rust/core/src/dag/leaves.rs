@@ -6,6 +6,11 @@ use super::ids::now;
 use super::types::{EdgeType, NodeType, State};
 use super::value::Value;
 
+/// The marker on what leaf repair adds, so it can be told apart from what callers made (docs/design.md §24).
+fn generated_by_leaf_invariant() -> Value {
+    obj(vec![("generated_by", Value::Str("leaf_invariant".into()))])
+}
+
 impl Dag {
     /// Active view: nodes without live outgoing blocking edges. Audit view: every node and every blocking
     /// edge, archived ones included.
@@ -40,7 +45,7 @@ impl Dag {
                 State::Pending,
                 Value::empty_object(),
                 Value::empty_object(),
-                Value::empty_object(),
+                generated_by_leaf_invariant(),
                 at,
             );
             let child = self.push_node(node);
@@ -49,7 +54,7 @@ impl Dag {
                 leaf,
                 child,
                 EdgeType::Sequence,
-                Value::empty_object(),
+                generated_by_leaf_invariant(),
                 at,
             );
             self.push_edge(edge);

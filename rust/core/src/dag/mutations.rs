@@ -198,7 +198,7 @@ impl Dag {
             ));
         }
         let mut input = node.input.clone();
-        input.deep_merge(&new_input);
+        input.deep_merge(new_input);
         check_required_payload(NodeType::UserMessage, &input, &Value::empty_object())?;
         let metadata = node.metadata.clone();
         self.replace(old, ReplaceKind::Edit, input, metadata, new_node_id)

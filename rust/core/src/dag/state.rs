@@ -14,6 +14,13 @@ pub struct FinishPayload {
     pub metadata: Option<Value>,
 }
 
+impl FinishPayload {
+    /// Large enough that merging it should run without the GIL (the bindings ask).
+    pub fn is_large(&self) -> bool {
+        super::value::any_large([&self.content, &self.output, &self.metadata])
+    }
+}
+
 pub(crate) fn allowed(from: State, to: State) -> bool {
     matches!(
         (from, to),
@@ -60,7 +67,7 @@ impl Dag {
         }
         self.save_node(n);
         let node = &mut self.nodes[n as usize];
-        if let Some(out) = &payload.output {
+        if let Some(out) = payload.output {
             node.output.deep_merge(out);
         }
         if let Some(content) = payload.content {
@@ -69,7 +76,7 @@ impl Dag {
                 (_, key) => node.output.set(key, content),
             }
         }
-        if let Some(meta) = &payload.metadata {
+        if let Some(meta) = payload.metadata {
             node.metadata.shallow_merge(meta);
         }
         node.output_preview = super::preview::derive(&node.output);

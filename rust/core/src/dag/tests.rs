@@ -339,14 +339,15 @@ fn mermaid_lines() {
         .unwrap();
     let m = g.to_mermaid(false, 80);
     let lines: Vec<&str> = m.lines().collect();
+    // Ids are arena indexes (u-1 was created first); lines are sorted by the caller's ids.
     assert_eq!(lines[0], "flowchart TD");
-    assert_eq!(lines[1], "N_a1[\"agent_message:pending\"]");
+    assert_eq!(lines[1], "N1[\"agent_message:pending\"]");
     assert_eq!(
         lines[2],
-        "N_u1[\"user_message:finished say \\\"hi\\\" now\"]"
+        "N0[\"user_message:finished say #quot;hi#quot; now\"]"
     );
-    assert!(lines.contains(&"N_u1 -->|branch:fork| N_a1"));
-    assert!(lines.contains(&"N_u1 -->|sequence| N_a1"));
+    assert!(lines.contains(&"N0 -->|branch:fork| N1"));
+    assert!(lines.contains(&"N0 -->|sequence| N1"));
 }
 
 /// Reference ordering: repeatedly emit the smallest-id closure node whose closure parents are all emitted.
@@ -501,4 +502,57 @@ fn from_json_validates_references() {
     );
     let duplicate = text.replace("\"node_id\":\"b\"", "\"node_id\":\"a\"");
     assert!(Dag::from_json(&duplicate).is_err());
+}
+
+fn meta(pairs: &[(&str, i64)]) -> Option<Value> {
+    Some(Value::Object(
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), Value::Int(*v)))
+            .collect(),
+    ))
+}
+
+#[test]
+fn compression_keeps_agreed_metadata_and_archives_branch_edges() {
+    // docs/design.md §24
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    let spec = NodeSpec {
+        node_id: Some("a".into()),
+        ..spec_content("answer")
+    };
+    g.create_node("agent_message", "finished", spec).unwrap();
+    task(&mut g, "next");
+    edge(&mut g, "u", "a", "sequence");
+    g.create_edge("u", "next", "sequence", meta(&[("k", 1), ("x", 1)]), None)
+        .unwrap();
+    g.create_edge("a", "next", "sequence", meta(&[("x", 2), ("k", 1)]), None)
+        .unwrap();
+    let branch = g
+        .create_edge("u", "next", "branch", None, Some("lineage".into()))
+        .unwrap();
+    let s = g
+        .compress(&["u".into(), "a".into()], "sum", None, Some("s".into()))
+        .unwrap();
+    let live: Vec<Value> = g.edge_records(false);
+    assert_eq!(live.len(), 1);
+    assert_eq!(live[0].get("from_node_id"), Some(&Value::Str(s)));
+    assert_eq!(live[0].get("metadata"), meta(&[("k", 1)]).as_ref());
+    assert!(g.edge(&branch).unwrap().compressed_at.is_some());
+}
+
+#[test]
+fn leaf_repair_marks_the_node_and_edge_it_adds() {
+    let mut g = Dag::new(None);
+    user(&mut g, "u");
+    let added = g.repair_leaves();
+    assert_eq!(added.len(), 1);
+    let marker = Value::Object(vec![(
+        "generated_by".into(),
+        Value::Str("leaf_invariant".into()),
+    )]);
+    assert_eq!(g.node(&added[0]).unwrap().metadata, marker);
+    let edges = g.edge_records(false);
+    assert_eq!(edges[0].get("metadata"), Some(&marker));
 }

@@ -1,5 +1,7 @@
 //! Payload values: a JSON tree that keeps key insertion order, like a Python dict does.
 
+use rustc_hash::FxHashMap;
+
 /// Objects are small in practice, so a vector of pairs beats a hash map and keeps order for free.
 pub type Map = Vec<(String, Value)>;
 
@@ -40,6 +42,36 @@ impl Value {
             .map(|(_, v)| v)
     }
 
+    /// True when the tree holds at least `n` values (itself included); stops counting once it knows.
+    /// The bindings use it to decide whether a call is long enough to be worth releasing the GIL.
+    pub fn has_at_least(&self, n: usize) -> bool {
+        fn count(v: &Value, budget: &mut usize) {
+            *budget = budget.saturating_sub(1);
+            match v {
+                Value::Array(items) => {
+                    for item in items {
+                        if *budget == 0 {
+                            return;
+                        }
+                        count(item, budget);
+                    }
+                }
+                Value::Object(m) => {
+                    for (_, item) in m {
+                        if *budget == 0 {
+                            return;
+                        }
+                        count(item, budget);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut budget = n;
+        count(self, &mut budget);
+        budget == 0
+    }
+
     /// Sets `key`, replacing in place so the key keeps its original position.
     pub fn set(&mut self, key: &str, value: Value) {
         if !matches!(self, Value::Object(_)) {
@@ -61,31 +93,111 @@ impl Value {
     }
 
     /// Objects merge key by key, recursively; anything else is replaced by `other`.
-    pub fn deep_merge(&mut self, other: &Value) {
-        match (self.as_object().is_some(), other) {
-            (true, Value::Object(om)) => {
-                for (k, ov) in om {
-                    let Value::Object(m) = self else {
-                        unreachable!()
-                    };
-                    match m.iter_mut().find(|(key, _)| key == k) {
-                        Some(slot) => slot.1.deep_merge(ov),
-                        None => m.push((k.clone(), ov.clone())),
-                    }
-                }
+    /// O(|self| + |other|) per level: a merge of tens of thousands of keys must not be quadratic, and
+    /// `other` is moved in, not cloned.
+    pub fn deep_merge(&mut self, other: Value) {
+        match (self, other) {
+            (Value::Object(m), Value::Object(om)) => {
+                merge_maps(m, om, |slot, ov| slot.deep_merge(ov))
             }
-            _ => *self = other.clone(),
+            (this, other) => *this = other,
         }
     }
 
-    /// Top-level keys of `other` replace those of `self`.
-    pub fn shallow_merge(&mut self, other: &Value) {
+    /// Top-level keys of `other` replace those of `self`; O(|self| + |other|).
+    pub fn shallow_merge(&mut self, other: Value) {
         if let Value::Object(om) = other {
-            for (k, v) in om {
-                self.set(k, v.clone());
+            if !matches!(self, Value::Object(_)) {
+                *self = Value::empty_object();
+            }
+            if let Value::Object(m) = self {
+                merge_maps(m, om, |slot, ov| *slot = ov);
             }
         }
     }
+}
+
+/// Payloads with at least this many values count as large (see `Value::has_at_least`).
+pub const LARGE: usize = 1024;
+
+/// True when any of the optional payload parts is large.
+pub fn any_large<const N: usize>(parts: [&Option<Value>; N]) -> bool {
+    parts
+        .iter()
+        .any(|p| p.as_ref().is_some_and(|v| v.has_at_least(LARGE)))
+}
+
+/// Below this size a linear scan is cheaper than hashing every key.
+const SMALL: usize = 8;
+
+/// For each key of `m`, its position among the first occurrences (later duplicates map to the first).
+fn position_of(m: &Map) -> FxHashMap<&str, usize> {
+    let mut index = FxHashMap::with_capacity_and_hasher(m.len(), Default::default());
+    for (i, (k, _)) in m.iter().enumerate() {
+        index.entry(k.as_str()).or_insert(i);
+    }
+    index
+}
+
+/// Merges `other` into `m` like `dict.update`: keys present in both go through `update` in place (so they
+/// keep their position), new keys are appended in `other`'s order. One hash index of `m`, one pass.
+fn merge_maps(m: &mut Map, other: Map, mut update: impl FnMut(&mut Value, Value)) {
+    if m.is_empty() {
+        *m = other;
+        return;
+    }
+    if m.len() + other.len() <= SMALL {
+        for (k, ov) in other {
+            match m.iter().position(|(key, _)| *key == k) {
+                Some(i) => update(&mut m[i].1, ov),
+                None => m.push((k, ov)),
+            }
+        }
+        return;
+    }
+    // Where each key of `other` lands: an existing slot, or None for a new key (decided before any write,
+    // since the index borrows `m`). Keys of one object are unique: Python dicts are, and the parser
+    // collapses duplicates (`dedup_keys`).
+    let targets: Vec<Option<usize>> = {
+        let index = position_of(m);
+        other
+            .iter()
+            .map(|(k, _)| index.get(k.as_str()).copied())
+            .collect()
+    };
+    m.reserve(targets.iter().filter(|t| t.is_none()).count());
+    for ((k, ov), target) in other.into_iter().zip(targets) {
+        match target {
+            Some(i) => update(&mut m[i].1, ov),
+            None => m.push((k, ov)),
+        }
+    }
+}
+
+/// Collapses duplicate keys the way `json.loads` does (the last value wins, at the first key's position),
+/// in O(n).
+pub(crate) fn dedup_keys(pairs: Map) -> Map {
+    if pairs.len() < 2 {
+        return pairs;
+    }
+    let first: Vec<usize> = {
+        let index = position_of(&pairs);
+        pairs.iter().map(|(k, _)| index[k.as_str()]).collect()
+    };
+    if first.iter().enumerate().all(|(i, &f)| i == f) {
+        return pairs;
+    }
+    let mut out: Map = Vec::with_capacity(pairs.len());
+    let mut slot = vec![usize::MAX; pairs.len()];
+    for (i, (k, v)) in pairs.into_iter().enumerate() {
+        if first[i] == i {
+            slot[i] = out.len();
+            out.push((k, v));
+        } else {
+            out[slot[first[i]]].1 = v;
+        }
+    }
+    out
 }
 
 /// Builds an object value from literal pairs (test fixtures).
@@ -110,7 +222,7 @@ mod tests {
             ("b", Value::Array(vec![Value::Int(1)])),
             ("keep", Value::Bool(true)),
         ]);
-        base.deep_merge(&obj(&[
+        base.deep_merge(obj(&[
             ("a", obj(&[("y", Value::Int(3)), ("z", Value::Int(4))])),
             ("b", Value::Array(vec![])),
             ("new", Value::Null),
@@ -136,10 +248,78 @@ mod tests {
     #[test]
     fn shallow_merge_replaces_top_level_keys_in_place() {
         let mut base = obj(&[("a", obj(&[("x", Value::Int(1))])), ("b", Value::Int(2))]);
-        base.shallow_merge(&obj(&[("a", obj(&[("y", Value::Int(9))]))]));
+        base.shallow_merge(obj(&[("a", obj(&[("y", Value::Int(9))]))]));
         assert_eq!(
             base,
             obj(&[("a", obj(&[("y", Value::Int(9))])), ("b", Value::Int(2))])
         );
+    }
+
+    fn numbered(prefix: &str, range: std::ops::Range<i64>) -> Map {
+        range
+            .map(|i| (format!("{prefix}{i}"), Value::Int(i)))
+            .collect()
+    }
+
+    #[test]
+    fn large_merges_keep_dict_update_order_and_semantics() {
+        // Above the linear-scan size: the hashed path must give exactly what dict.update gives.
+        let mut base = Value::Object(numbered("k", 0..100));
+        let mut other = numbered("k", 50..150);
+        other[70].1 = Value::Str("replaced".into());
+        other.push(("k3".into(), obj(&[("deep", Value::Int(1))])));
+        base.shallow_merge(Value::Object(other));
+        let m = base.as_object().unwrap();
+        assert_eq!(m.len(), 150);
+        let keys: Vec<&str> = m.iter().map(|(k, _)| k.as_str()).collect();
+        let want: Vec<String> = (0..150).map(|i| format!("k{i}")).collect();
+        assert_eq!(keys, want.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(base.get("k120"), Some(&Value::Str("replaced".into())));
+        assert_eq!(base.get("k3"), Some(&obj(&[("deep", Value::Int(1))])));
+
+        let mut deep = Value::Object(numbered("k", 0..100));
+        deep.set("nested", Value::Object(numbered("n", 0..20)));
+        let mut patch = numbered("k", 90..110);
+        patch.push(("nested".into(), Value::Object(numbered("n", 10..30))));
+        deep.deep_merge(Value::Object(patch));
+        assert_eq!(deep.as_object().unwrap().len(), 111);
+        let nested = deep.get("nested").unwrap().as_object().unwrap();
+        assert_eq!(nested.len(), 30);
+        assert_eq!(nested[29], ("n29".into(), Value::Int(29)));
+    }
+
+    #[test]
+    fn merging_many_keys_into_a_small_object_stays_linear() {
+        // A small target with a large patch once fell into the linear-scan path (quadratic: minutes here).
+        let patch = Value::Object(numbered("k", 0..200_000));
+        let mut small = obj(&[("k5", Value::Null), ("z", Value::Int(0))]);
+        small.shallow_merge(patch.clone());
+        small.deep_merge(patch);
+        assert_eq!(small.as_object().unwrap().len(), 200_001);
+        assert_eq!(small.get("k5"), Some(&Value::Int(5)));
+    }
+
+    #[test]
+    fn duplicate_keys_collapse_like_json_loads() {
+        let pairs: Map = vec![
+            ("a".into(), Value::Int(1)),
+            ("b".into(), Value::Int(2)),
+            ("a".into(), Value::Int(3)),
+        ];
+        assert_eq!(
+            dedup_keys(pairs),
+            vec![("a".into(), Value::Int(3)), ("b".into(), Value::Int(2))]
+        );
+        let unique = numbered("k", 0..50);
+        assert_eq!(dedup_keys(unique.clone()), unique);
+    }
+
+    #[test]
+    fn size_probe_stops_at_the_budget() {
+        let big = Value::Object(numbered("k", 0..2000));
+        assert!(big.has_at_least(LARGE));
+        assert!(!Value::Object(numbered("k", 0..10)).has_at_least(LARGE));
+        assert!(Value::Int(1).has_at_least(1));
+        assert!(!Value::Int(1).has_at_least(2));
     }
 }

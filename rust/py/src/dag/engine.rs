@@ -33,6 +33,16 @@ impl DagEngine {
         }
     }
 
+    /// `detached` for work proportional to a large payload, `locked` otherwise: releasing the GIL costs a
+    /// thread switch under contention, which only pays off when the native work is long.
+    fn run<R: Send>(&self, py: Python<'_>, large: bool, f: impl FnOnce(&mut Dag) -> R + Send) -> R {
+        if large {
+            self.detached(py, f)
+        } else {
+            self.locked(py, f)
+        }
+    }
+
     /// The four transitions that take a node id and a reason (stored as `str(reason)`).
     fn mark_with_reason(
         &self,
@@ -89,8 +99,10 @@ impl DagEngine {
     ) -> PyResult<String> {
         let node_type = text(node_type, "node_type")?;
         let spec = node_spec(content, input, output, metadata, node_id)?;
-        self.locked(py, |g| g.create_node(&node_type, state, spec))
-            .py_err(py)
+        self.run(py, spec.is_large(), |g| {
+            g.create_node(&node_type, state, spec)
+        })
+        .py_err(py)
     }
 
     #[pyo3(signature = (from_id, to_id, edge_type, *, metadata=None, edge_id=None))]
@@ -129,8 +141,10 @@ impl DagEngine {
         let from = text(from_id, "from_id")?;
         let node_type = text(node_type, "node_type")?;
         let spec = node_spec(content, input, None, metadata, node_id)?;
-        self.locked(py, |g| g.fork(&from, &node_type, state, spec))
-            .py_err(py)
+        self.run(py, spec.is_large(), |g| {
+            g.fork(&from, &node_type, state, spec)
+        })
+        .py_err(py)
     }
 
     #[pyo3(signature = (node_id, *, new_node_id=None))]
@@ -216,7 +230,7 @@ impl DagEngine {
     ) -> PyResult<bool> {
         let id = text(node_id, "node_id")?;
         let payload = finish_payload(content, output, metadata)?;
-        self.locked(py, |g| g.mark_finished(&id, payload))
+        self.run(py, payload.is_large(), |g| g.mark_finished(&id, payload))
             .py_err(py)
     }
 
