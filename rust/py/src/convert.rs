@@ -39,7 +39,9 @@ pub fn number(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<f64> {
             obj.get_type().name()?
         )));
     }
+    // An int too large for a float is a bad value, not an arithmetic fault.
     obj.extract::<f64>()
+        .map_err(|_| PyValueError::new_err(format!("{field} is out of range: {obj}")))
 }
 
 /// An optional int argument; bools and floats are a TypeError, values beyond i64 a ValueError.

@@ -412,7 +412,8 @@ impl Graph {
     ) -> Result<Finished, RecorderError> {
         let mut guard = self.lock();
         let st = &mut *guard;
-        let node = Self::node_mut(&mut st.arena, node_id)?;
+        let State { arena, names, .. } = st;
+        let node = Self::node_mut(arena, node_id)?;
         if node.status.is_terminal() {
             return Ok(Finished::default());
         }
@@ -430,8 +431,7 @@ impl Graph {
         };
         // Interned only once the transition is certain: a rejected or no-op call must not
         // leave a reference behind.
-        let error_class = t.error_class.map(|e| st.names.intern(e));
-        let node = Self::node_mut(&mut st.arena, node_id)?;
+        let error_class = t.error_class.map(|e| names.intern(e));
         let end = now_ms();
         node.status = t.status;
         node.set_end_ms(end);
