@@ -45,7 +45,11 @@ def build(max_nodes: int, steps: list[tuple[Any, ...]]) -> ExecutionGraph:
         if target not in g:
             continue
         if op in ("begin", "begin_running"):
-            ids.append(g.begin_node(target, kind, name, model=name or None, metadata=meta, running=op == "begin_running"))
+            ids.append(
+                g.begin_node(
+                    target, kind, name, model=name or None, metadata=meta, running=op == "begin_running"
+                )
+            )
         elif op == "running":
             g.mark_running(target)
         elif op == "success":

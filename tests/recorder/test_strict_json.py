@@ -93,7 +93,7 @@ def test_numbers_too_large_are_value_errors(kwargs: dict[str, Any], match: str) 
 
 
 def test_huge_cost_never_puts_an_infinite_rate_in_an_event() -> None:
-    g, root, node = fresh()
+    g, _, node = fresh()
     g.mark_success(node, 1.7e308)
     [event] = g.drain_divergence_events()
     assert event["event_type"] == "COST_RATE_EXCEEDED"

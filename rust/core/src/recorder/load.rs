@@ -16,6 +16,9 @@ use crate::value::Value;
 
 type Entries = [(Box<str>, Value)];
 
+/// A node read from a snapshot, with its metadata and stop reason (kept beside the arena).
+type LoadedNode = (Node, Option<Value>, Option<Box<str>>);
+
 fn bad(msg: String) -> RecorderError {
     RecorderError::InvalidSnapshot(msg)
 }
@@ -188,7 +191,7 @@ fn node(
     key: &str,
     v: &Value,
     root: Option<NodeId>,
-) -> Result<(Node, Option<Value>, Option<Box<str>>), RecorderError> {
+) -> Result<LoadedNode, RecorderError> {
     let what = format!("nodes[{key:?}]");
     let f = Fields {
         entries: object(v, &what, &NODE_KEYS)?,
