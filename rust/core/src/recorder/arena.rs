@@ -6,8 +6,6 @@
 //! survivors move to a small side map and its buffer is kept for the next chunk — so old
 //! nodes never pin whole chunks, and the per-node side table loses its entry on eviction.
 
-use std::collections::VecDeque;
-
 use rustc_hash::FxHashMap;
 
 use super::ids::NodeId;
@@ -26,14 +24,20 @@ const CHUNK: usize = 4096;
 /// many nodes once per chunk is cheap; keeping a chunk for fewer would waste most of it.
 const COMPACT_AT: usize = CHUNK / 16;
 
+/// A compacted chunk has no buffer; its survivors are in `Arena::stragglers`.
 struct Chunk {
     nodes: Vec<Node>,
     live: usize,
 }
 
+impl Chunk {
+    fn is_compacted(&self) -> bool {
+        self.nodes.capacity() == 0
+    }
+}
+
 pub struct Arena {
-    /// `None` marks a compacted chunk; its survivors are in `stragglers`.
-    chunks: VecDeque<Option<Chunk>>,
+    chunks: Vec<Chunk>,
     /// Id held by slot 0 of `chunks[0]`.
     base: NodeId,
     /// Live nodes outside any chunk: survivors of compacted chunks and loaded nodes.
@@ -47,7 +51,7 @@ pub struct Arena {
 impl Default for Arena {
     fn default() -> Self {
         Arena {
-            chunks: VecDeque::new(),
+            chunks: Vec::new(),
             base: 1,
             stragglers: FxHashMap::default(),
             spare: None,
@@ -57,13 +61,17 @@ impl Default for Arena {
     }
 }
 
-enum Loc {
-    Chunk(usize, usize),
-    Straggler,
-    Absent,
-}
-
 impl Arena {
+    #[inline]
+    fn slot(&self, id: NodeId) -> (usize, usize) {
+        // An id below `base` wraps to a huge offset, hence to no chunk.
+        let offset = id.wrapping_sub(self.base);
+        (
+            (offset / CHUNK as NodeId) as usize,
+            (offset % CHUNK as NodeId) as usize,
+        )
+    }
+
     fn attach(&mut self, node: &mut Node, metadata: Option<Value>, stop_reason: Option<&str>) {
         if metadata.is_some() || stop_reason.is_some() {
             node.has_extras = true;
@@ -79,16 +87,18 @@ impl Arena {
 
     /// Appends the node with the next id (ids are handed out by the graph's counter).
     pub fn push(&mut self, mut node: Node, metadata: Option<Value>) {
-        self.attach(&mut node, metadata, None);
-        if !matches!(self.chunks.back(), Some(Some(c)) if c.nodes.len() < CHUNK) {
+        if metadata.is_some() {
+            self.attach(&mut node, metadata, None);
+        }
+        if !matches!(self.chunks.last(), Some(c) if c.nodes.len() < CHUNK && !c.is_compacted()) {
             let nodes = self
                 .spare
                 .take()
                 .unwrap_or_else(|| Vec::with_capacity(CHUNK));
-            self.chunks.push_back(Some(Chunk { nodes, live: 0 }));
+            self.chunks.push(Chunk { nodes, live: 0 });
         }
         let full_chunks = self.chunks.len() - 1;
-        let Some(Some(chunk)) = self.chunks.back_mut() else {
+        let Some(chunk) = self.chunks.last_mut() else {
             unreachable!("a chunk with room was just ensured")
         };
         debug_assert_eq!(
@@ -110,47 +120,41 @@ impl Arena {
         self.live += 1;
     }
 
-    fn locate(&self, id: NodeId) -> Loc {
-        let Some(offset) = id.checked_sub(self.base) else {
-            return Loc::Straggler;
-        };
-        let (c, i) = (
-            (offset / CHUNK as NodeId) as usize,
-            (offset % CHUNK as NodeId) as usize,
-        );
-        match self.chunks.get(c) {
-            Some(Some(_)) => Loc::Chunk(c, i),
-            Some(None) => Loc::Straggler,
-            None => Loc::Absent,
-        }
-    }
-
+    #[inline]
     pub fn get(&self, id: NodeId) -> Option<&Node> {
-        match self.locate(id) {
-            Loc::Chunk(c, i) => self.chunks[c].as_ref()?.nodes.get(i).filter(|n| !n.pruned),
-            Loc::Straggler => self.stragglers.get(&id),
-            Loc::Absent => None,
+        let (c, i) = self.slot(id);
+        match self.chunks.get(c).and_then(|ch| ch.nodes.get(i)) {
+            Some(n) => (!n.pruned).then_some(n),
+            None => self.get_side(id),
         }
     }
 
+    #[cold]
+    fn get_side(&self, id: NodeId) -> Option<&Node> {
+        self.stragglers.get(&id)
+    }
+
+    #[inline]
     pub fn get_mut(&mut self, id: NodeId) -> Option<&mut Node> {
-        match self.locate(id) {
-            Loc::Chunk(c, i) => self.chunks[c]
-                .as_mut()?
-                .nodes
-                .get_mut(i)
-                .filter(|n| !n.pruned),
-            Loc::Straggler => self.stragglers.get_mut(&id),
-            Loc::Absent => None,
+        let (c, i) = self.slot(id);
+        if self.chunks.get(c).is_some_and(|ch| i < ch.nodes.len()) {
+            let n = &mut self.chunks[c].nodes[i];
+            return (!n.pruned).then_some(n);
         }
+        self.get_side_mut(id)
+    }
+
+    #[cold]
+    fn get_side_mut(&mut self, id: NodeId) -> Option<&mut Node> {
+        self.stragglers.get_mut(&id)
     }
 
     /// Evicts a node and drops its side-table entry; returns a copy so the caller can
     /// release what the node referenced (interned names).
     pub fn prune(&mut self, id: NodeId) -> Option<Node> {
-        let removed = match self.locate(id) {
-            Loc::Chunk(c, i) => {
-                let chunk = self.chunks[c].as_mut()?;
+        let (c, i) = self.slot(id);
+        let removed = match self.chunks.get_mut(c) {
+            Some(chunk) if i < chunk.nodes.len() => {
                 let node = chunk.nodes.get_mut(i).filter(|n| !n.pruned)?;
                 node.pruned = true;
                 let copy = node.clone();
@@ -160,8 +164,7 @@ impl Arena {
                 }
                 copy
             }
-            Loc::Straggler => self.stragglers.remove(&id)?,
-            Loc::Absent => return None,
+            _ => self.stragglers.remove(&id)?,
         };
         if removed.has_extras {
             self.extras.remove(&id);
@@ -172,17 +175,20 @@ impl Arena {
 
     /// Moves a sparse chunk's survivors to the side map and keeps its buffer for reuse.
     fn compact(&mut self, c: usize) {
-        let Some(chunk) = self.chunks[c].take() else {
-            return;
-        };
-        let mut nodes = chunk.nodes;
+        let mut nodes = std::mem::take(&mut self.chunks[c].nodes);
         for n in nodes.drain(..).filter(|n| !n.pruned) {
             self.stragglers.insert(n.id, n);
         }
         self.spare = Some(nodes);
-        while matches!(self.chunks.front(), Some(None)) {
-            self.chunks.pop_front();
-            self.base += CHUNK as NodeId;
+        // Moves only chunk headers, and only once per chunk of evictions.
+        let released = self
+            .chunks
+            .iter()
+            .take_while(|ch| ch.is_compacted())
+            .count();
+        if released > 0 {
+            self.chunks.drain(..released);
+            self.base += (released * CHUNK) as NodeId;
         }
     }
 
@@ -225,7 +231,6 @@ impl Arena {
         let mut chunked = self
             .chunks
             .iter()
-            .flatten()
             .flat_map(|c| c.nodes.iter())
             .filter(|n| !n.pruned)
             .peekable();
@@ -236,9 +241,9 @@ impl Arena {
         })
     }
 
-    /// Chunks currently allocated (for tests of the memory bound).
+    /// Chunks currently holding a buffer (for tests of the memory bound).
     pub fn chunk_count(&self) -> usize {
-        self.chunks.iter().flatten().count()
+        self.chunks.iter().filter(|c| !c.is_compacted()).count()
     }
 
     /// Side-table entries (for tests of the memory bound).
@@ -321,7 +326,7 @@ mod tests {
     fn compacted_buffers_are_reused() {
         let mut a = Arena::default();
         a.push(node(1), None);
-        let first = a.chunks[0].as_ref().unwrap().nodes.as_ptr();
+        let first = a.chunks[0].nodes.as_ptr();
         for id in 2..=(CHUNK as NodeId + 1) {
             a.push(node(id), None);
             if id > 10 {
@@ -330,9 +335,7 @@ mod tests {
         }
         // The first chunk emptied and its buffer became the second chunk's.
         assert_eq!(a.chunk_count(), 1);
-        let Some(Some(tail)) = a.chunks.back() else {
-            panic!("tail chunk")
-        };
+        let tail = a.chunks.last().expect("tail chunk");
         assert_eq!(tail.nodes.as_ptr(), first);
         assert_eq!(a.len(), 10);
     }

@@ -75,8 +75,16 @@ pub fn non_negative_int(field: &'static str, v: Option<i64>) -> Result<Option<u6
 }
 
 /// Metadata must be strict JSON: no NaN or infinite float at any depth.
+#[inline]
 pub fn finite_metadata(metadata: Option<&Value>) -> Result<(), RecorderError> {
-    match metadata.and_then(Value::non_finite_path) {
+    match metadata {
+        None => Ok(()),
+        Some(m) => finite_tree(m),
+    }
+}
+
+fn finite_tree(metadata: &Value) -> Result<(), RecorderError> {
+    match Some(metadata).and_then(Value::non_finite_path) {
         None => Ok(()),
         Some(path) => Err(RecorderError::InvalidMetadata(format!(
             "must be strict JSON: NaN and infinite floats are not allowed (at {path})"

@@ -62,10 +62,13 @@ impl State {
     /// Records a dispatch for divergence detection, keeping the interner's count of the
     /// symbols the detector holds (window slots, reported signatures) exact.
     fn dispatch(&mut self, kind: Kind, name: Sym) {
-        self.names.retain(name);
         let refs = self.divergence.observe_dispatch(kind, name);
-        if let Some(s) = refs.left_window {
-            self.names.release(s);
+        // A loop repeating one label swaps a slot for the same symbol: no count changes.
+        if refs.left_window != Some(name) {
+            self.names.retain(name);
+            if let Some(s) = refs.left_window {
+                self.names.release(s);
+            }
         }
         if let Some(s) = refs.reported {
             self.names.retain(s);

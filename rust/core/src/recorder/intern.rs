@@ -52,6 +52,7 @@ impl Interner {
         sym
     }
 
+    #[inline]
     pub fn retain(&mut self, sym: Sym) {
         let r = &mut self.refs[sym as usize];
         // A count that ever saturates stays pinned: the text is then never freed.
@@ -59,6 +60,7 @@ impl Interner {
     }
 
     /// Drops one reference; the text is freed with the last one.
+    #[inline]
     pub fn release(&mut self, sym: Sym) {
         let r = &mut self.refs[sym as usize];
         if *r == u32::MAX || *r == 0 {
