@@ -234,10 +234,13 @@ impl Arena {
             .flat_map(|c| c.nodes.iter())
             .filter(|n| !n.pruned)
             .peekable();
-        std::iter::from_fn(move || match (side.peek(), chunked.peek()) {
-            (Some(a), Some(b)) if a.id < b.id => side.next(),
-            (Some(_), None) => side.next(),
-            _ => chunked.next(),
+        // With no side-map nodes (the usual case) this is the chunk walk plus one check.
+        std::iter::from_fn(move || match side.peek() {
+            None => chunked.next(),
+            Some(a) => match chunked.peek() {
+                Some(b) if b.id < a.id => chunked.next(),
+                _ => side.next(),
+            },
         })
     }
 

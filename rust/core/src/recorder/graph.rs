@@ -241,12 +241,13 @@ impl Graph {
     ) -> Result<(NodeId, Option<Box<Started>>), RecorderError> {
         finite_metadata(metadata.as_ref())?;
         let mut st = self.lock();
-        let parent = parse_id(parent_id).filter(|&p| st.arena.get(p).is_some());
-        let Some(parent) = parent else {
+        let parent = parse_id(parent_id).and_then(|p| st.arena.get(p).map(|n| (p, n.depth)));
+        let Some((parent, parent_depth)) = parent else {
             return Err(RecorderError::ParentNotFound(parent_id.to_owned()));
         };
+        // The parent is never the node evicted here, so its depth still holds.
         self.make_room(&mut st, Some(parent));
-        let depth = st.arena.get(parent).map_or(0, |p| p.depth) + 1;
+        let depth = parent_depth.saturating_add(1);
         let name = st.names.intern(name);
         let model = model.map(|m| st.names.intern(m));
         let status = if running {
