@@ -445,7 +445,8 @@ impl Graph {
             node.set_tokens(t.tokens_in, t.tokens_out);
         }
         let (id, kind, retries) = (node.id, node.kind, node.retries);
-        let duration_ms = (end - node.start_ms).max(1);
+        // Saturating: a loaded snapshot may carry any start time.
+        let duration_ms = end.saturating_sub(node.start_ms).max(1);
         if let Some(reason) = t.stop_reason {
             st.arena.set_stop_reason(id, reason);
         }
@@ -496,7 +497,7 @@ impl Graph {
             tokens_in: n.tokens_in(),
             tokens_out: n.tokens_out(),
             depth: n.depth,
-            elapsed_ms: n.end_ms().map(|e| (e - n.start_ms) as f64),
+            elapsed_ms: n.end_ms().map(|e| e.saturating_sub(n.start_ms) as f64),
             model: name(n.model()),
             error_class: name(n.error_class()),
             stop_reason: st.arena.stop_reason(n).map(Into::into),

@@ -161,6 +161,8 @@ const NODE_KEYS: [&str; 15] = [
 ];
 
 const I64_MAX: u64 = i64::MAX as u64;
+/// New ids continue after the highest loaded one, so that one must leave room to count on.
+const MAX_LOADED_ID: NodeId = I64_MAX - 1;
 
 fn aggregates(v: &Value) -> Result<AggregatesView, RecorderError> {
     let f = Fields {
@@ -199,7 +201,8 @@ fn node(
     };
     let id = f
         .id("node_id")?
-        .ok_or_else(|| f.err("node_id", "a node id"))?;
+        .filter(|&id| id <= MAX_LOADED_ID)
+        .ok_or_else(|| f.err("node_id", "a node id below n9223372036854775807"))?;
     if f.str("node_id")? != key {
         return Err(f.err("node_id", "equal to its key"));
     }

@@ -447,10 +447,31 @@ fn from_snapshot_names_what_is_wrong() {
         (&good.replace("\"tokens_in\": null, \"tokens_out\": null, \"stop_reason\": null, \"error_class\": null, \"metadata\": {}}}", "\"tokens_in\": null, \"tokens_out\": null, \"stop_reason\": null, \"error_class\": null}}"), "is missing \"metadata\""),
         (&good.replace("\"nodes\": {", "\"extra\": 1, \"nodes\": {"), "unknown key \"extra\""),
         (&good.replace("{\"node_id\": \"n000002\"", "{\"node_id\": \"n000003\""), "equal to its key"),
+        (
+            &good.replace("n000002", "n18446744073709551615"),
+            "a node id below",
+        ),
     ];
     for (text, want) in cases {
         let err = Graph::from_snapshot_json(text.as_bytes(), Config::default()).err();
         let msg = err.map(|e| e.to_string()).unwrap_or_default();
         assert!(msg.contains(want), "{want:?} not in {msg:?} for {text}");
     }
+}
+
+#[test]
+fn loaded_extreme_timestamps_never_overflow() {
+    let g = graph();
+    let root = g.create_root("run", None).unwrap();
+    child(&g, root, Kind::Llm, "x");
+    let text = String::from_utf8(g.snapshot_json()).unwrap();
+    let start = text.find("\"start_ts_ms\": ").unwrap() + 15;
+    let end = start + text[start..].find(',').unwrap();
+    let text = text.replace(&text[start..end], &i64::MIN.to_string());
+    let loaded = Graph::from_snapshot_json(text.as_bytes(), Config::default()).unwrap();
+    let done = loaded
+        .mark_success("n000002", 0.0, None, None, true)
+        .unwrap();
+    assert!(done.duration_ms >= 1);
+    assert!(done.event.unwrap().elapsed_ms.unwrap() > 0.0);
 }
