@@ -21,6 +21,8 @@ from chainwarden._core import _BenchFloor
 N_NODES = 100_000
 SNAPSHOT_NODES = 10_000
 MEMORY_NODES = 1_000_000
+CAPPED_NODES = 2_000_000
+CAP = 1000
 
 IMPLS: dict[str, Callable[[], Any]] = {"chainwarden": ExecutionGraph, "veronica": VeronicaGraph}
 
@@ -99,3 +101,22 @@ def test_memory_per_node(benchmark: Any, impl: str) -> None:
     benchmark.pedantic(run, rounds=1, iterations=1)
     benchmark.extra_info.update(result)
     assert result["nodes"] == MEMORY_NODES
+
+
+@pytest.mark.benchmark(group="graph: memory per node under max_nodes=1000, 200k to 2M nodes")
+def test_memory_under_max_nodes(benchmark: Any) -> None:
+    """RSS growth once the cap is reached (docs/design.md §27); about 0 B per node."""
+    result: dict[str, float] = {}
+
+    def run() -> None:
+        out = subprocess.run(
+            [sys.executable, str(MEMORY_SCRIPT), "chainwarden", str(CAPPED_NODES), str(CAP)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        result.update(json.loads(out.stdout))
+
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    benchmark.extra_info.update(result)
+    assert result["max_nodes"] == CAP

@@ -110,6 +110,17 @@ class ExecutionGraph:
     @property
     def root_id(self) -> str | None: ...
     @property
+    def _root_id(self) -> str | None: ...
+    @classmethod
+    def from_snapshot(
+        cls,
+        snapshot: dict[str, Any] | bytes | str,
+        *,
+        cost_rate_threshold_usd_per_sec: float = 0.1,
+        token_velocity_threshold: float = 500.0,
+        max_nodes: int = 0,
+    ) -> ExecutionGraph: ...
+    @property
     def max_nodes(self) -> int: ...
     @property
     def pruned_count(self) -> int: ...

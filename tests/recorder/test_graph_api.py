@@ -137,7 +137,13 @@ def test_repr_mentions_counts() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(
-    meta_value=st.one_of(st.floats(), st.text(), st.integers(-(2**63), 2**63 - 1), st.booleans()),
+    # NaN/inf metadata is rejected (docs/design.md §23; see test_strict_json.py).
+    meta_value=st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(),
+        st.integers(-(2**63), 2**63 - 1),
+        st.booleans(),
+    ),
     cost=st.floats(min_value=0, allow_infinity=False),
     name=st.text(min_size=1),
 )

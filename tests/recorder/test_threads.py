@@ -84,3 +84,40 @@ def test_concurrent_lifecycles_keep_every_invariant() -> None:
     for key in ("total_llm_calls", "total_tool_calls", "total_retries", "total_tokens_out"):
         values = [s[key] for s in seen]
         assert values == sorted(values)
+
+
+def test_pruning_with_unique_names_under_threads_stays_exact() -> None:
+    # Eviction, chunk compaction and name freeing all run under contention
+    # (docs/design.md §27); the counters and the cap must still hold exactly.
+    g = ExecutionGraph(max_nodes=300)
+    root = g.create_root("run")
+    per_thread = 20_000
+    errors: list[BaseException] = []
+
+    def work(t: int) -> None:
+        try:
+            for i in range(per_thread):
+                n = g.begin_node(root, "tool", f"t{t}-{i}", metadata={"i": i}, running=True)
+                if i % 2:
+                    g.mark_success(n, 0.5, tokens_out=1)
+                else:
+                    g.mark_failure(n, f"E{i}", stop_reason=f"r{i}")
+        except BaseException as e:  # a panic would surface here as a BaseException
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors
+    total = 4 * per_thread
+    a = g.aggregates()
+    assert (a["total_tool_calls"], a["total_cost_usd"], a["total_tokens_out"]) == (
+        total,
+        total / 4,
+        total // 2,
+    )
+    assert len(g) == 300 and g.pruned_count == total + 1 - 300
+    nodes = g.snapshot()["nodes"]
+    assert list(nodes) == sorted(nodes) and root in nodes

@@ -1,8 +1,15 @@
 //! JSON writing that is byte-identical to Python's `json.dumps` with default arguments
-//! (`", "` / `": "` separators, `ensure_ascii=True`, `repr()` floats, `NaN`/`Infinity`).
+//! (`", "` / `": "` separators, `ensure_ascii=True`, `repr()` floats), and a strict
+//! RFC 8259 reader into [`Value`].
 //!
 //! Byte identity matters: callers compare `snapshot_json()` with `json.dumps(snapshot())`
-//! and may hash or diff the output across the two paths.
+//! and may hash or diff the output across the two paths. Callers keep non-finite floats
+//! out of what they write (docs/design.md §23); `NaN`/`Infinity` are spelled like Python
+//! only so that a bug could never produce something other than a recognisable token.
+
+use rustc_hash::FxHashMap;
+
+use crate::value::Value;
 
 /// Appends `s` as a JSON string literal, escaping exactly like CPython's `ensure_ascii` encoder.
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
@@ -171,6 +178,284 @@ fn shortest_digits(s: &str, buf: &mut [u8; 32]) -> (usize, i32) {
     (n, point)
 }
 
+/// Nesting deeper than this is refused rather than risking the stack.
+pub const MAX_READ_DEPTH: usize = 512;
+
+/// Parses one strict JSON text: no `NaN`/`Infinity`, no trailing commas, no lone
+/// surrogates, integers within i64, floats finite. A repeated object key keeps its first
+/// position and its last value, like Python's `json.loads`; the lookup is hashed for large
+/// objects, so reading stays linear. Errors name the byte offset.
+pub fn read(text: &[u8]) -> Result<Value, String> {
+    let mut r = Reader { b: text, i: 0 };
+    r.ws();
+    let v = r.value(0)?;
+    r.ws();
+    if r.i != r.b.len() {
+        return r.err("trailing data");
+    }
+    Ok(v)
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+/// Objects up to this size find repeated keys by scanning; larger ones use an index.
+const SCAN_KEYS: usize = 16;
+
+impl Reader<'_> {
+    fn err<T>(&self, what: &str) -> Result<T, String> {
+        Err(format!("{what} at byte {}", self.i))
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.b.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    fn literal(&mut self, lit: &[u8], v: Value) -> Result<Value, String> {
+        if self.b[self.i..].starts_with(lit) {
+            self.i += lit.len();
+            Ok(v)
+        } else {
+            self.err("invalid literal")
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Value, String> {
+        if depth > MAX_READ_DEPTH {
+            return self.err("nesting too deep");
+        }
+        match self.b.get(self.i) {
+            None => self.err("unexpected end of input"),
+            Some(b'n') => self.literal(b"null", Value::Null),
+            Some(b't') => self.literal(b"true", Value::Bool(true)),
+            Some(b'f') => self.literal(b"false", Value::Bool(false)),
+            Some(b'"') => Ok(Value::Str(self.string()?.into())),
+            Some(b'[') => self.array(depth),
+            Some(b'{') => self.object(depth),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(_) => self.err("unexpected character"),
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<Value, String> {
+        self.i += 1;
+        let mut items = Vec::new();
+        self.ws();
+        if self.b.get(self.i) == Some(&b']') {
+            self.i += 1;
+            return Ok(Value::List(items));
+        }
+        loop {
+            self.ws();
+            items.push(self.value(depth + 1)?);
+            self.ws();
+            match self.b.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(Value::List(items));
+                }
+                _ => return self.err("expected ',' or ']'"),
+            }
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Value, String> {
+        self.i += 1;
+        let mut entries: Vec<(Box<str>, Value)> = Vec::new();
+        let mut index: FxHashMap<Box<str>, usize> = FxHashMap::default();
+        self.ws();
+        if self.b.get(self.i) == Some(&b'}') {
+            self.i += 1;
+            return Ok(Value::Dict(entries));
+        }
+        loop {
+            self.ws();
+            if self.b.get(self.i) != Some(&b'"') {
+                return self.err("expected a string key");
+            }
+            let key: Box<str> = self.string()?.into();
+            self.ws();
+            if self.b.get(self.i) != Some(&b':') {
+                return self.err("expected ':'");
+            }
+            self.i += 1;
+            self.ws();
+            let v = self.value(depth + 1)?;
+            let seen = if entries.len() < SCAN_KEYS {
+                entries.iter().position(|(k, _)| *k == key)
+            } else {
+                if index.is_empty() {
+                    index.extend(entries.iter().enumerate().map(|(i, (k, _))| (k.clone(), i)));
+                }
+                index.get(&key).copied()
+            };
+            match seen {
+                Some(pos) => entries[pos].1 = v,
+                None => {
+                    if !index.is_empty() {
+                        index.insert(key.clone(), entries.len());
+                    }
+                    entries.push((key, v));
+                }
+            }
+            self.ws();
+            match self.b.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(Value::Dict(entries));
+                }
+                _ => return self.err("expected ',' or '}'"),
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> Result<u32, String> {
+        let digits = self.b.get(self.i..self.i + 4).unwrap_or_default();
+        let v = std::str::from_utf8(digits)
+            .ok()
+            .filter(|d| d.len() == 4 && d.bytes().all(|c| c.is_ascii_hexdigit()))
+            .and_then(|d| u32::from_str_radix(d, 16).ok());
+        match v {
+            Some(v) => {
+                self.i += 4;
+                Ok(v)
+            }
+            None => self.err("invalid \\u escape"),
+        }
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        self.i += 1;
+        let mut out = String::new();
+        loop {
+            let start = self.i;
+            while let Some(&c) = self.b.get(self.i) {
+                if c == b'"' || c == b'\\' || c < 0x20 {
+                    break;
+                }
+                self.i += 1;
+            }
+            match std::str::from_utf8(&self.b[start..self.i]) {
+                Ok(run) => out.push_str(run),
+                Err(e) => {
+                    self.i = start + e.valid_up_to();
+                    return self.err("invalid UTF-8");
+                }
+            }
+            match self.b.get(self.i) {
+                None => return self.err("unterminated string"),
+                Some(b'"') => {
+                    self.i += 1;
+                    return Ok(out);
+                }
+                Some(b'\\') => {
+                    self.i += 1;
+                    let esc = self.b.get(self.i).copied();
+                    self.i += 1;
+                    match esc {
+                        Some(b'"') => out.push('"'),
+                        Some(b'\\') => out.push('\\'),
+                        Some(b'/') => out.push('/'),
+                        Some(b'n') => out.push('\n'),
+                        Some(b'r') => out.push('\r'),
+                        Some(b't') => out.push('\t'),
+                        Some(b'b') => out.push('\u{08}'),
+                        Some(b'f') => out.push('\u{0c}'),
+                        Some(b'u') => {
+                            let hi = self.hex4()?;
+                            let cp = if (0xD800..0xDC00).contains(&hi) {
+                                if !self.b[self.i..].starts_with(b"\\u") {
+                                    return self.err("lone surrogate");
+                                }
+                                self.i += 2;
+                                let lo = self.hex4()?;
+                                if !(0xDC00..0xE000).contains(&lo) {
+                                    return self.err("lone surrogate");
+                                }
+                                0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+                            } else {
+                                hi
+                            };
+                            match char::from_u32(cp) {
+                                Some(c) => out.push(c),
+                                None => return self.err("lone surrogate"),
+                            }
+                        }
+                        _ => {
+                            self.i -= 1;
+                            return self.err("invalid escape");
+                        }
+                    }
+                }
+                Some(_) => return self.err("control character in string"),
+            }
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.i;
+        while self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
+            self.i += 1;
+        }
+        self.i - start
+    }
+
+    fn number(&mut self) -> Result<Value, String> {
+        let start = self.i;
+        if self.b[self.i] == b'-' {
+            self.i += 1;
+        }
+        let int_start = self.i;
+        let int_len = self.digits();
+        if int_len == 0 || (int_len > 1 && self.b[int_start] == b'0') {
+            return self.err("invalid number");
+        }
+        let mut is_float = false;
+        if self.b.get(self.i) == Some(&b'.') {
+            self.i += 1;
+            is_float = true;
+            if self.digits() == 0 {
+                return self.err("invalid number");
+            }
+        }
+        if let Some(b'e' | b'E') = self.b.get(self.i) {
+            self.i += 1;
+            is_float = true;
+            if let Some(b'+' | b'-') = self.b.get(self.i) {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                return self.err("invalid number");
+            }
+        }
+        // Only ASCII digits, signs, '.', 'e' were consumed.
+        let text = std::str::from_utf8(&self.b[start..self.i]).unwrap_or_default();
+        if is_float {
+            match text.parse::<f64>() {
+                Ok(f) if f.is_finite() => Ok(Value::Float(f)),
+                _ => {
+                    self.i = start;
+                    self.err("number out of range")
+                }
+            }
+        } else {
+            match text.parse::<i64>() {
+                Ok(n) => Ok(Value::Int(n)),
+                Err(_) => {
+                    self.i = start;
+                    self.err("integer out of the 64-bit range")
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,6 +504,93 @@ mod tests {
         for (v, want) in cases {
             assert_eq!(f(v), want, "repr of {v:e}");
         }
+    }
+
+    fn rd(t: &str) -> Result<Value, String> {
+        read(t.as_bytes())
+    }
+
+    #[test]
+    fn reader_round_trips_what_the_writer_writes() {
+        let v = Value::Dict(vec![
+            ("a\"\\\n\u{1}é😀".into(), Value::Int(i64::MIN)),
+            (
+                "b".into(),
+                Value::List(vec![
+                    Value::Float(0.1 + 0.2),
+                    Value::Float(-0.0),
+                    Value::Float(5e-324),
+                    Value::Float(1.7976931348623157e308),
+                    Value::Null,
+                    Value::Bool(false),
+                    Value::Dict(vec![]),
+                    Value::List(vec![]),
+                ]),
+            ),
+        ]);
+        let mut out = Vec::new();
+        v.write_json(&mut out);
+        assert_eq!(read(&out), Ok(v));
+    }
+
+    #[test]
+    fn reader_is_strict() {
+        for bad in [
+            "NaN",
+            "Infinity",
+            "-Infinity",
+            "[1,]",
+            "{\"a\":1,}",
+            "01",
+            "1.",
+            ".5",
+            "1e",
+            "+1",
+            "\"\\ud800\"",
+            "\"\\udc00x\"",
+            "\"\\ud800\\u0041\"",
+            "\"\u{1}\"",
+            "\"\\x\"",
+            "1e999",
+            "9223372036854775808",
+            "[",
+            "{\"a\" 1}",
+            "nul",
+            "\"abc",
+            "1 2",
+            "",
+            "\"\\u12\"",
+        ] {
+            assert!(rd(bad).is_err(), "{bad:?} must be rejected");
+        }
+        assert!(read(b"\"\xff\"").is_err(), "invalid UTF-8");
+        let deep = "[".repeat(MAX_READ_DEPTH + 2) + &"]".repeat(MAX_READ_DEPTH + 2);
+        assert!(rd(&deep).unwrap_err().contains("too deep"));
+        assert_eq!(rd(" -0 "), Ok(Value::Int(0)));
+        assert_eq!(rd("1E+2"), Ok(Value::Float(100.0)));
+        assert_eq!(rd("\"\\ud83d\\ude00\\/\""), Ok(Value::Str("😀/".into())));
+    }
+
+    #[test]
+    fn repeated_keys_keep_first_position_and_last_value() {
+        assert_eq!(
+            rd(r#"{"a": 1, "b": 2, "a": 3}"#),
+            Ok(Value::Dict(vec![
+                ("a".into(), Value::Int(3)),
+                ("b".into(), Value::Int(2))
+            ]))
+        );
+        // Large objects take the hashed path; the result is the same.
+        let mut text = String::from("{");
+        for i in 0..100 {
+            text.push_str(&format!("\"k{i}\": {i}, "));
+        }
+        text.push_str("\"k5\": -1}");
+        let Ok(Value::Dict(entries)) = rd(&text) else {
+            panic!("object")
+        };
+        assert_eq!(entries.len(), 100);
+        assert_eq!(entries[5], ("k5".into(), Value::Int(-1)));
     }
 
     #[test]

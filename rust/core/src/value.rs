@@ -1,7 +1,8 @@
 //! A JSON-like value tree for caller-supplied metadata, owned by Rust.
 //!
-//! Not serde_json::Value: metadata may hold NaN/Infinity (Python's json module writes them)
-//! and tuples must come back as tuples, so the tree keeps those distinctions.
+//! Not serde_json::Value: tuples must come back as tuples, so the tree keeps that
+//! distinction. Floats are finite wherever a tree is accepted (docs/design.md §23: output
+//! is strict JSON); [`Value::non_finite_path`] is the check.
 
 use crate::json;
 
@@ -19,6 +20,38 @@ pub enum Value {
 }
 
 impl Value {
+    /// Where the first NaN or infinite float sits (`metadata["a"][2]`), if any.
+    pub fn non_finite_path(&self) -> Option<String> {
+        let mut path = String::from("metadata");
+        self.find_non_finite(&mut path).then_some(path)
+    }
+
+    fn find_non_finite(&self, path: &mut String) -> bool {
+        let len = path.len();
+        let found = match self {
+            Value::Float(f) => !f.is_finite(),
+            Value::List(items) | Value::Tuple(items) => items.iter().enumerate().any(|(i, v)| {
+                path.truncate(len);
+                path.push_str(&format!("[{i}]"));
+                v.find_non_finite(path)
+            }),
+            Value::Dict(entries) => entries.iter().any(|(k, v)| {
+                path.truncate(len);
+                let mut key = Vec::new();
+                json::write_str(&mut key, k);
+                path.push('[');
+                path.push_str(&String::from_utf8_lossy(&key));
+                path.push(']');
+                v.find_non_finite(path)
+            }),
+            _ => false,
+        };
+        if !found {
+            path.truncate(len);
+        }
+        found
+    }
+
     pub fn write_json(&self, out: &mut Vec<u8>) {
         match self {
             Value::Null => out.extend_from_slice(b"null"),
@@ -58,6 +91,27 @@ pub fn write_dict(out: &mut Vec<u8>, entries: &[(Box<str>, Value)]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn non_finite_floats_are_found_at_any_depth() {
+        let ok = Value::Dict(vec![("a".into(), Value::List(vec![Value::Float(1.5)]))]);
+        assert_eq!(ok.non_finite_path(), None);
+        let bad = Value::Dict(vec![
+            ("ok".into(), Value::Int(1)),
+            (
+                "a".into(),
+                Value::Tuple(vec![
+                    Value::Null,
+                    Value::Dict(vec![("x\"".into(), Value::Float(f64::NEG_INFINITY))]),
+                ]),
+            ),
+        ]);
+        assert_eq!(
+            bad.non_finite_path().as_deref(),
+            Some(r#"metadata["a"][1]["x\""]"#)
+        );
+        assert!(Value::Float(f64::NAN).non_finite_path().is_some());
+    }
 
     #[test]
     fn nested_json_matches_python_layout() {

@@ -24,6 +24,8 @@ pub fn recorder_err(e: RecorderError) -> PyErr {
             PyKeyError::new_err(format!("Parent node not found: {}", py_repr(&id)))
         }
         RecorderError::RootExists(_) => PyRuntimeError::new_err(e.to_string()),
-        RecorderError::InvalidNumber { .. } => PyValueError::new_err(e.to_string()),
+        RecorderError::InvalidNumber { .. }
+        | RecorderError::InvalidMetadata(_)
+        | RecorderError::InvalidSnapshot(_) => PyValueError::new_err(e.to_string()),
     }
 }

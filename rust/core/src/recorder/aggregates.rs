@@ -3,6 +3,12 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use super::error::RecorderError;
+
+/// The largest token total: totals must stay valid signed 64-bit integers for every
+/// consumer (docs/design.md §23).
+pub const MAX_TOKENS_TOTAL: u64 = i64::MAX as u64;
+
 #[derive(Default)]
 pub struct Aggregates {
     total_cost_bits: AtomicU64,
@@ -46,15 +52,63 @@ impl AggregatesView {
 
 // Writers hold the graph lock, so plain load+store is race-free among writers;
 // Release/Acquire lets lock-free readers see each counter's latest value.
+// Counts (calls, retries) cannot realistically reach 2^64; saturating keeps them exact until
+// then without a panic path.
 fn add(a: &AtomicU64, v: u64) {
-    a.store(a.load(Ordering::Relaxed) + v, Ordering::Release);
+    a.store(
+        a.load(Ordering::Relaxed).saturating_add(v),
+        Ordering::Release,
+    );
 }
 
 impl Aggregates {
-    pub fn add_cost(&self, cost: f64) {
+    /// The cost total after adding `cost`, or an error if it would not be finite.
+    pub fn cost_after(&self, cost: f64) -> Result<f64, RecorderError> {
         let cur = f64::from_bits(self.total_cost_bits.load(Ordering::Relaxed));
+        let total = cur + cost;
+        if total.is_finite() {
+            Ok(total)
+        } else {
+            Err(RecorderError::InvalidNumber {
+                field: "cost_usd",
+                reason: format!(
+                    "would make total_cost_usd non-finite ({cur:e} + {cost:e}); the call is rejected"
+                ),
+            })
+        }
+    }
+    /// The output-token total after adding `n`, or an error beyond [`MAX_TOKENS_TOTAL`].
+    pub fn tokens_out_after(&self, n: u64) -> Result<u64, RecorderError> {
+        let cur = self.tokens_out.load(Ordering::Relaxed);
+        match cur.checked_add(n).filter(|&t| t <= MAX_TOKENS_TOTAL) {
+            Some(t) => Ok(t),
+            None => Err(RecorderError::InvalidNumber {
+                field: "tokens_out",
+                reason: format!(
+                    "would make total_tokens_out exceed 2**63-1 ({cur} + {n}); the call is rejected"
+                ),
+            }),
+        }
+    }
+    /// Stores a total computed by [`Self::cost_after`].
+    pub fn set_cost(&self, total: f64) {
         self.total_cost_bits
-            .store((cur + cost).to_bits(), Ordering::Release);
+            .store(total.to_bits(), Ordering::Release);
+    }
+    /// Stores a total computed by [`Self::tokens_out_after`].
+    pub fn set_tokens_out(&self, total: u64) {
+        self.tokens_out.store(total, Ordering::Release);
+    }
+    /// Sets every counter at once (a graph loaded from a snapshot).
+    pub fn restore(&self, v: &AggregatesView) {
+        self.set_cost(v.total_cost_usd);
+        self.llm_calls.store(v.total_llm_calls, Ordering::Release);
+        self.tool_calls.store(v.total_tool_calls, Ordering::Release);
+        self.retries.store(v.total_retries, Ordering::Release);
+        self.max_depth.store(v.max_depth, Ordering::Release);
+        self.divergence_emitted
+            .store(v.divergence_emitted_count, Ordering::Release);
+        self.set_tokens_out(v.total_tokens_out);
     }
     pub fn add_llm_call(&self) {
         add(&self.llm_calls, 1);
@@ -66,9 +120,6 @@ impl Aggregates {
         if n > 0 {
             add(&self.retries, n);
         }
-    }
-    pub fn add_tokens_out(&self, n: u64) {
-        add(&self.tokens_out, n);
     }
     pub fn set_divergence_emitted(&self, n: u64) {
         self.divergence_emitted.store(n, Ordering::Release);
@@ -101,5 +152,23 @@ impl Aggregates {
             divergence_emitted_count: self.divergence_emitted.load(Ordering::Acquire),
             total_tokens_out: self.tokens_out.load(Ordering::Acquire),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overflowing_totals_are_refused_and_leave_the_counters_alone() {
+        let a = Aggregates::default();
+        a.set_cost(a.cost_after(1e308).unwrap());
+        assert!(a.cost_after(1e308).is_err());
+        assert_eq!(a.view().total_cost_usd, 1e308);
+        a.set_tokens_out(a.tokens_out_after(MAX_TOKENS_TOTAL - 1).unwrap());
+        assert_eq!(a.tokens_out_after(1), Ok(MAX_TOKENS_TOTAL));
+        assert!(a.tokens_out_after(2).is_err());
+        assert!(a.tokens_out_after(u64::MAX).is_err(), "no wrap modulo 2^64");
+        assert_eq!(a.view().total_tokens_out, MAX_TOKENS_TOTAL - 1);
     }
 }

@@ -1,6 +1,10 @@
 //! Node storage indexed by id. Ids are dense and increasing, so fixed-size chunks offset by
-//! the oldest live chunk give O(1) lookup; growth never moves existing nodes, and chunks
-//! whose nodes were all pruned are released.
+//! the oldest chunk give O(1) lookup and growth never moves existing nodes.
+//!
+//! Bounded memory under pruning (docs/design.md §27): a complete chunk whose live nodes
+//! drop to a few (typically the root and some long-running calls) is compacted — its
+//! survivors move to a small side map and its buffer is kept for the next chunk — so old
+//! nodes never pin whole chunks, and the per-node side table loses its entry on eviction.
 
 use rustc_hash::FxHashMap;
 
@@ -16,16 +20,30 @@ pub struct Extras {
 }
 
 const CHUNK: usize = 4096;
+/// A complete chunk left with at most this many live nodes is compacted. Moving up to this
+/// many nodes once per chunk is cheap; keeping a chunk for fewer would waste most of it.
+const COMPACT_AT: usize = CHUNK / 16;
 
+/// A compacted chunk has no buffer; its survivors are in `Arena::stragglers`.
 struct Chunk {
     nodes: Vec<Node>,
-    pruned: usize,
+    live: usize,
+}
+
+impl Chunk {
+    fn is_compacted(&self) -> bool {
+        self.nodes.capacity() == 0
+    }
 }
 
 pub struct Arena {
     chunks: Vec<Chunk>,
-    /// Id held by `chunks[0].nodes[0]`.
+    /// Id held by slot 0 of `chunks[0]`.
     base: NodeId,
+    /// Live nodes outside any chunk: survivors of compacted chunks and loaded nodes.
+    stragglers: FxHashMap<NodeId, Node>,
+    /// The buffer of the last compacted chunk, reused by the next one.
+    spare: Option<Vec<Node>>,
     live: usize,
     extras: FxHashMap<NodeId, Extras>,
 }
@@ -35,6 +53,8 @@ impl Default for Arena {
         Arena {
             chunks: Vec::new(),
             base: 1,
+            stragglers: FxHashMap::default(),
+            spare: None,
             live: 0,
             extras: FxHashMap::default(),
         }
@@ -42,73 +62,131 @@ impl Default for Arena {
 }
 
 impl Arena {
-    pub fn push(&mut self, mut node: Node, metadata: Option<Value>) {
-        if let Some(m) = metadata {
+    #[inline]
+    fn slot(&self, id: NodeId) -> (usize, usize) {
+        // An id below `base` wraps to a huge offset, hence to no chunk.
+        let offset = id.wrapping_sub(self.base);
+        (
+            (offset / CHUNK as NodeId) as usize,
+            (offset % CHUNK as NodeId) as usize,
+        )
+    }
+
+    fn attach(&mut self, node: &mut Node, metadata: Option<Value>, stop_reason: Option<&str>) {
+        if metadata.is_some() || stop_reason.is_some() {
             node.has_extras = true;
             self.extras.insert(
                 node.id,
                 Extras {
-                    stop_reason: None,
-                    metadata: Some(Box::new(m)),
+                    stop_reason: stop_reason.map(Into::into),
+                    metadata: metadata.map(Box::new),
                 },
             );
         }
-        if self.chunks.last().is_none_or(|c| c.nodes.len() == CHUNK) {
-            self.chunks.push(Chunk {
-                nodes: Vec::with_capacity(CHUNK),
-                pruned: 0,
-            });
+    }
+
+    /// Appends the node with the next id (ids are handed out by the graph's counter).
+    pub fn push(&mut self, mut node: Node, metadata: Option<Value>) {
+        if metadata.is_some() {
+            self.attach(&mut node, metadata, None);
+        }
+        if !matches!(self.chunks.last(), Some(c) if c.nodes.len() < CHUNK && !c.is_compacted()) {
+            let nodes = self
+                .spare
+                .take()
+                .unwrap_or_else(|| Vec::with_capacity(CHUNK));
+            self.chunks.push(Chunk { nodes, live: 0 });
         }
         let full_chunks = self.chunks.len() - 1;
-        let chunk = self
-            .chunks
-            .last_mut()
-            .expect("a chunk with room was just ensured");
+        let Some(chunk) = self.chunks.last_mut() else {
+            unreachable!("a chunk with room was just ensured")
+        };
         debug_assert_eq!(
             node.id,
             self.base + (full_chunks * CHUNK + chunk.nodes.len()) as NodeId
         );
         chunk.nodes.push(node);
+        chunk.live += 1;
         self.live += 1;
     }
 
-    fn slot(&self, id: NodeId) -> Option<(usize, usize)> {
-        let i = id.checked_sub(self.base)? as usize;
-        Some((i / CHUNK, i % CHUNK))
+    /// Adds a node read from a snapshot; ids may have gaps, so it goes to the side map.
+    /// Every chunk-stored id must be higher: call before the first `push`.
+    pub fn load(&mut self, mut node: Node, metadata: Option<Value>, stop_reason: Option<&str>) {
+        debug_assert!(self.chunks.is_empty());
+        self.attach(&mut node, metadata, stop_reason);
+        self.base = self.base.max(node.id + 1);
+        self.stragglers.insert(node.id, node);
+        self.live += 1;
     }
 
+    #[inline]
     pub fn get(&self, id: NodeId) -> Option<&Node> {
-        let (c, i) = self.slot(id)?;
-        self.chunks.get(c)?.nodes.get(i).filter(|n| !n.pruned)
+        let (c, i) = self.slot(id);
+        match self.chunks.get(c).and_then(|ch| ch.nodes.get(i)) {
+            Some(n) => (!n.pruned).then_some(n),
+            None => self.get_side(id),
+        }
     }
 
+    #[cold]
+    fn get_side(&self, id: NodeId) -> Option<&Node> {
+        self.stragglers.get(&id)
+    }
+
+    #[inline]
     pub fn get_mut(&mut self, id: NodeId) -> Option<&mut Node> {
-        let (c, i) = self.slot(id)?;
-        self.chunks
-            .get_mut(c)?
-            .nodes
-            .get_mut(i)
-            .filter(|n| !n.pruned)
+        let (c, i) = self.slot(id);
+        if self.chunks.get(c).is_some_and(|ch| i < ch.nodes.len()) {
+            let n = &mut self.chunks[c].nodes[i];
+            return (!n.pruned).then_some(n);
+        }
+        self.get_side_mut(id)
     }
 
-    /// Evicts a node; its chunk is released once every node in it is gone.
-    pub fn prune(&mut self, id: NodeId) {
-        let Some((c, i)) = self.slot(id) else { return };
-        let Some(chunk) = self.chunks.get_mut(c) else {
-            return;
+    #[cold]
+    fn get_side_mut(&mut self, id: NodeId) -> Option<&mut Node> {
+        self.stragglers.get_mut(&id)
+    }
+
+    /// Evicts a node and drops its side-table entry; returns a copy so the caller can
+    /// release what the node referenced (interned names).
+    pub fn prune(&mut self, id: NodeId) -> Option<Node> {
+        let (c, i) = self.slot(id);
+        let removed = match self.chunks.get_mut(c) {
+            Some(chunk) if i < chunk.nodes.len() => {
+                let node = chunk.nodes.get_mut(i).filter(|n| !n.pruned)?;
+                node.pruned = true;
+                let copy = node.clone();
+                chunk.live -= 1;
+                if chunk.nodes.len() == CHUNK && chunk.live <= COMPACT_AT {
+                    self.compact(c);
+                }
+                copy
+            }
+            _ => self.stragglers.remove(&id)?,
         };
-        let Some(node) = chunk.nodes.get_mut(i).filter(|n| !n.pruned) else {
-            return;
-        };
-        node.pruned = true;
-        if node.has_extras {
+        if removed.has_extras {
             self.extras.remove(&id);
         }
-        chunk.pruned += 1;
         self.live -= 1;
-        let released = self.chunks.iter().take_while(|c| c.pruned == CHUNK).count();
+        Some(removed)
+    }
+
+    /// Moves a sparse chunk's survivors to the side map and keeps its buffer for reuse.
+    fn compact(&mut self, c: usize) {
+        let mut nodes = std::mem::take(&mut self.chunks[c].nodes);
+        for n in nodes.drain(..).filter(|n| !n.pruned) {
+            self.stragglers.insert(n.id, n);
+        }
+        self.spare = Some(nodes);
+        // Moves only chunk headers, and only once per chunk of evictions.
+        let released = self
+            .chunks
+            .iter()
+            .take_while(|ch| ch.is_compacted())
+            .count();
         if released > 0 {
-            // Moves only chunk headers, and only once per CHUNK evictions.
             self.chunks.drain(..released);
             self.base += (released * CHUNK) as NodeId;
         }
@@ -145,12 +223,35 @@ impl Arena {
         self.live == 0
     }
 
-    /// Live nodes in creation order.
+    /// Live nodes in creation (id) order: the side map, sorted, merged with the chunks.
     pub fn iter(&self) -> impl Iterator<Item = &Node> {
-        self.chunks
+        let mut side: Vec<&Node> = self.stragglers.values().collect();
+        side.sort_unstable_by_key(|n| n.id);
+        let mut side = side.into_iter().peekable();
+        let mut chunked = self
+            .chunks
             .iter()
             .flat_map(|c| c.nodes.iter())
             .filter(|n| !n.pruned)
+            .peekable();
+        // With no side-map nodes (the usual case) this is the chunk walk plus one check.
+        std::iter::from_fn(move || match side.peek() {
+            None => chunked.next(),
+            Some(a) => match chunked.peek() {
+                Some(b) if b.id < a.id => chunked.next(),
+                _ => side.next(),
+            },
+        })
+    }
+
+    /// Chunks currently holding a buffer (for tests of the memory bound).
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.iter().filter(|c| !c.is_compacted()).count()
+    }
+
+    /// Side-table entries (for tests of the memory bound).
+    pub fn extras_len(&self) -> usize {
+        self.extras.len()
     }
 }
 
@@ -188,5 +289,72 @@ mod tests {
         a.push(node(total + 1), None);
         assert_eq!(a.iter().count(), CHUNK + 11);
         assert_eq!(a.iter().next().map(|n| n.id), Some(CHUNK as NodeId + 1));
+    }
+
+    #[test]
+    fn a_few_survivors_never_pin_their_chunk() {
+        // The root (id 1) and one long-running call stay; everything else churns through.
+        let mut a = Arena::default();
+        let mut next = 1;
+        let keep = [1, 77];
+        for _ in 0..CHUNK * 20 {
+            a.push(node(next), Some(Value::Int(next as i64)));
+            if next > 1000 && !keep.contains(&(next - 1000)) {
+                assert!(a.prune(next - 1000).is_some());
+            }
+            next += 1;
+        }
+        assert!(a.chunk_count() <= 2, "chunks: {}", a.chunk_count());
+        assert!(a.extras_len() <= 1002);
+        assert_eq!(a.len(), 1002);
+        for id in keep {
+            assert_eq!(
+                a.get(id).map(|n| n.id),
+                Some(id),
+                "survivor {id} stays reachable"
+            );
+            assert!(a.get_mut(id).is_some());
+        }
+        assert!(a.get(2).is_none() && a.get(next - 1001).is_none());
+        let order: Vec<NodeId> = a.iter().map(|n| n.id).collect();
+        assert_eq!(order[..2], keep);
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "creation order");
+        // Pruning a survivor removes it from the side map.
+        assert!(a.prune(77).is_some());
+        assert!(a.get(77).is_none() && a.prune(77).is_none());
+        assert_eq!(a.len(), 1001);
+    }
+
+    #[test]
+    fn compacted_buffers_are_reused() {
+        let mut a = Arena::default();
+        a.push(node(1), None);
+        let first = a.chunks[0].nodes.as_ptr();
+        for id in 2..=(CHUNK as NodeId + 1) {
+            a.push(node(id), None);
+            if id > 10 {
+                a.prune(id - 10);
+            }
+        }
+        // The first chunk emptied and its buffer became the second chunk's.
+        assert_eq!(a.chunk_count(), 1);
+        let tail = a.chunks.last().expect("tail chunk");
+        assert_eq!(tail.nodes.as_ptr(), first);
+        assert_eq!(a.len(), 10);
+    }
+
+    #[test]
+    fn loaded_nodes_with_gaps_precede_new_ones() {
+        let mut a = Arena::default();
+        a.load(node(1), None, Some("halt"));
+        a.load(node(900), Some(Value::Bool(true)), None);
+        a.push(node(901), None);
+        assert_eq!(
+            a.iter().map(|n| n.id).collect::<Vec<_>>(),
+            vec![1, 900, 901]
+        );
+        assert_eq!(a.stop_reason(a.get(1).unwrap()), Some("halt"));
+        assert!(a.get(2).is_none() && a.get(902).is_none());
+        assert_eq!(a.len(), 3);
     }
 }

@@ -63,13 +63,17 @@ impl Default for Window {
 }
 
 impl Window {
-    fn push(&mut self, sig: (Kind, Sym)) {
+    /// Returns the signature pushed out of a full window.
+    fn push(&mut self, sig: (Kind, Sym)) -> Option<(Kind, Sym)> {
         let slot = (self.head + self.len) % WINDOW;
-        self.sigs[slot] = sig;
         if self.len == WINDOW {
+            let evicted = std::mem::replace(&mut self.sigs[slot], sig);
             self.head = (self.head + 1) % WINDOW;
+            Some(evicted)
         } else {
+            self.sigs[slot] = sig;
             self.len += 1;
+            None
         }
     }
 
@@ -85,18 +89,34 @@ pub struct Divergence {
     emitted: FxHashSet<(Kind, Sym, Mode)>,
     cost_rate_fired: bool,
     velocity_fired: bool,
+    /// Signals emitted before this graph was loaded from a snapshot.
+    pub restored_emitted: u64,
     pub pending: Vec<DivergenceEvent>,
+}
+
+/// What a dispatch did to the symbols the detector holds: the caller keeps one interner
+/// reference per window slot and per reported signature.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DispatchRefs {
+    pub left_window: Option<Sym>,
+    pub reported: Option<Sym>,
 }
 
 impl Divergence {
     pub fn emitted_count(&self) -> u64 {
-        self.emitted.len() as u64 + u64::from(self.cost_rate_fired) + u64::from(self.velocity_fired)
+        self.restored_emitted
+            + self.emitted.len() as u64
+            + u64::from(self.cost_rate_fired)
+            + u64::from(self.velocity_fired)
     }
 
     /// Records one dispatch of `(kind, name)`; at most one pattern event per call.
-    pub fn observe_dispatch(&mut self, kind: Kind, name: Sym) {
+    pub fn observe_dispatch(&mut self, kind: Kind, name: Sym) -> DispatchRefs {
         let sig = (kind, name);
-        self.window.push(sig);
+        let mut refs = DispatchRefs {
+            left_window: self.window.push(sig).map(|(_, s)| s),
+            reported: None,
+        };
         let consecutive = self.window.iter_rev().take_while(|&s| s == sig).count();
         let consec_threshold = kind.consecutive_threshold();
         if consecutive >= consec_threshold {
@@ -111,9 +131,10 @@ impl Divergence {
                     name,
                     repeat_count: consecutive as u64,
                 });
+                refs.reported = Some(name);
             }
             // A consecutive burst is never also reported as a frequency pattern.
-            return;
+            return refs;
         }
         let freq = self.window.iter_rev().filter(|&s| s == sig).count();
         if freq >= kind.frequency_threshold() && self.emitted.insert((kind, name, Mode::Frequency))
@@ -124,7 +145,9 @@ impl Divergence {
                 name,
                 repeat_count: freq as u64,
             });
+            refs.reported = Some(name);
         }
+        refs
     }
 
     /// Checks a completed call's spend and output rates; `elapsed_ms` is at least 1.
@@ -139,7 +162,9 @@ impl Divergence {
     ) {
         let elapsed = elapsed_ms as f64;
         if cost_usd > 0.0 && !self.cost_rate_fired {
-            let cost_rate = cost_usd / elapsed * 1000.0;
+            // Saturated so that a huge cost never puts a non-finite rate in an event
+            // (docs/design.md §23).
+            let cost_rate = (cost_usd / elapsed * 1000.0).min(f64::MAX);
             if cost_rate > cost_rate_threshold {
                 self.cost_rate_fired = true;
                 self.pending.push(DivergenceEvent::CostRate {

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::value::Value;
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum RecorderError {
     /// `mark_*` / `increment_retries` / `node` on an id that is not (or no longer) in the graph.
@@ -15,6 +17,10 @@ pub enum RecorderError {
         field: &'static str,
         reason: String,
     },
+    /// Metadata that cannot be written as strict JSON (docs/design.md §23).
+    InvalidMetadata(String),
+    /// A snapshot given to `from_snapshot` that is not one this recorder wrote.
+    InvalidSnapshot(String),
 }
 
 impl fmt::Display for RecorderError {
@@ -27,6 +33,8 @@ impl fmt::Display for RecorderError {
                 "Root node already exists: {id}. ExecutionGraph supports exactly one root per chain."
             ),
             RecorderError::InvalidNumber { field, reason } => write!(f, "{field} {reason}"),
+            RecorderError::InvalidMetadata(why) => write!(f, "metadata {why}"),
+            RecorderError::InvalidSnapshot(why) => write!(f, "invalid snapshot: {why}"),
         }
     }
 }
@@ -63,5 +71,23 @@ pub fn non_negative_int(field: &'static str, v: Option<i64>) -> Result<Option<u6
             field,
             reason: format!("must be >= 0; got {n}"),
         }),
+    }
+}
+
+/// Metadata must be strict JSON: no NaN or infinite float at any depth.
+#[inline]
+pub fn finite_metadata(metadata: Option<&Value>) -> Result<(), RecorderError> {
+    match metadata {
+        None => Ok(()),
+        Some(m) => finite_tree(m),
+    }
+}
+
+fn finite_tree(metadata: &Value) -> Result<(), RecorderError> {
+    match Some(metadata).and_then(Value::non_finite_path) {
+        None => Ok(()),
+        Some(path) => Err(RecorderError::InvalidMetadata(format!(
+            "must be strict JSON: NaN and infinite floats are not allowed (at {path})"
+        ))),
     }
 }

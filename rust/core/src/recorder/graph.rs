@@ -9,7 +9,9 @@ use parking_lot::{Mutex, MutexGuard};
 use super::aggregates::{Aggregates, AggregatesView};
 use super::arena::Arena;
 use super::divergence::{Divergence, DivergenceEvent};
-use super::error::{non_negative_finite, non_negative_int, positive_finite, RecorderError};
+use super::error::{
+    finite_metadata, non_negative_finite, non_negative_int, positive_finite, RecorderError,
+};
 use super::events::{Finished, NodeEvent, Started};
 use super::ids::{id_string, parse_id, NodeId};
 use super::intern::{Interner, Sym};
@@ -39,10 +41,53 @@ pub struct State {
     pub arena: Arena,
     pub names: Interner,
     pub root: Option<NodeId>,
-    counter: NodeId,
+    pub(super) counter: NodeId,
     /// Terminal non-root nodes, oldest first; kept only when pruning is on.
-    evictable: BinaryHeap<Reverse<NodeId>>,
+    pub(super) evictable: BinaryHeap<Reverse<NodeId>>,
     pub divergence: Divergence,
+}
+
+impl State {
+    pub(super) fn new() -> State {
+        State {
+            arena: Arena::default(),
+            names: Interner::default(),
+            root: None,
+            counter: 0,
+            evictable: BinaryHeap::new(),
+            divergence: Divergence::default(),
+        }
+    }
+
+    /// Records a dispatch for divergence detection, keeping the interner's count of the
+    /// symbols the detector holds (window slots, reported signatures) exact.
+    fn dispatch(&mut self, kind: Kind, name: Sym) {
+        let refs = self.divergence.observe_dispatch(kind, name);
+        // A loop repeating one label swaps a slot for the same symbol: no count changes.
+        if refs.left_window != Some(name) {
+            self.names.retain(name);
+            if let Some(s) = refs.left_window {
+                self.names.release(s);
+            }
+        }
+        if let Some(s) = refs.reported {
+            self.names.retain(s);
+        }
+    }
+
+    /// Evicts a node and frees what only it referenced (docs/design.md §27).
+    fn evict(&mut self, id: NodeId) -> bool {
+        let Some(n) = self.arena.prune(id) else {
+            return false;
+        };
+        for sym in [Some(n.name), n.model(), n.error_class()]
+            .into_iter()
+            .flatten()
+        {
+            self.names.release(sym);
+        }
+        true
+    }
 }
 
 /// Runs a blocking wait. Embedders with a global interpreter lock pass a function that
@@ -84,17 +129,28 @@ impl Graph {
         Ok(Graph {
             chain_id: chain_id.into(),
             config,
-            state: Mutex::new(State {
-                arena: Arena::default(),
-                names: Interner::default(),
-                root: None,
-                counter: 0,
-                evictable: BinaryHeap::new(),
-                divergence: Divergence::default(),
-            }),
+            state: Mutex::new(State::new()),
             agg: Aggregates::default(),
             blocking: run_inline,
         })
+    }
+
+    /// A graph capped at `max_nodes` (0 = unlimited) with the default thresholds.
+    pub fn with_max_nodes(
+        chain_id: impl Into<Box<str>>,
+        max_nodes: usize,
+    ) -> Result<Graph, RecorderError> {
+        Graph::new(
+            chain_id,
+            Config {
+                max_nodes,
+                ..Config::default()
+            },
+        )
+    }
+
+    pub(super) fn agg(&self) -> &Aggregates {
+        &self.agg
     }
 
     pub fn with_blocking_section(mut self, blocking: BlockingSection) -> Graph {
@@ -149,6 +205,7 @@ impl Graph {
         name: &str,
         metadata: Option<Value>,
     ) -> Result<NodeId, RecorderError> {
+        finite_metadata(metadata.as_ref())?;
         let mut st = self.lock();
         if let Some(root) = st.root {
             return Err(RecorderError::RootExists(id_string(root)));
@@ -182,13 +239,15 @@ impl Graph {
         running: bool,
         want_start: bool,
     ) -> Result<(NodeId, Option<Box<Started>>), RecorderError> {
+        finite_metadata(metadata.as_ref())?;
         let mut st = self.lock();
-        let parent = parse_id(parent_id).filter(|&p| st.arena.get(p).is_some());
-        let Some(parent) = parent else {
+        let parent = parse_id(parent_id).and_then(|p| st.arena.get(p).map(|n| (p, n.depth)));
+        let Some((parent, parent_depth)) = parent else {
             return Err(RecorderError::ParentNotFound(parent_id.to_owned()));
         };
+        // The parent is never the node evicted here, so its depth still holds.
         self.make_room(&mut st, Some(parent));
-        let depth = st.arena.get(parent).map_or(0, |p| p.depth) + 1;
+        let depth = parent_depth.saturating_add(1);
         let name = st.names.intern(name);
         let model = model.map(|m| st.names.intern(m));
         let status = if running {
@@ -200,7 +259,7 @@ impl Graph {
         self.agg.raise_max_depth(depth);
         let mut started = None;
         if running {
-            st.divergence.observe_dispatch(kind, name);
+            st.dispatch(kind, name);
             self.agg
                 .set_divergence_emitted(st.divergence.emitted_count());
             if want_start {
@@ -246,7 +305,7 @@ impl Graph {
                 kept = Some(id);
                 continue;
             }
-            st.arena.prune(id);
+            st.evict(id);
             self.agg.add_pruned();
             self.agg.set_live_nodes(st.arena.len());
             break;
@@ -256,9 +315,9 @@ impl Graph {
         }
     }
 
-    fn node_mut<'a>(st: &'a mut State, node_id: &str) -> Result<&'a mut Node, RecorderError> {
+    fn node_mut<'a>(arena: &'a mut Arena, node_id: &str) -> Result<&'a mut Node, RecorderError> {
         parse_id(node_id)
-            .and_then(|id| st.arena.get_mut(id))
+            .and_then(|id| arena.get_mut(id))
             .ok_or_else(|| RecorderError::NodeNotFound(node_id.to_owned()))
     }
 
@@ -278,13 +337,13 @@ impl Graph {
         want_start: bool,
     ) -> Result<Option<Box<Started>>, RecorderError> {
         let mut st = self.lock();
-        let node = Self::node_mut(&mut st, node_id)?;
+        let node = Self::node_mut(&mut st.arena, node_id)?;
         let transitioned = node.status == Status::Created;
         if transitioned {
             node.status = Status::Running;
         }
         let (id, kind, name) = (node.id, node.kind, node.name);
-        st.divergence.observe_dispatch(kind, name);
+        st.dispatch(kind, name);
         self.agg
             .set_divergence_emitted(st.divergence.emitted_count());
         Ok((transitioned && want_start).then(|| Self::started(&st, id)))
@@ -357,11 +416,26 @@ impl Graph {
     ) -> Result<Finished, RecorderError> {
         let mut guard = self.lock();
         let st = &mut *guard;
-        let error_class = t.error_class.map(|e| st.names.intern(e));
-        let node = Self::node_mut(st, node_id)?;
+        let State { arena, names, .. } = st;
+        let node = Self::node_mut(arena, node_id)?;
         if node.status.is_terminal() {
             return Ok(Finished::default());
         }
+        // Totals that would overflow reject the call before anything changes
+        // (docs/design.md §23).
+        let totals = if t.status == Status::Success {
+            let cost = self.agg.cost_after(t.cost_usd)?;
+            let tokens = t
+                .tokens_out
+                .map(|n| self.agg.tokens_out_after(n))
+                .transpose()?;
+            Some((cost, tokens))
+        } else {
+            None
+        };
+        // Interned only once the transition is certain: a rejected or no-op call must not
+        // leave a reference behind.
+        let error_class = t.error_class.map(|e| names.intern(e));
         let end = now_ms();
         node.status = t.status;
         node.set_end_ms(end);
@@ -371,7 +445,8 @@ impl Graph {
             node.set_tokens(t.tokens_in, t.tokens_out);
         }
         let (id, kind, retries) = (node.id, node.kind, node.retries);
-        let duration_ms = (end - node.start_ms).max(1);
+        // Saturating: a loaded snapshot may carry any start time.
+        let duration_ms = end.saturating_sub(node.start_ms).max(1);
         if let Some(reason) = t.stop_reason {
             st.arena.set_stop_reason(id, reason);
         }
@@ -382,10 +457,10 @@ impl Graph {
             Kind::Tool => self.agg.add_tool_call(),
             _ => {}
         }
-        if t.status == Status::Success {
-            self.agg.add_cost(t.cost_usd);
-            if let Some(n) = t.tokens_out {
-                self.agg.add_tokens_out(n);
+        if let Some((cost, tokens)) = totals {
+            self.agg.set_cost(cost);
+            if let Some(n) = tokens {
+                self.agg.set_tokens_out(n);
             }
             st.divergence.observe_completion(
                 id,
@@ -422,7 +497,7 @@ impl Graph {
             tokens_in: n.tokens_in(),
             tokens_out: n.tokens_out(),
             depth: n.depth,
-            elapsed_ms: n.end_ms().map(|e| (e - n.start_ms) as f64),
+            elapsed_ms: n.end_ms().map(|e| e.saturating_sub(n.start_ms) as f64),
             model: name(n.model()),
             error_class: name(n.error_class()),
             stop_reason: st.arena.stop_reason(n).map(Into::into),
@@ -431,7 +506,7 @@ impl Graph {
 
     pub fn increment_retries(&self, node_id: &str) -> Result<(), RecorderError> {
         let mut st = self.lock();
-        let node = Self::node_mut(&mut st, node_id)?;
+        let node = Self::node_mut(&mut st.arena, node_id)?;
         node.retries = node.retries.saturating_add(1);
         Ok(())
     }

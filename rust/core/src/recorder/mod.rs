@@ -10,6 +10,7 @@ pub mod graph;
 pub mod ids;
 pub mod intern;
 pub mod kind;
+mod load;
 pub mod node;
 pub mod snapshot_json;
 

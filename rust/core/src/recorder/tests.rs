@@ -202,3 +202,276 @@ fn concurrent_writers_keep_exact_aggregates() {
     assert_eq!(a.total_tokens_out, 20_000);
     assert_eq!(g.len(), 20_001);
 }
+
+fn capped(max_nodes: usize) -> Graph {
+    Graph::with_max_nodes("c", max_nodes).unwrap()
+}
+
+#[test]
+fn pruning_frees_slots_names_and_side_tables() {
+    // docs/design.md §27: unique names, models, error classes, reasons and metadata per
+    // node must not accumulate once max_nodes is reached.
+    let g = capped(100);
+    let root = id_string(g.create_root("run", None).unwrap());
+    for i in 0..50_000 {
+        let meta = Value::Dict(vec![("i".into(), Value::Int(i))]);
+        let model = format!("model-{i}");
+        let (id, _) = g
+            .begin_node(
+                &root,
+                Kind::Tool,
+                &format!("name-{i}"),
+                Some(&model),
+                Some(meta),
+                true,
+                false,
+            )
+            .unwrap();
+        let id = id_string(id);
+        if i % 2 == 0 {
+            g.mark_failure(&id, &format!("Error{i}"), Some("boom"), false)
+                .unwrap();
+        } else {
+            g.mark_halt(&id, Some(&format!("reason {i}")), false)
+                .unwrap();
+        }
+    }
+    assert_eq!(g.len(), 100);
+    let st = g.lock();
+    assert!(
+        st.arena.chunk_count() <= 2,
+        "chunks {}",
+        st.arena.chunk_count()
+    );
+    assert!(
+        st.arena.extras_len() <= 100,
+        "extras {}",
+        st.arena.extras_len()
+    );
+    // Three texts per live node at most, plus the root and the divergence window.
+    assert!(
+        st.names.len() <= 3 * 100 + 16,
+        "symbol slots {}",
+        st.names.len()
+    );
+    assert!(st.names.live() <= 3 * 100 + 16);
+    let last = st.arena.iter().last().unwrap();
+    assert_eq!(st.names.resolve(last.name), "name-49999");
+    assert_eq!(st.names.resolve(last.model().unwrap()), "model-49999");
+    assert_eq!(st.arena.stop_reason(last), Some("reason 49999"));
+    drop(st);
+    assert_eq!(g.aggregates().total_tool_calls, 50_000);
+}
+
+#[test]
+fn reused_symbols_never_confuse_divergence_detection() {
+    // Names freed by pruning get new texts; the window must not match the old signature.
+    let g = capped(4);
+    let root = id_string(g.create_root("run", None).unwrap());
+    for i in 0..200 {
+        let (id, _) = g
+            .begin_node(&root, Kind::Tool, &format!("t{i}"), None, None, true, false)
+            .unwrap();
+        g.mark_success(&id_string(id), 0.0, None, None, false)
+            .unwrap();
+    }
+    assert!(
+        g.drain_divergence_events().is_empty(),
+        "every name was distinct"
+    );
+    for _ in 0..3 {
+        let (id, _) = g
+            .begin_node(&root, Kind::Tool, "loop", None, None, true, false)
+            .unwrap();
+        g.mark_success(&id_string(id), 0.0, None, None, false)
+            .unwrap();
+    }
+    let events = g.drain_divergence_events();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].1.as_deref(), Some("loop"));
+}
+
+#[test]
+fn overflowing_totals_reject_the_call_and_change_nothing() {
+    let g = graph();
+    let root = g.create_root("run", None).unwrap();
+    let a = child(&g, root, Kind::Llm, "a");
+    let b = child(&g, root, Kind::Llm, "b");
+    g.mark_success(&a, 1e308, None, Some(i64::MAX), false)
+        .unwrap();
+    let before = (g.aggregates(), g.snapshot_json());
+    let strip = |j: &[u8]| {
+        let s = String::from_utf8(j.to_vec()).unwrap();
+        s[..s.rfind("\"snapshot_ts_ms\"").unwrap()].to_owned()
+    };
+    for (cost, tokens) in [(1e308, None), (0.0, Some(1)), (f64::MAX, Some(0))] {
+        let err = g.mark_success(&b, cost, None, tokens, false).unwrap_err();
+        assert!(matches!(err, RecorderError::InvalidNumber { .. }), "{err}");
+        assert_eq!(g.aggregates(), before.0);
+        assert_eq!(strip(&g.snapshot_json()), strip(&before.1));
+    }
+    // The node is still open: a valid call finishes it.
+    g.mark_success(&b, 1.0, None, Some(0), false).unwrap();
+    assert_eq!(g.aggregates().total_llm_calls, 2);
+    assert!(!String::from_utf8(g.snapshot_json())
+        .unwrap()
+        .contains("Infinity"));
+}
+
+#[test]
+fn non_finite_metadata_is_rejected_before_anything_changes() {
+    let g = graph();
+    let bad = Value::Dict(vec![(
+        "a".into(),
+        Value::List(vec![Value::Float(f64::NAN)]),
+    )]);
+    let err = g.create_root("run", Some(bad.clone())).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        r#"metadata must be strict JSON: NaN and infinite floats are not allowed (at metadata["a"][0])"#
+    );
+    let root = g.create_root("run", None).unwrap();
+    assert!(matches!(
+        g.begin_node(
+            &id_string(root),
+            Kind::Llm,
+            "x",
+            None,
+            Some(bad),
+            false,
+            false
+        ),
+        Err(RecorderError::InvalidMetadata(_))
+    ));
+    assert_eq!(g.len(), 1);
+    assert_eq!(
+        child(&g, root, Kind::Llm, "x"),
+        "n000002",
+        "no id was consumed"
+    );
+}
+
+fn without_ts(j: &[u8]) -> String {
+    let s = String::from_utf8(j.to_vec()).unwrap();
+    s[..s.rfind("\"snapshot_ts_ms\"").unwrap()].to_owned()
+}
+
+#[test]
+fn from_snapshot_round_trips_and_continues_the_counter() {
+    let g = capped(5);
+    let meta = Value::Dict(vec![
+        (
+            "t".into(),
+            Value::Tuple(vec![Value::Float(0.1), Value::Int(-3)]),
+        ),
+        ("s".into(), Value::Str("é\"\n".into())),
+    ]);
+    let root = g.create_root("run", Some(meta)).unwrap();
+    let long = child(&g, root, Kind::Llm, "long");
+    g.mark_running(&long, false).unwrap();
+    for i in 0..8 {
+        let (id, _) = g
+            .begin_node(
+                &id_string(root),
+                Kind::Tool,
+                "t",
+                Some("m"),
+                None,
+                true,
+                false,
+            )
+            .unwrap();
+        let id = id_string(id);
+        g.increment_retries(&id).unwrap();
+        match i % 3 {
+            0 => g
+                .mark_success(&id, 0.25, Some(3), Some(4), false)
+                .map(|_| ()),
+            1 => g.mark_failure(&id, "E", Some("why"), false).map(|_| ()),
+            _ => g.mark_halt(&id, None, false).map(|_| ()),
+        }
+        .unwrap();
+    }
+    let first = g.snapshot_json();
+    let loaded = Graph::from_snapshot_json(
+        &first,
+        Config {
+            max_nodes: 5,
+            ..Config::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(without_ts(&loaded.snapshot_json()), without_ts(&first));
+    assert_eq!(loaded.aggregates(), g.aggregates());
+    assert_eq!(loaded.len(), g.len());
+    assert_eq!(loaded.root_id(), Some(root));
+    // New ids continue after the highest one; pruning carries on over loaded nodes.
+    let next = loaded
+        .begin_node(&id_string(root), Kind::Tool, "t", None, None, false, false)
+        .unwrap()
+        .0;
+    assert_eq!(next, 11);
+    assert_eq!(
+        loaded.len(),
+        5,
+        "one loaded terminal node evicted, one added"
+    );
+    assert_eq!(loaded.pruned_count(), 1);
+    loaded.mark_success(&long, 1.0, None, None, false).unwrap();
+    assert_eq!(loaded.aggregates().total_llm_calls, 1);
+    // An empty graph round-trips too.
+    let empty = graph();
+    let again = Graph::from_snapshot_json(&empty.snapshot_json(), Config::default()).unwrap();
+    assert_eq!(
+        without_ts(&again.snapshot_json()),
+        without_ts(&empty.snapshot_json())
+    );
+}
+
+#[test]
+fn from_snapshot_names_what_is_wrong() {
+    let g = graph();
+    let root = g.create_root("run", None).unwrap();
+    child(&g, root, Kind::Llm, "x");
+    let good = String::from_utf8(g.snapshot_json()).unwrap();
+    let cases = [
+        ("{", "not strict JSON"),
+        ("[]", "the snapshot must be an object"),
+        (&good.replace("\"chain_id\": \"chain-1\"", "\"chain_id\": 5"), "snapshot[\"chain_id\"] must be a string"),
+        (&good.replace("\"kind\": \"llm\"", "\"kind\": \"robot\""), "nodes[\"n000002\"][\"kind\"]"),
+        (&good.replace("\"cost_usd\": 0.0,", "\"cost_usd\": -1,"), "[\"cost_usd\"] must be a finite number >= 0"),
+        (&good.replace("\"total_llm_calls\": 0", "\"total_llm_calls\": 1e999"), "number out of range"),
+        (&good.replace("\"root_id\": \"n000001\"", "\"root_id\": \"n000009\""), "snapshot[\"root_id\"]"),
+        (&good.replace("\"status\": \"created\"", "\"status\": \"success\""), "end_ts_ms"),
+        (&good.replace("\"parent_id\": \"n000001\"", "\"parent_id\": \"n000002\""), "parent_id"),
+        (&good.replace("\"tokens_in\": null, \"tokens_out\": null, \"stop_reason\": null, \"error_class\": null, \"metadata\": {}}}", "\"tokens_in\": null, \"tokens_out\": null, \"stop_reason\": null, \"error_class\": null}}"), "is missing \"metadata\""),
+        (&good.replace("\"nodes\": {", "\"extra\": 1, \"nodes\": {"), "unknown key \"extra\""),
+        (&good.replace("{\"node_id\": \"n000002\"", "{\"node_id\": \"n000003\""), "equal to its key"),
+        (
+            &good.replace("n000002", "n18446744073709551615"),
+            "a node id below",
+        ),
+    ];
+    for (text, want) in cases {
+        let err = Graph::from_snapshot_json(text.as_bytes(), Config::default()).err();
+        let msg = err.map(|e| e.to_string()).unwrap_or_default();
+        assert!(msg.contains(want), "{want:?} not in {msg:?} for {text}");
+    }
+}
+
+#[test]
+fn loaded_extreme_timestamps_never_overflow() {
+    let g = graph();
+    let root = g.create_root("run", None).unwrap();
+    child(&g, root, Kind::Llm, "x");
+    let text = String::from_utf8(g.snapshot_json()).unwrap();
+    let start = text.find("\"start_ts_ms\": ").unwrap() + 15;
+    let end = start + text[start..].find(',').unwrap();
+    let text = text.replace(&text[start..end], &i64::MIN.to_string());
+    let loaded = Graph::from_snapshot_json(text.as_bytes(), Config::default()).unwrap();
+    let done = loaded
+        .mark_success("n000002", 0.0, None, None, true)
+        .unwrap();
+    assert!(done.duration_ms >= 1);
+    assert!(done.event.unwrap().elapsed_ms.unwrap() > 0.0);
+}

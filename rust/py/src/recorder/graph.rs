@@ -45,6 +45,36 @@ fn kind_arg(kind: &str) -> PyResult<Kind> {
     })
 }
 
+/// The constructor's numeric settings, shared with `from_snapshot`.
+fn config(
+    cost_rate_threshold_usd_per_sec: Option<&Bound<'_, PyAny>>,
+    token_velocity_threshold: Option<&Bound<'_, PyAny>>,
+    max_nodes: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Config> {
+    let defaults = Config::default();
+    let threshold =
+        |v: Option<&Bound<'_, PyAny>>, field, default| v.map_or(Ok(default), |v| number(v, field));
+    let max_nodes = opt_int(max_nodes, "max_nodes")?.unwrap_or(0);
+    if max_nodes < 0 {
+        return Err(PyValueError::new_err(format!(
+            "max_nodes must be >= 0 (0 = unlimited); got {max_nodes}"
+        )));
+    }
+    Ok(Config {
+        cost_rate_threshold_usd_per_sec: threshold(
+            cost_rate_threshold_usd_per_sec,
+            "cost_rate_threshold_usd_per_sec",
+            defaults.cost_rate_threshold_usd_per_sec,
+        )?,
+        token_velocity_threshold: threshold(
+            token_velocity_threshold,
+            "token_velocity_threshold",
+            defaults.token_velocity_threshold,
+        )?,
+        max_nodes: usize::try_from(max_nodes).unwrap_or(usize::MAX),
+    })
+}
+
 impl ExecutionGraph {
     pub fn core(&self) -> &Graph {
         &self.graph
@@ -84,29 +114,11 @@ impl ExecutionGraph {
         observers: Option<&Bound<'_, PyAny>>,
         max_nodes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let defaults = Config::default();
-        let threshold = |v: Option<&Bound<'_, PyAny>>, field, default| {
-            v.map_or(Ok(default), |v| number(v, field))
-        };
-        let max_nodes = opt_int(max_nodes, "max_nodes")?.unwrap_or(0);
-        if max_nodes < 0 {
-            return Err(PyValueError::new_err(format!(
-                "max_nodes must be >= 0 (0 = unlimited); got {max_nodes}"
-            )));
-        }
-        let config = Config {
-            cost_rate_threshold_usd_per_sec: threshold(
-                cost_rate_threshold_usd_per_sec,
-                "cost_rate_threshold_usd_per_sec",
-                defaults.cost_rate_threshold_usd_per_sec,
-            )?,
-            token_velocity_threshold: threshold(
-                token_velocity_threshold,
-                "token_velocity_threshold",
-                defaults.token_velocity_threshold,
-            )?,
-            max_nodes: max_nodes as usize,
-        };
+        let config = config(
+            cost_rate_threshold_usd_per_sec,
+            token_velocity_threshold,
+            max_nodes,
+        )?;
         let chain_id = match chain_id.filter(|c| !c.is_empty()) {
             Some(c) => c,
             None => py.import("uuid")?.call_method0("uuid4")?.str()?.to_string(),
@@ -130,6 +142,68 @@ impl ExecutionGraph {
     #[getter]
     fn root_id<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyString>> {
         self.graph.root_id().map(|r| id_str(py, r))
+    }
+
+    /// Read-only alias of `root_id`: code written against veronica-core reads `_root_id`.
+    #[getter]
+    fn _root_id<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyString>> {
+        self.root_id(py)
+    }
+
+    /// A graph rebuilt from a `snapshot()` dict or `snapshot_json()` bytes/str: same chain
+    /// id, node ids, fields and aggregates; new ids continue after the highest one.
+    /// Observers and subscribers are not part of a snapshot: add them afterwards.
+    #[classmethod]
+    #[pyo3(
+        signature = (snapshot, *, cost_rate_threshold_usd_per_sec=None, token_velocity_threshold=None, max_nodes=None),
+        text_signature = "(snapshot, *, cost_rate_threshold_usd_per_sec=0.1, token_velocity_threshold=500.0, max_nodes=0)"
+    )]
+    fn from_snapshot(
+        cls: &Bound<'_, pyo3::types::PyType>,
+        snapshot: &Bound<'_, PyAny>,
+        cost_rate_threshold_usd_per_sec: Option<&Bound<'_, PyAny>>,
+        token_velocity_threshold: Option<&Bound<'_, PyAny>>,
+        max_nodes: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let py = cls.py();
+        let config = config(
+            cost_rate_threshold_usd_per_sec,
+            token_velocity_threshold,
+            max_nodes,
+        )?;
+        let text: Vec<u8> = if let Ok(b) = snapshot.cast::<PyBytes>() {
+            b.as_bytes().to_vec()
+        } else if let Ok(s) = snapshot.cast::<PyString>() {
+            s.to_str()?.as_bytes().to_vec()
+        } else if snapshot.is_instance_of::<PyDict>() {
+            // The dict goes through the same strict reader as the bytes: one set of rules.
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("allow_nan", false)?;
+            let dumped = py
+                .import("json")?
+                .call_method("dumps", (snapshot,), Some(&kwargs))
+                .map_err(|e| {
+                    PyValueError::new_err(format!(
+                        "invalid snapshot: not JSON-serialisable ({})",
+                        e.value(py)
+                    ))
+                })?;
+            dumped.cast::<PyString>()?.to_str()?.as_bytes().to_vec()
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "snapshot must be a dict, bytes or str, not {}",
+                snapshot.get_type().name()?
+            )));
+        };
+        let graph = py
+            .detach(|| Graph::from_snapshot_json(&text, config))
+            .map_err(recorder_err)?
+            .with_blocking_section(release_gil_while);
+        Ok(ExecutionGraph {
+            graph,
+            observers: HookList::default(),
+            subscribers: HookList::default(),
+        })
     }
 
     #[getter]
