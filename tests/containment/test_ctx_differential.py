@@ -3,14 +3,14 @@
 Same configuration, same calls, same pipeline and breaker settings: the decisions and counters
 must agree after every call. The documented deviations are normalised explicitly:
 
-* a failure that drains the retry budget is a chain stop here (seed 003 §6 ``provider_error``,
+* a failure that drains the retry budget is a chain stop here (docs/design.md §5 ``provider_error``,
   HALT) where the reference still answers RETRY (and halts the next call);
 * the graph's ``total_retries`` counts the retries the chain consumed (the reference's graph
   stays at 0);
 * real cost (docs/design.md §20): ours settles a call at what it reports through ``report_cost``,
   the reference always charges the estimate. The model: a call that reports exactly its
   estimate must behave as the reference's estimated call, so half of the calls here report;
-* chain-level event types are the seed's stop reasons (``budget_exceeded``) where the reference
+* chain-level event types are the stop reasons of docs/design.md §5 (``budget_exceeded``) where the reference
   says ``CHAIN_BUDGET_EXCEEDED``; ``provider_rate_limit`` / ``provider_error`` are ours only.
 """
 

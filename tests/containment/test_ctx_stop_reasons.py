@@ -1,4 +1,4 @@
-"""Every stop reason of seed 003 §6: HALT without running the callable, one SafetyEvent, a halt node."""
+"""Every stop reason of docs/design.md §5: HALT without running the callable, one SafetyEvent, a halt node."""
 
 import threading
 

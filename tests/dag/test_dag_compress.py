@@ -1,4 +1,4 @@
-"""Spec §8: compression into a summary node with boundary rewiring."""
+"""docs/dag-rules.md §8: compression into a summary node with boundary rewiring."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def test_compression_rewires_and_archives() -> None:
         "outgoing_edge_ids": ["e2", "e4"],
         "internal_edge_ids": ["e1"],
     }
-    # no node_created / edge_created for the summary (decisions §15)
+    # no node_created / edge_created for the summary (docs/design.md §15)
     assert all(e["subject_id"] != "s" for e in g.events() if e["event_type"] == "node_created")
     assert g.check_invariants() is None
 

@@ -1,4 +1,4 @@
-"""Spec §5: causal leaves and their automatic repair."""
+"""docs/dag-rules.md §5: causal leaves and their automatic repair."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def test_mutate_repairs_a_finished_user_leaf() -> None:
             "created_at": repaired[0]["created_at"],
         }
     ]
-    # decisions §15: repair creates no node_created / edge_created events
+    # docs/design.md §15: repair creates no node_created / edge_created events
     assert event_types(g) == ["node_created", "leaf_invariant_repaired"]
 
 

@@ -1,4 +1,4 @@
-"""Spec §6 / decisions §10: failure propagation in rounds, to a fixpoint."""
+"""docs/dag-rules.md §6 / docs/design.md §10: failure propagation in rounds, to a fixpoint."""
 
 from __future__ import annotations
 

@@ -291,7 +291,7 @@ def test_contained_executor_failure_is_reported_and_counted() -> None:
 
 
 class FakeAsyncContext(FakeContext):
-    """Adds the coroutine variants chainwarden's ExecutionContext offers (decisions §6)."""
+    """Adds the coroutine variants chainwarden's ExecutionContext offers (docs/design.md §6)."""
 
     async def _awrap(self, kind: str, fn: Callable[[], Any], options: object) -> FakeDecision:
         if len(self.calls) >= self.max_calls:

@@ -1,4 +1,4 @@
-"""The chain-level event log and the stop reasons of docs/design.md §5 (seed 003 §6)."""
+"""The chain-level event log and the stop reasons of docs/design.md §5 (docs/design.md §5)."""
 
 from __future__ import annotations
 

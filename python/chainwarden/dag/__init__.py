@@ -1,4 +1,4 @@
-"""chainwarden.dag: the conversation / task DAG (seed 001) on the Rust core.
+"""chainwarden.dag: the conversation / task DAG (docs/dag-rules.md) on the Rust core.
 
 `Graph` holds nodes and edges, `Runner` executes what is ready; see docs/dag.md.
 """

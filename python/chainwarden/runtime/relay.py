@@ -106,7 +106,7 @@ class RunEventRelay:
             logger.error("upstream sent %r, which is not an AiEvent; ignored", type(event).__name__)
             return
         if isinstance(event, UsageReport):
-            # Billing first and always, including after the terminal event (decisions §18).
+            # Billing first and always, including after the terminal event (docs/design.md §18).
             self.usage_reports += 1
             self.prompt_tokens += event.fact.input_tokens or 0
             self.completion_tokens += event.fact.output_tokens or 0

@@ -557,7 +557,7 @@ impl ChainCore {
             .collect()
     }
 
-    /// The graph's aggregate counters (decision 3 key order), read without the graph lock.
+    /// The graph's aggregate counters (docs/design.md §3 key order), read without the graph lock.
     fn aggregates<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         crate::recorder::snapshot::aggregates(py, &self.inner.aggregates())
     }

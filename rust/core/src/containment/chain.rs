@@ -45,7 +45,7 @@ impl Stop {
         Stop::ALL.into_iter().find(|s| s.code() == code)
     }
 
-    /// The docs/design.md §5 (seed 003 §6) stop reason.
+    /// The docs/design.md §5 (docs/design.md §5) stop reason.
     pub fn reason(self) -> &'static str {
         match self {
             Stop::Aborted => "aborted",

@@ -1,4 +1,4 @@
-//! Chain-level containment (seed 003): the counters, limit checks and node records behind
+//! Chain-level containment (docs/containment.md): the counters, limit checks and node records behind
 //! `ExecutionContext`, fused with the chain's call graph. One mutex guards the counters so
 //! concurrent wraps see exact totals; the abort flag is an atomic.
 

@@ -54,7 +54,7 @@ pub fn cut_message(message: &str) -> Box<str> {
     }
 }
 
-/// Every stop reason of docs/design.md §5 (seed 003 §6), in the documented order.
+/// Every stop reason of docs/design.md §5 (docs/design.md §5), in the documented order.
 pub const STOP_REASONS: [&str; 8] = [
     "budget_exceeded",
     "retry_budget_exceeded",

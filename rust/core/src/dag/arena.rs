@@ -121,7 +121,7 @@ pub struct Dag {
     pub(crate) id_text: String,
     pub(crate) id_ends: Vec<u32>,
     pub(crate) edge_index: FxHashMap<Arc<str>, u32>,
-    /// Active edges by (from, to, type): decisions §9 returns the existing id for a duplicate.
+    /// Active edges by (from, to, type): docs/design.md §9 returns the existing id for a duplicate.
     pub(crate) active_keys: FxHashMap<(u32, u32, EdgeType), u32>,
     pub(crate) ready: BTreeSet<Arc<str>>,
     pub(crate) doomed: BTreeSet<Arc<str>>,
@@ -237,7 +237,7 @@ impl Dag {
         }
     }
 
-    /// An edge counts only while it and both endpoints are active (decisions §8).
+    /// An edge counts only while it and both endpoints are active (docs/design.md §8).
     pub(crate) fn is_live(&self, e: u32) -> bool {
         let h = self.hot[e as usize];
         h.active && self.node_active[h.from as usize] && self.node_active[h.to as usize]

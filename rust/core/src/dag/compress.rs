@@ -1,4 +1,4 @@
-//! Compression (spec §8): a finished subgraph becomes one summary node; boundary edges are rewired to it.
+//! Compression (docs/dag-rules.md §8): a finished subgraph becomes one summary node; boundary edges are rewired to it.
 
 use std::sync::Arc;
 

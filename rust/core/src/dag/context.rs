@@ -1,6 +1,6 @@
-//! Context (spec §4): the causal ancestor closure of a node in a stable topological order.
+//! Context (docs/dag-rules.md §4): the causal ancestor closure of a node in a stable topological order.
 //!
-//! Kahn's algorithm over the closure, always emitting the smallest available id (decisions §11). The closure
+//! Kahn's algorithm over the closure, always emitting the smallest available id (docs/design.md §11). The closure
 //! is ancestor-closed, so every live blocking in-edge of a member comes from a member: in-degrees need no
 //! membership test, and the heap only ever holds the current frontier.
 
@@ -94,7 +94,7 @@ impl Dag {
             .collect()
     }
 
-    /// One context entry (spec §4.3): preview mode omits the full output.
+    /// One context entry (docs/dag-rules.md §4.3): preview mode omits the full output.
     pub fn context_entry(&self, n: u32, full: bool) -> Value {
         let node = &self.nodes[n as usize];
         let mut payload = vec![

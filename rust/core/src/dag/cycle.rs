@@ -1,4 +1,4 @@
-//! Reachability over the active graph (all edge types: decisions §9 keeps branch edges acyclic too).
+//! Reachability over the active graph (all edge types: docs/design.md §9 keeps branch edges acyclic too).
 
 use super::arena::{Dag, Marks};
 

@@ -142,7 +142,7 @@ impl Dag {
         true
     }
 
-    /// Archives a node with all its incident edges (spec §1.2); returns the edges it archived.
+    /// Archives a node with all its incident edges (docs/dag-rules.md §1.2); returns the edges it archived.
     pub(crate) fn archive_node(&mut self, n: u32, by: &std::sync::Arc<str>, at: f64) -> Vec<u32> {
         self.save_node(n);
         {

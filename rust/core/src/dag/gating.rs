@@ -1,4 +1,4 @@
-//! Gated claiming (spec §3.2): ready pending executables become running, smallest ids first.
+//! Gated claiming (docs/dag-rules.md §3.2): ready pending executables become running, smallest ids first.
 
 use super::arena::Dag;
 use super::ids::now;

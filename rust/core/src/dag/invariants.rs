@@ -1,4 +1,4 @@
-//! Self-checks: the structural rules of spec §1.2 and the bookkeeping, recomputed from scratch.
+//! Self-checks: the structural rules of docs/dag-rules.md §1.2 and the bookkeeping, recomputed from scratch.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -7,7 +7,7 @@ use super::arena::Dag;
 use super::types::{NodeType, State};
 
 impl Dag {
-    /// Kahn over every live edge (all types): decisions §9 keeps the whole active graph acyclic.
+    /// Kahn over every live edge (all types): docs/design.md §9 keeps the whole active graph acyclic.
     pub fn active_is_acyclic(&self) -> bool {
         let mut indegree = vec![0u32; self.nodes.len()];
         for e in 0..self.edges.len() as u32 {
@@ -34,7 +34,7 @@ impl Dag {
         seen == self.nodes.len()
     }
 
-    /// Every leaf obeys spec §5.2.
+    /// Every leaf obeys docs/dag-rules.md §5.2.
     pub fn leaves_valid(&mut self) -> bool {
         self.flush();
         self.bad_leaves.is_empty()

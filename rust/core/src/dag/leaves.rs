@@ -1,4 +1,4 @@
-//! Leaf detection and repair (spec §5): every active causal leaf is an agent_message or still in flight.
+//! Leaf detection and repair (docs/dag-rules.md §5): every active causal leaf is an agent_message or still in flight.
 
 use super::arena::Dag;
 use super::events::obj;

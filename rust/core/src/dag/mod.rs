@@ -1,4 +1,4 @@
-//! DAG engine (seed 001): conversation / task graph with gated scheduling, causal context, failure
+//! DAG engine (docs/dag-rules.md): conversation / task graph with gated scheduling, causal context, failure
 //! propagation, leaf repair, versioned rewrites and compression. Pure Rust; `rust/py` exposes it.
 
 mod arena;

@@ -1,4 +1,4 @@
-//! fork / retry / regenerate / edit (spec §7): each validates every precondition before its first write.
+//! fork / retry / regenerate / edit (docs/dag-rules.md §7): each validates every precondition before its first write.
 
 use std::sync::Arc;
 
@@ -204,7 +204,7 @@ impl Dag {
         self.replace(old, ReplaceKind::Edit, input, metadata, new_node_id)
     }
 
-    /// The shared skeleton of spec §7.3; preconditions are already checked.
+    /// The shared skeleton of docs/dag-rules.md §7.3; preconditions are already checked.
     fn replace(
         &mut self,
         old: u32,

@@ -31,7 +31,7 @@ impl Dag {
             Outcome::Rejected(r) => self.mark_rejected(id, &r)?,
             Outcome::Cancelled(r) => self.mark_cancelled(id, &r)?,
             Outcome::Skipped(reason) => {
-                // A running node cannot become skipped (spec §2.3); the executor broke the contract.
+                // A running node cannot become skipped (docs/dag-rules.md §2.3); the executor broke the contract.
                 let n = self.idx(id)?;
                 let node = &self.nodes[n as usize];
                 if node.is_active() && node.state == State::Running {

@@ -1,4 +1,4 @@
-//! `output_preview`: a small readable excerpt derived from `output` (spec §4.4, decisions §12).
+//! `output_preview`: a small readable excerpt derived from `output` (docs/dag-rules.md §4.4, docs/design.md §12).
 
 use super::json;
 use super::value::Value;

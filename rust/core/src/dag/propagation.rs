@@ -1,4 +1,4 @@
-//! Failure propagation in rounds (spec §6, decisions §10).
+//! Failure propagation in rounds (docs/dag-rules.md §6, docs/design.md §10).
 //!
 //! The doomed set (pending executables with a failed live dependency parent) is kept up to date by the
 //! bookkeeping, so a round is "skip the whole current set"; it only ever reads start-of-round states.

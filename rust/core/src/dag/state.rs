@@ -1,4 +1,4 @@
-//! The state machine (spec §2.3) as compare-and-set operations.
+//! The state machine (docs/dag-rules.md §2.3) as compare-and-set operations.
 
 use super::arena::Dag;
 use super::error::DagResult;

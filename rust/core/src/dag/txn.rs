@@ -96,7 +96,7 @@ impl Dag {
         self.txn.saved_edges.insert(e, id);
     }
 
-    /// Keeps the innermost savepoint's changes; the outermost commit runs leaf repair first (decisions §7).
+    /// Keeps the innermost savepoint's changes; the outermost commit runs leaf repair first (docs/design.md §7).
     pub fn commit(&mut self) -> Vec<String> {
         let repaired = if self.txn.depth() == 1 {
             self.repair_leaves()

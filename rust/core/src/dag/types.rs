@@ -69,7 +69,7 @@ impl EdgeType {
         !matches!(self, EdgeType::Branch)
     }
 
-    /// The gating truth table (spec §3.2): does a parent in `parent` state let the child run?
+    /// The gating truth table (docs/dag-rules.md §3.2): does a parent in `parent` state let the child run?
     pub fn unblocks(self, parent: State) -> bool {
         match self {
             EdgeType::Sequence => parent.is_terminal(),

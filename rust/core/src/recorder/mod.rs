@@ -1,4 +1,4 @@
-//! Call-graph recorder (seeds 000, 002): one node per LLM/tool/system call of an agent
+//! Call-graph recorder (docs/recorder.md): one node per LLM/tool/system call of an agent
 //! chain, a strict lifecycle, incremental aggregates and amplification metrics.
 
 pub mod aggregates;

@@ -164,7 +164,7 @@ pub fn to_py_list<'py>(py: Python<'py>, items: &[Value]) -> PyResult<Bound<'py, 
 }
 
 /// One context entry, built straight from the node so payloads are not cloned on the way; the shape is the
-/// one `Dag::context_entry` defines (spec §4.3).
+/// one `Dag::context_entry` defines (docs/dag-rules.md §4.3).
 pub fn context_entry<'py>(
     py: Python<'py>,
     node: &Node,
