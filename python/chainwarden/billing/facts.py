@@ -101,6 +101,31 @@ def check_fact_cost(value: object) -> Decimal:
     return amount
 
 
+def check_usage_fields(
+    *,
+    usage_unit_id: object = None,
+    provider: object = None,
+    model: object = None,
+    input_tokens: object = None,
+    output_tokens: object = None,
+    cache_read_tokens: object = None,
+    cache_write_tokens: object = None,
+    cost_usd: object = None,
+) -> None:
+    """The §26 limits of what a provider reports about one call (docs/design.md §26).
+
+    Shared by ``UsageFact`` and by the runtime's ``LlmResult``, so a client adapter learns of a value the
+    ledger would refuse when it builds its result, not after the usage is already being billed."""
+    check_text("usage_unit_id", usage_unit_id, optional=True)
+    check_text("provider", provider, optional=True)
+    check_text("model", model, optional=True)
+    counts = (input_tokens, output_tokens, cache_read_tokens, cache_write_tokens)
+    for name, value in zip(_TOKEN_FIELDS, counts, strict=True):
+        _check_count(name, value)
+    if cost_usd is not None:
+        check_fact_cost(cost_usd)
+
+
 def encode_usage_raw(value: object) -> str | None:
     """`usage_raw` as the strict JSON text stored on the receipt, or None.
 
@@ -184,20 +209,20 @@ class UsageFact:
     def __post_init__(self) -> None:
         for name in _REQUIRED_TEXT:
             check_text(name, getattr(self, name))
-        if not _is_fallback_unit_id(self.usage_unit_id, self.run_id):
-            check_text("usage_unit_id", self.usage_unit_id, optional=True)
-        for name in ("provider", "model"):
-            check_text(name, getattr(self, name), optional=True)
+        unit_id = None if _is_fallback_unit_id(self.usage_unit_id, self.run_id) else self.usage_unit_id
+        check_usage_fields(
+            usage_unit_id=unit_id,
+            provider=self.provider,
+            model=self.model,
+            **{name: getattr(self, name) for name in _TOKEN_FIELDS},
+            cost_usd=self.cost_usd,
+        )
         if isinstance(self.attempt, bool) or not isinstance(self.attempt, int):
             raise TypeError(f"attempt must be an int, got {type(self.attempt).__name__}")
         if self.attempt < 0:
             raise ValueError(f"attempt must not be negative, got {self.attempt}")
         if self.attempt > MAX_ATTEMPT:
             raise ValueError(f"attempt must be below 2**31, got {self.attempt}")
-        for name in _TOKEN_FIELDS:
-            _check_count(name, getattr(self, name))
-        if self.cost_usd is not None:
-            check_fact_cost(self.cost_usd)
         object.__setattr__(self, "usage_raw_json", encode_usage_raw(self.usage_raw))
 
     @property

@@ -1,4 +1,6 @@
-"""ExecutionContext: chain-level containment for one agent run (docs/containment.md; docs/design.md §4-6, §20-22, §27).
+"""ExecutionContext: chain-level containment for one agent run.
+
+See docs/containment.md and docs/design.md §4-6, §20-22, §27.
 
 Every wrapped call is admitted by the native ``ChainCore`` (abort, cost ceiling, step limit, retry
 budget, timeout, cost reservation, in that order), then by the pipeline and the circuit breaker,

@@ -8,12 +8,13 @@ import contextvars
 import functools
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from chainwarden.billing import UsageFact
+from chainwarden.billing.facts import check_usage_fields, encode_usage_raw
 from chainwarden.runtime.containment_port import (
     Containment,
     LlmCallGuard,
@@ -41,6 +42,25 @@ class LlmResult:
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
     cost_usd: float | Decimal | None = None
+    usage_raw: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        # Checked here, where the client adapter builds the result, with the ledger's own limits
+        # (docs/design.md §26): a value the ledger would refuse must not surface only once the usage,
+        # which already happened, is being billed.
+        if not isinstance(self.content, str):
+            raise TypeError(f"content must be a str, got {type(self.content).__name__}")
+        check_usage_fields(
+            usage_unit_id=self.usage_unit_id,
+            provider=self.provider,
+            model=self.model,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cache_read_tokens=self.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens,
+            cost_usd=self.cost_usd,
+        )
+        encode_usage_raw(self.usage_raw)
 
 
 class LlmCallRefused(Exception):
@@ -182,6 +202,7 @@ class RunContext:
                     cache_read_tokens=result.cache_read_tokens,
                     cache_write_tokens=result.cache_write_tokens,
                     cost_usd=result.cost_usd,
+                    usage_raw=result.usage_raw,
                 )
             )
         )
