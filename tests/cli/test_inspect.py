@@ -1,0 +1,82 @@
+"""`chainwarden inspect`: the summary of each kind of saved run agrees with what the engine recorded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from run_fixtures import HOSTILE, save_containment_run, save_dag_run, save_graph_run
+
+from chainwarden.cli import main
+
+
+def inspect_json(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert main(["inspect", str(path), "--json"]) == 0
+    summary: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return summary
+
+
+def test_execution_graph_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    g, path = save_graph_run(tmp_path / "run.json")
+    s = inspect_json(path, capsys)
+    agg = g.aggregates()
+    assert (s["source"], s["id"], s["nodes"]) == ("execution-graph", "fixture-chain", len(g))
+    assert s["by_kind"] == {"system": 1, "llm": 2, "tool": 3}
+    assert s["by_kind_status"]["tool"] == {"success": 1, "fail": 1, "halt": 1}
+    assert s["cost_usd"] == agg["total_cost_usd"]
+    assert (s["tokens_in"], s["tokens_out"]) == (420, agg["total_tokens_out"])
+    assert s["amplification"] == {
+        k: agg[k] for k in ("llm_calls_per_root", "tool_calls_per_root", "retries_per_root")
+    }
+    assert [c["name"] for c in s["most_expensive"]] == ["answer", "plan"]
+    assert len(s["slowest"]) == 5
+    halts = {h["name"]: (h["status"], h["reason"]) for h in s["halts"]}
+    assert halts == {
+        "query_metrics": ("fail", "TimeoutError: metrics backend timed out"),
+        HOSTILE: ("halt", "budget_exceeded"),
+    }
+    assert s["divergence_count"] == agg["divergence_emitted_count"] == len(s["divergence_events"])
+
+
+def test_containment_summary_names_the_halt_and_its_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s = inspect_json(save_containment_run(tmp_path / "ctx.json"), capsys)
+    assert (s["source"], s["id"], s["nodes"]) == ("containment", "fixture-ctx", 4)
+    assert s["by_status"] == {"ok": 3, "halted": 1}
+    assert s["cost_usd"] == pytest.approx(0.20)
+    [halt] = s["halts"]
+    assert halt["name"] == "draft"
+    assert halt["reason"].startswith("budget_exceeded: ")
+    assert [e["decision"] for e in s["safety_events"] if e["event_type"] == "budget_exceeded"] == ["HALT"]
+
+
+def test_dag_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, path = save_dag_run(tmp_path / "dag.json")
+    s = inspect_json(path, capsys)
+    assert (s["source"], s["id"], s["nodes"]) == ("dag", "fixture-dag", 4)
+    assert s["by_kind_status"]["task"] == {"finished": 1, "errored": 1, "skipped": 1}
+    halts = {h["id"]: h["status"] for h in s["halts"]}
+    assert halts == {"t-rome": "errored", "compare": "skipped"}
+    assert next(h for h in s["halts"] if h["id"] == "t-rome")["reason"] == "weather service timed out"
+
+
+def test_plain_output_is_aligned_text_without_markup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, path = save_graph_run(tmp_path / "run.json")
+    assert main(["inspect", str(path), "--plain"]) == 0
+    out = capsys.readouterr().out
+    assert "== halts and failures ==" in out
+    assert HOSTILE in out  # printed as written: rich markup like [red] is not interpreted
+    assert "\x1b[" not in out
+
+
+def test_rich_tables_show_names_literally(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, path = save_graph_run(tmp_path / "run.json")
+    assert main(["inspect", str(path), "--rich"]) == 0
+    out = capsys.readouterr().out
+    assert "halts and failures" in out and "query_metrics" in out
+    assert "[red]bold[/red]" in " ".join(out.split())  # a markup-looking name is shown, not applied
