@@ -48,4 +48,4 @@ else
 fi
 
 maturin sdist --out "$DIST"
-scripts/check-wheel-tags.sh "$DIST"
+"$BUILD_VENV/bin/python" scripts/check-dist.py "$DIST"
