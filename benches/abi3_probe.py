@@ -56,5 +56,8 @@ def wrap_overhead_ns() -> tuple[float, float]:
 
 if __name__ == "__main__":
     wrap, bare = wrap_overhead_ns()
-    json.dump({"recorder_ns": recorder_ns(), "wrap_ns": wrap, "bare_ns": bare, "overhead_ns": wrap - bare}, sys.stdout)
+    json.dump(
+        {"recorder_ns": recorder_ns(), "wrap_ns": wrap, "bare_ns": bare, "overhead_ns": wrap - bare},
+        sys.stdout,
+    )
     sys.stdout.write("\n")

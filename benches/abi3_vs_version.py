@@ -13,7 +13,6 @@ import argparse
 import json
 import statistics
 import subprocess
-import sys
 import tempfile
 import venv
 from pathlib import Path
@@ -40,7 +39,9 @@ def main() -> None:
         for r in range(args.rounds):
             order = (0, 1) if r % 2 == 0 else (1, 0)
             for i in order:
-                out = subprocess.run([pythons[i], str(PROBE)], check=True, capture_output=True, text=True, cwd=tmp)
+                out = subprocess.run(
+                    [pythons[i], str(PROBE)], check=True, capture_output=True, text=True, cwd=tmp
+                )
                 results[i].append(json.loads(out.stdout))
     medians = [{f: statistics.median(r[f] for r in res) for f in FIGURES} for res in results]
     for wheel, med in zip(args.wheels, medians, strict=True):

@@ -17,12 +17,21 @@ import sys
 import tarfile
 from pathlib import Path
 
-SDIST_MUST_HAVE = ("LICENSE", "README.md", "docs/recorder.md", "pyproject.toml", "Cargo.lock", "rust/core/Cargo.toml")
+SDIST_MUST_HAVE = (
+    "LICENSE",
+    "README.md",
+    "docs/recorder.md",
+    "pyproject.toml",
+    "Cargo.lock",
+    "rust/core/Cargo.toml",
+)
 
 
 def audit(wheel: Path) -> dict[str, object]:
     auditwheel = Path(sys.executable).with_name("auditwheel")
-    out = subprocess.run([auditwheel, "show", "--json", str(wheel)], check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [auditwheel, "show", "--json", str(wheel)], check=True, capture_output=True, text=True
+    )
     report: dict[str, object] = json.loads(out.stdout)
     return report
 

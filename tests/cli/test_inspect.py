@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from run_fixtures import HOSTILE, save_containment_run, save_dag_run, save_graph_run
 
 from chainwarden.cli import main
+from chainwarden.cli.console import print_summary
+from chainwarden.cli.html_report import render_html
+from chainwarden.cli.mermaid import run_to_mermaid
+from chainwarden.cli.runfile import RunFileError, parse_run
+from chainwarden.cli.summary import summarize
 
 
 def inspect_json(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -80,3 +88,62 @@ def test_rich_tables_show_names_literally(tmp_path: Path, capsys: pytest.Capture
     out = capsys.readouterr().out
     assert "halts and failures" in out and "query_metrics" in out
     assert "[red]bold[/red]" in " ".join(out.split())  # a markup-looking name is shown, not applied
+
+
+_SCALAR = st.none() | st.booleans() | st.integers(-(10**400), 10**400) | st.floats() | st.text(max_size=8)
+_VALUE = st.recursive(
+    _SCALAR,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+_NODE = st.fixed_dictionaries(
+    {"node_id": st.text(max_size=4)},
+    optional={
+        k: _VALUE
+        for k in (
+            "parent_id",
+            "kind",
+            "name",
+            "status",
+            "start_ts_ms",
+            "end_ts_ms",
+            "cost_usd",
+            "tokens_in",
+            "tokens_out",
+            "stop_reason",
+            "error_class",
+            "retries_used",
+            "model",
+        )
+    },
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    nodes=st.dictionaries(st.text(max_size=4), _NODE, max_size=6),
+    aggregates=st.dictionaries(
+        st.sampled_from(["total_cost_usd", "llm_calls_per_root", "divergence_emitted_count"]), _VALUE
+    ),
+    divergence=st.lists(st.dictionaries(st.text(max_size=6), _VALUE, max_size=3), max_size=3),
+)
+def test_any_snapshot_shaped_file_is_summarized_or_refused_never_a_crash(
+    nodes: dict[str, Any], aggregates: dict[str, Any], divergence: list[dict[str, Any]]
+) -> None:
+    """Odd values (NaN, huge ints, nested objects where strings belong) give valid JSON output or a
+    RunFileError, and every renderer copes with whatever was accepted."""
+    doc = {
+        "chain_id": "x",
+        "root_id": None,
+        "nodes": nodes,
+        "aggregates": aggregates,
+        "divergence_events": divergence,
+    }
+    try:
+        run = parse_run(json.dumps(doc))
+    except RunFileError:
+        return
+    json.dumps(summarize(run), allow_nan=False)
+    print_summary(summarize(run), io.StringIO(), rich=False)
+    render_html(run)
+    run_to_mermaid(run)

@@ -30,8 +30,8 @@ def _e(value: object) -> str:
     return escape(str(value), quote=True)
 
 
-def _money(value: float) -> str:
-    return f"${value:.6f}"
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"${value:.6f}"
 
 
 def _ms(value: float | None) -> str:

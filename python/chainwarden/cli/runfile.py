@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["Call", "Run", "RunFileError", "load_run", "parse_run"]
+__all__ = ["Call", "Run", "RunFileError", "finite", "load_run", "parse_run"]
 
 Source = Literal["execution-graph", "containment", "dag"]
 
@@ -92,6 +92,8 @@ def parse_run(data: bytes | str, name: str = "<input>") -> Run:
         doc = json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RunFileError(f"{name} is not JSON: {exc}") from None
+    except RecursionError:
+        raise RunFileError(f"{name} is nested too deeply to be a run") from None
     if not isinstance(doc, dict):
         raise RunFileError(f"{name}: expected a JSON object, got {type(doc).__name__}")
     try:
@@ -115,15 +117,34 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _number(value: object) -> float | None:
+def finite(value: object) -> float | None:
+    """A finite number as float; None for anything else (bools, strings, NaN, infinities)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond float range
+        return None
     return number if math.isfinite(number) else None
 
 
+# Milliseconds since the epoch up to the year ~33,000: anything outside is not a timestamp the engine wrote.
+_MAX_TS_MS = 1e15
+
+
+def _ts_ms(value: object, scale: float = 1.0) -> float | None:
+    number = finite(value)
+    if number is None:
+        return None
+    ms = number * scale
+    return ms if 0.0 <= ms < _MAX_TS_MS else None
+
+
 def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A token or retry count as the engine keeps it (an unsigned 64-bit counter); None otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64:
+        return value
+    return None
 
 
 def _execution_graph(doc: Mapping[str, Any]) -> Run:
@@ -136,9 +157,9 @@ def _execution_graph(doc: Mapping[str, Any]) -> Run:
             kind=str(n.get("kind", "")),
             name=str(n.get("name", "")),
             status=str(n.get("status", "")),
-            start_ms=_number(n.get("start_ts_ms")),
-            end_ms=_number(n.get("end_ts_ms")),
-            cost_usd=_number(n.get("cost_usd")) or 0.0,
+            start_ms=_ts_ms(n.get("start_ts_ms")),
+            end_ms=_ts_ms(n.get("end_ts_ms")),
+            cost_usd=finite(n.get("cost_usd")) or 0.0,
             tokens_in=_count(n.get("tokens_in")),
             tokens_out=_count(n.get("tokens_out")),
             model=_text(n.get("model")),
@@ -166,10 +187,10 @@ def _reason(error_class: object, stop_reason: object) -> str | None:
 
 def _iso_ms(value: object) -> float | None:
     if not isinstance(value, str):
-        return _number(value)
+        return _ts_ms(value)
     try:
-        return datetime.fromisoformat(value).timestamp() * 1000.0
-    except ValueError:
+        return _ts_ms(datetime.fromisoformat(value).timestamp() * 1000.0)
+    except (ValueError, OverflowError, OSError):
         return None
 
 
@@ -183,7 +204,7 @@ def _containment(doc: Mapping[str, Any]) -> Run:
             status=str(n.get("status", "")),
             start_ms=_iso_ms(n.get("start_ts")),
             end_ms=_iso_ms(n.get("end_ts")),
-            cost_usd=_number(n.get("cost_usd")) or 0.0,
+            cost_usd=finite(n.get("cost_usd")) or 0.0,
             retries=_count(n.get("retries_used")) or 0,
         )
         for n in doc["nodes"]
@@ -197,7 +218,7 @@ def _containment(doc: Mapping[str, Any]) -> Run:
         if e.get("hook") == "ExecutionGraph"
     ]
     summary = dict(doc.get("graph_summary") or {})
-    summary.setdefault("total_cost_usd", _number(doc.get("cost_usd_accumulated")) or 0.0)
+    summary.setdefault("total_cost_usd", finite(doc.get("cost_usd_accumulated")) or 0.0)
     return Run(
         source="containment",
         title=str(doc.get("chain_id", "")),
@@ -239,7 +260,7 @@ def _dag(doc: Mapping[str, Any]) -> Run:
         node_id = str(n["node_id"])
         meta = n.get("metadata") or {}
         inp = n.get("input") or {}
-        started, finished = _number(n.get("started_at")), _number(n.get("finished_at"))
+        started, finished = _ts_ms(n.get("started_at"), 1000.0), _ts_ms(n.get("finished_at"), 1000.0)
         calls.append(
             Call(
                 id=node_id,
@@ -247,9 +268,9 @@ def _dag(doc: Mapping[str, Any]) -> Run:
                 kind=str(n.get("node_type", "")),
                 name=_dag_name(node_id, inp),
                 status=str(n.get("state", "")),
-                start_ms=None if started is None else started * 1000.0,
-                end_ms=None if finished is None or started is None else finished * 1000.0,
-                cost_usd=_number(meta.get("cost_usd")) or 0.0,
+                start_ms=started,
+                end_ms=None if started is None else finished,
+                cost_usd=finite(meta.get("cost_usd")) or 0.0,
                 tokens_in=_count(meta.get("tokens_in")),
                 tokens_out=_count(meta.get("tokens_out")),
                 model=_text(meta.get("model")),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from chainwarden.cli.runfile import Call, Run
+from chainwarden.cli.runfile import Call, Run, finite
 
 __all__ = ["TOP", "summarize"]
 
@@ -27,11 +27,9 @@ def _call(call: Call) -> dict[str, Any]:
 
 def _amplification(run: Run) -> dict[str, float]:
     """Saved aggregates win (the engine computed them); otherwise per root, counted from the calls."""
-    saved = {
-        k: float(run.aggregates[k]) for k in _AMPLIFICATION if isinstance(run.aggregates.get(k), int | float)
-    }
-    if saved:
-        return saved
+    saved = {k: finite(run.aggregates.get(k)) for k in _AMPLIFICATION}
+    if all(v is not None for v in saved.values()):
+        return {k: v for k, v in saved.items() if v is not None}
     roots = sum(1 for c in run.calls if not c.parents) or 1
     kinds = Counter(c.kind for c in run.calls)
     llm = kinds["llm"] + kinds["agent_message"]
@@ -41,6 +39,11 @@ def _amplification(run: Run) -> dict[str, float]:
         "tool_calls_per_root": tools / roots,
         "retries_per_root": sum(c.retries for c in run.calls) / roots,
     }
+
+
+def _divergence_count(run: Run, saved: list[dict[str, Any]]) -> int:
+    count = run.aggregates.get("divergence_emitted_count")
+    return count if isinstance(count, int) and not isinstance(count, bool) else len(saved)
 
 
 def summarize(run: Run) -> dict[str, Any]:
@@ -54,8 +57,8 @@ def summarize(run: Run) -> dict[str, Any]:
     expensive = sorted((c for c in calls if c.cost_usd > 0), key=lambda c: (-c.cost_usd, c.id))[:TOP]
     tokens_in = [c.tokens_in for c in calls if c.tokens_in is not None]
     tokens_out = [c.tokens_out for c in calls if c.tokens_out is not None]
-    saved_total = run.aggregates.get("total_cost_usd")
-    total = float(saved_total) if isinstance(saved_total, int | float) else sum(c.cost_usd for c in calls)
+    saved_total = finite(run.aggregates.get("total_cost_usd"))
+    total = saved_total if saved_total is not None else finite(sum(c.cost_usd for c in calls))
     divergence: list[dict[str, Any]] = list(run.divergence)
     return {
         "source": run.source,
@@ -72,7 +75,7 @@ def summarize(run: Run) -> dict[str, Any]:
         "most_expensive": [_call(c) for c in expensive],
         "halts": [{**_call(c), "reason": c.reason} for c in calls if c.halted or c.failed],
         "divergence_events": divergence,
-        "divergence_count": run.aggregates.get("divergence_emitted_count", len(divergence)),
+        "divergence_count": _divergence_count(run, divergence),
         "safety_events": [
             {"event_type": e.get("event_type"), "decision": e.get("decision"), "reason": e.get("reason")}
             for e in run.events
