@@ -15,7 +15,7 @@
 #   tag is confirmed by scripts/check-dist.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dist="${1:-dist}"
+dist="$(realpath "${1:-dist}")"
 root="$(pwd)"
 shopt -s nullglob
 wheels=("$dist"/*.whl)
@@ -70,7 +70,7 @@ for whl in "${wheels[@]}"; do
     echo "wheels-check: $name: fresh venv of $py"
     "$py" -m venv "$venv"
     "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-        "$root/$whl[cli,postgres]" -r "$root/requirements-wheels-check.txt"
+        "$whl[cli,postgres]" -r "$root/requirements-wheels-check.txt"
     if "$venv/bin/python" -c "import maturin" 2>/dev/null; then
         echo "wheels-check: maturin leaked into the test venv" >&2
         status=1
