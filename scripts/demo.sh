@@ -7,8 +7,15 @@ cd "$(dirname "$0")/.."
 venv="${1:-.venv-demo}"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
-step() { printf '\r\033[K[demo] %s' "$1" >&2; }
-fail() { printf '\n' >&2; cat "$log" >&2; echo "[demo] failed: $1" >&2; exit 1; }
+# On a terminal the progress line rewrites itself; in a log it is one line per step.
+if [[ -t 2 ]]; then
+    step() { printf '\r\033[K[demo] %s' "$1" >&2; }
+    done_steps() { printf '\r\033[K' >&2; }
+else
+    step() { printf '[demo] %s\n' "$1" >&2; }
+    done_steps() { :; }
+fi
+fail() { done_steps; cat "$log" >&2; echo "[demo] failed: $1" >&2; exit 1; }
 
 if [[ ! -x "$venv/bin/maturin" ]]; then
     step "1/3 creating $venv (maturin only)"
@@ -20,5 +27,5 @@ VIRTUAL_ENV="$(pwd)/$venv" PYO3_PYTHON="$(pwd)/$venv/bin/python" \
     "$venv/bin/maturin" develop --release --quiet --extras cli --manifest-path rust/py/Cargo.toml >"$log" 2>&1 \
     || fail "building chainwarden"
 step "3/3 running chainwarden demo"
-printf '\r\033[K' >&2
-exec "$venv/bin/chainwarden" demo
+done_steps
+"$venv/bin/chainwarden" demo
