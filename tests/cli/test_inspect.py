@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from pathlib import Path
@@ -14,6 +15,7 @@ from run_fixtures import HOSTILE, save_containment_run, save_dag_run, save_graph
 
 from chainwarden.cli import main
 from chainwarden.cli.console import print_summary
+from chainwarden.cli.export import context_snapshot_json
 from chainwarden.cli.html_report import render_html
 from chainwarden.cli.mermaid import run_to_mermaid
 from chainwarden.cli.runfile import RunFileError, parse_run
@@ -147,3 +149,66 @@ def test_any_snapshot_shaped_file_is_summarized_or_refused_never_a_crash(
     print_summary(summarize(run), io.StringIO(), rich=False)
     render_html(run)
     run_to_mermaid(run)
+
+
+def test_exporting_something_else_than_a_context_snapshot_is_refused() -> None:
+    with pytest.raises(TypeError, match="snapshot must be a ContextSnapshot, got dict"):
+        context_snapshot_json({"chain_id": "x"})  # type: ignore[arg-type]
+
+
+def test_a_saved_context_snapshot_is_strict_json(tmp_path: Path) -> None:
+    doc = json.loads(save_containment_run(tmp_path / "ctx.json").read_bytes())
+    assert doc["events"][-1]["decision"] == "HALT"  # enums by value
+    assert [n["status"] for n in doc["nodes"]] == ["ok", "ok", "halted", "ok"]
+    assert doc["nodes"][0]["start_ts"].endswith("+00:00")  # timestamps in ISO 8601 with their zone
+
+
+def _shaped(keys: tuple[str, ...]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries({}, optional=dict.fromkeys(keys, _VALUE))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    nodes=st.lists(
+        _shaped(
+            (
+                "node_id",
+                "node_type",
+                "state",
+                "input",
+                "metadata",
+                "started_at",
+                "finished_at",
+                "compressed_at",
+            )
+        ),
+        max_size=5,
+    ),
+    edges=st.lists(_shaped(("from_node_id", "to_node_id", "edge_type", "compressed_at")), max_size=5),
+    records=st.lists(
+        _shaped(
+            ("node_id", "parent_id", "kind", "operation_name", "status", "start_ts", "end_ts", "cost_usd")
+        ),
+        max_size=5,
+    ),
+    events=st.lists(_shaped(("event_type", "decision", "reason", "hook", "metadata")), max_size=4),
+)
+def test_any_dag_or_containment_shaped_file_is_summarized_or_refused(
+    nodes: list[dict[str, Any]],
+    edges: list[dict[str, Any]],
+    records: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+) -> None:
+    for doc in (
+        {"format": "chainwarden.dag", "graph_id": "g", "nodes": nodes, "edges": edges},
+        {"chain_id": "c", "step_count": 1, "nodes": records, "events": events, "graph_summary": None},
+    ):
+        try:
+            run = parse_run(json.dumps(doc))
+        except RunFileError:
+            continue
+        json.dumps(summarize(run), allow_nan=False)
+        print_summary(summarize(run), io.StringIO(), rich=False)
+        render_html(run)
+        with contextlib.suppress(RunFileError):  # a DAG's Mermaid is the engine's: it may refuse the file
+            run_to_mermaid(run)

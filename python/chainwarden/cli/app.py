@@ -99,7 +99,10 @@ def render_cmd(file: Path, fmt: str, output: Path) -> None:
     The HTML file needs no network to view: styles, script and pictures are inside it.
     """
     run = _load(file)
-    text = render_html(run) if fmt == "html" else run_to_mermaid(run)
+    try:
+        text = render_html(run) if fmt == "html" else run_to_mermaid(run)
+    except RunFileError as exc:
+        raise click.ClickException(f"{file}: {exc}") from None
     if str(output) == "-":
         sys.stdout.write(text)
         return

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from chainwarden.cli.runfile import Run
-from chainwarden.dag import Graph
+from chainwarden.cli.runfile import Run, RunFileError
+from chainwarden.dag import DagError, Graph
 
 __all__ = ["mermaid_label", "run_to_mermaid"]
 
@@ -37,7 +37,11 @@ def mermaid_label(text: str, max_chars: int = 80) -> str:
 
 def run_to_mermaid(run: Run) -> str:
     if run.source == "dag":
-        return Graph.from_json(json.dumps(run.raw)).to_mermaid()
+        try:
+            graph = Graph.from_json(json.dumps(run.raw))
+        except (DagError, ValueError, TypeError) as exc:
+            raise RunFileError(f"the DAG engine cannot load this file: {exc}") from None
+        return graph.to_mermaid()
     ids = {call.id: f"N{i}" for i, call in enumerate(run.calls)}
     lines = ["flowchart TD"]
     for call in run.calls:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
@@ -41,6 +42,17 @@ def _amplification(run: Run) -> dict[str, float]:
     }
 
 
+def _strict(value: Any) -> Any:
+    """Saved event payloads as strict JSON: a non-finite number (``Infinity`` in the file) becomes null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _strict(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strict(v) for v in value]
+    return value
+
+
 def _divergence_count(run: Run, saved: list[dict[str, Any]]) -> int:
     count = run.aggregates.get("divergence_emitted_count")
     return count if isinstance(count, int) and not isinstance(count, bool) else len(saved)
@@ -59,7 +71,7 @@ def summarize(run: Run) -> dict[str, Any]:
     tokens_out = [c.tokens_out for c in calls if c.tokens_out is not None]
     saved_total = finite(run.aggregates.get("total_cost_usd"))
     total = saved_total if saved_total is not None else finite(sum(c.cost_usd for c in calls))
-    divergence: list[dict[str, Any]] = list(run.divergence)
+    divergence: list[dict[str, Any]] = [_strict(e) for e in run.divergence]
     return {
         "source": run.source,
         "id": run.title,
@@ -77,7 +89,9 @@ def summarize(run: Run) -> dict[str, Any]:
         "divergence_events": divergence,
         "divergence_count": _divergence_count(run, divergence),
         "safety_events": [
-            {"event_type": e.get("event_type"), "decision": e.get("decision"), "reason": e.get("reason")}
+            _strict(
+                {"event_type": e.get("event_type"), "decision": e.get("decision"), "reason": e.get("reason")}
+            )
             for e in run.events
             if run.source == "containment"
         ],
