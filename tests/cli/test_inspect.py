@@ -86,10 +86,14 @@ def test_plain_output_is_aligned_text_without_markup(
 
 def test_rich_tables_show_names_literally(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _, path = save_graph_run(tmp_path / "run.json")
+    doc = json.loads(path.read_bytes())
+    doc["chain_id"] = "[/bold] closes nothing"  # invalid rich markup in the table title
+    path.write_text(json.dumps(doc))
     assert main(["inspect", str(path), "--rich"]) == 0
     out = capsys.readouterr().out
     assert "halts and failures" in out and "query_metrics" in out
     assert "[red]bold[/red]" in " ".join(out.split())  # a markup-looking name is shown, not applied
+    assert "[/bold] closes nothing" in " ".join(out.split())
 
 
 _SCALAR = st.none() | st.booleans() | st.integers(-(10**400), 10**400) | st.floats() | st.text(max_size=8)

@@ -97,7 +97,7 @@ def print_summary(summary: dict[str, Any], out: TextIO, *, rich: bool) -> None:
     if rich:
         console = Console(file=out, highlight=False)
         for title, header, rows in sections:
-            table = Table(title=title, title_justify="left", show_edge=False)
+            table = Table(title=Text(title), title_justify="left", show_edge=False)
             for col in header:
                 table.add_column(col, overflow="fold")
             for row in rows:
