@@ -16,7 +16,7 @@ for minor in $(seq 11 20); do
         # Only a regular (GIL) CPython of exactly this version; free-threaded builds get their own wheels later.
         if "$py" -c "import sys, sysconfig; sys.exit(not (sys.implementation.name == 'cpython' and sys.version_info[:2] == (3, $minor) and not sysconfig.get_config_var('Py_GIL_DISABLED')))" >/dev/null 2>&1; then
             # Resolve pyenv shims to the real interpreter so later steps need no pyenv.
-            "$py" -c "import sys; print(sys.executable)"
+            "$py" -c "import sys; print(getattr(sys, '_base_executable', None) or sys.executable)"
             break
         fi
     done
