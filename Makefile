@@ -2,14 +2,17 @@
 SHELL := /bin/bash
 VENV  ?= .venv
 PY    := $(VENV)/bin/python
+DEMO_VENV ?= .venv-demo
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PYO3_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: demo test test-rust test-py lint bench build venv clean
+.PHONY: demo test test-rust test-py lint bench build venv wheels wheels-check clean
 
-demo: build
-	$(VENV)/bin/chainwarden demo
+# The demo needs only the package (with its `cli` extra) and maturin to build it: its own small venv,
+# not the development toolchain of `make test`.
+demo:
+	@VIRTUAL_ENV= PYO3_PYTHON= scripts/demo.sh "$(DEMO_VENV)"
 
 test: build lint test-rust test-py
 
@@ -21,7 +24,7 @@ $(VENV)/.stamp: requirements-dev.txt
 	touch $@
 
 build: venv
-	$(VENV)/bin/maturin develop --release --quiet
+	$(VENV)/bin/maturin develop --release --quiet --extras cli
 
 test-rust:
 	cargo test -p chainwarden-core --release
@@ -32,10 +35,20 @@ test-py: build
 lint: build
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --release -- -D warnings
-	$(VENV)/bin/ruff check python tests benches
-	$(VENV)/bin/ruff format --check python tests benches
+	$(VENV)/bin/ruff check python tests benches scripts
+	$(VENV)/bin/ruff format --check python tests benches scripts
 	$(VENV)/bin/mypy
 	$(VENV)/bin/python -m mypy.stubtest chainwarden._core --allowlist .stubtest-allowlist
+	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+
+# Release artefacts in dist/: manylinux2014 + musllinux_1_2 x86_64 wheels for every CPython >= 3.11 here,
+# and the sdist (scripts/build-wheels.sh says how; benches/README.md why per-version, not abi3).
+wheels:
+	@VIRTUAL_ENV= PYO3_PYTHON= scripts/build-wheels.sh
+
+# Each wheel alone in a fresh venv of its Python, tested from outside the source tree.
+wheels-check:
+	@VIRTUAL_ENV= PYO3_PYTHON= scripts/wheels-check.sh dist
 
 bench: build
 	mkdir -p .benchmarks
@@ -45,4 +58,4 @@ bench: build
 
 clean:
 	cargo clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(DEMO_VENV) .venv-build dist

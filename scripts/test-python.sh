@@ -10,4 +10,7 @@ if [[ "${CHAINWARDEN_NO_POSTGRES:-}" != 1 ]]; then
     trap 'scripts/postgres-down.sh "$pgdir"' EXIT
     export CHAINWARDEN_TEST_POSTGRES_DSN="host=$pgdir port=5432 user=postgres dbname=postgres"
 fi
+# Debian's chromium for the HTML report's browser test (installed with apt-get when missing, like PostgreSQL).
+CHAINWARDEN_CHROMIUM="$(scripts/chromium-path.sh)"
+export CHAINWARDEN_CHROMIUM
 .venv/bin/pytest -q "$@"

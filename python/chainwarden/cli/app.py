@@ -1,0 +1,113 @@
+"""The click commands behind ``chainwarden``; `chainwarden.cli.main` runs them."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from chainwarden import __version__, demo
+from chainwarden.cli.console import print_summary
+from chainwarden.cli.html_report import render_html
+from chainwarden.cli.mermaid import run_to_mermaid
+from chainwarden.cli.runfile import Run, RunFileError, load_run
+from chainwarden.cli.summary import summarize
+
+__all__ = ["cli"]
+
+RUN_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+def _load(path: Path) -> Run:
+    try:
+        return load_run(path)
+    except RunFileError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="chainwarden", message="%(prog)s %(version)s")
+def cli() -> None:
+    """Record, contain, schedule and bill LLM-agent runs.
+
+    Look at a saved run with `inspect` (a summary) or `render` (a self-contained HTML report or a Mermaid
+    chart). A run file is the JSON of an ExecutionGraph snapshot (`graph.snapshot_json()`), of a
+    containment snapshot (`chainwarden.cli.export.context_snapshot_json(ctx.get_snapshot())`) or of a DAG
+    (`Graph.to_json()`).
+    """
+
+
+@cli.command("demo")
+@click.option(
+    "--only",
+    type=click.Choice([name for name, _ in demo.SECTIONS]),
+    help="Run only this part of the demo.",
+)
+def demo_cmd(only: str | None) -> None:
+    """Simulate agent runs and show what chainwarden records.
+
+    Deterministic and offline: a recorded call graph, a chain halted by its cost ceiling, a task DAG with a
+    failure and a retry, and idempotent billing.
+    """
+    demo.run(sys.stdout, only=only)
+
+
+@cli.command("inspect")
+@click.argument("file", type=RUN_FILE)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (for scripts).")
+@click.option(
+    "--plain/--rich",
+    default=None,
+    help="Plain text or rich tables (default: rich tables on a terminal, plain text otherwise).",
+)
+def inspect_cmd(file: Path, as_json: bool, plain: bool | None) -> None:
+    """Summarize a saved run.
+
+    Prints the nodes by kind and status, cost and tokens, amplification factors, the slowest and the most
+    expensive calls, halts and failures with their reasons, and divergence events.
+    """
+    summary = summarize(_load(file))
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+        return
+    rich = sys.stdout.isatty() if plain is None else not plain
+    print_summary(summary, sys.stdout, rich=rich)
+
+
+@cli.command("render")
+@click.argument("file", type=RUN_FILE)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["html", "mermaid"]),
+    default="html",
+    show_default=True,
+    help="html: a self-contained report (graph, timeline, costs, halts); mermaid: a flowchart.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True, allow_dash=True, path_type=Path),
+    default=Path("-"),
+    help="Where to write it (default: standard output).",
+)
+def render_cmd(file: Path, fmt: str, output: Path) -> None:
+    """Draw a saved run as an HTML report or a Mermaid flowchart.
+
+    The HTML file needs no network to view: styles, script and pictures are inside it.
+    """
+    run = _load(file)
+    try:
+        text = render_html(run) if fmt == "html" else run_to_mermaid(run)
+    except RunFileError as exc:
+        raise click.ClickException(f"{file}: {exc}") from None
+    if str(output) == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
+    click.echo(f"wrote {output} ({len(text.encode()):,} bytes)", err=True)

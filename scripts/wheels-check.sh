@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# `make wheels-check`: every wheel in DIST is installed alone into a fresh venv of its own Python and tested
+# from outside the source tree.
+#
+# - Each venv gets the wheel with its `cli` and `postgres` extras, plus requirements-wheels-check.txt (pytest and
+#   its plugins, hypothesis, and veronica-core, the reference the differential tests compare against). No Rust,
+#   no maturin, no dev toolchain; the venv is created from the interpreter itself, not from a dev venv.
+# - The tests run from a temporary copy of tests/ (with README.md, docs/ and the pytest settings of
+#   pyproject.toml, so the documentation examples run too), with the working directory in that copy: the
+#   package can only come from site-packages, and the test asserts that it does.
+# - The subset: everything that needs no service and no source tree. Not run here (they run in `make test`):
+#   the PostgreSQL ledger tests (CHAINWARDEN_NO_POSTGRES=1 skips them), tests/cli/test_report_browser.py
+#   (needs chromium and Playwright) and tests/billing/test_one_ledger_writer.py (scans python/ in the tree).
+# - musllinux wheels cannot be installed by a glibc CPython; they are listed as not installable here (their
+#   tag is confirmed by scripts/check-dist.py).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dist="$(realpath "${1:-dist}")"
+root="$(pwd)"
+shopt -s nullglob
+wheels=("$dist"/*.whl)
+[[ ${#wheels[@]} -gt 0 ]] || { echo "wheels-check: no wheel in $dist (run make wheels)" >&2; exit 1; }
+mapfile -t interpreters < <(scripts/find-pythons.sh)
+
+work="$(mktemp -d /tmp/chainwarden-wheels-check.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+tests="$work/src"
+mkdir -p "$tests"
+cp -r tests README.md docs "$tests/"
+cp pyproject.toml "$tests/"  # for [tool.pytest.ini_options] only: nothing in it is importable
+find "$tests" -name __pycache__ -prune -exec rm -rf {} +
+cat > "$tests/tests/test_installed_wheel.py" <<'EOF'
+"""Added by scripts/wheels-check.sh: the package under test is the installed wheel, not a source tree."""
+
+import sysconfig
+from pathlib import Path
+
+import chainwarden
+import chainwarden._core
+
+
+def test_package_comes_from_site_packages() -> None:
+    site = Path(sysconfig.get_paths()["platlib"]).resolve()
+    assert Path(chainwarden.__file__).resolve().is_relative_to(site)
+    assert Path(chainwarden._core.__file__).resolve().is_relative_to(site)
+EOF
+
+status=0
+checked=0
+for whl in "${wheels[@]}"; do
+    name="$(basename "$whl")"
+    if [[ "$name" == *musllinux* ]]; then
+        echo "wheels-check: $name: not installable on this glibc machine (tag checked by scripts/check-dist.py)"
+        continue
+    fi
+    # cp312-cp312 -> 3.12
+    tag="$(sed -E 's/^[^-]+-[^-]+-cp([0-9])([0-9]+)-.*/\1.\2/' <<<"$name")"
+    py=""
+    for candidate in "${interpreters[@]}"; do
+        if [[ "$("$candidate" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" == "$tag" ]]; then
+            py="$candidate"
+        fi
+    done
+    if [[ -z "$py" ]]; then
+        echo "wheels-check: $name: no CPython $tag on this machine" >&2
+        status=1
+        continue
+    fi
+    venv="$work/venv-$tag"
+    echo "wheels-check: $name: fresh venv of $py"
+    "$py" -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+        "$whl[cli,postgres]" -r "$root/requirements-wheels-check.txt"
+    if "$venv/bin/python" -c "import maturin" 2>/dev/null; then
+        echo "wheels-check: maturin leaked into the test venv" >&2
+        status=1
+    fi
+    # From inside the copy: rootdir and sys.path hold only tests; the package comes from site-packages.
+    if ! (cd "$tests" && CHAINWARDEN_NO_POSTGRES=1 PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q \
+        -p no:cacheprovider -p no:randomly \
+        --ignore=tests/cli/test_report_browser.py --ignore=tests/billing/test_one_ledger_writer.py \
+        -o addopts="-ra --strict-markers" tests); then
+        echo "wheels-check: $name: tests FAILED" >&2
+        status=1
+    fi
+    # The installed command, from a directory with nothing of the project in it.
+    (cd "$work" && "$venv/bin/chainwarden" --version && "$venv/bin/chainwarden" demo --only graph >/dev/null) \
+        || { echo "wheels-check: $name: the chainwarden command failed" >&2; status=1; }
+    rm -rf "$venv"
+    checked=$((checked + 1))
+done
+[[ $checked -gt 0 ]] || { echo "wheels-check: no wheel could be checked" >&2; exit 1; }
+echo "wheels-check: $checked wheel(s) installed and tested"
+exit $status

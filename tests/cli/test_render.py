@@ -1,0 +1,110 @@
+"""`chainwarden render`: Mermaid and HTML output is valid and escapes every user string."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from run_fixtures import HOSTILE, save_containment_run, save_dag_run, save_graph_run
+
+from chainwarden.cli import main
+from chainwarden.cli.mermaid import mermaid_label
+from chainwarden.dag import Graph
+
+
+def render(path: Path, fmt: str, out: Path) -> str:
+    assert main(["render", str(path), "--format", fmt, "-o", str(out)]) == 0
+    return out.read_text(encoding="utf-8")
+
+
+def test_mermaid_call_tree_has_generated_ids_and_escaped_labels(tmp_path: Path) -> None:
+    g, path = save_graph_run(tmp_path / "run.json")
+    text = render(path, "mermaid", tmp_path / "run.mmd")
+    lines = text.splitlines()
+    assert lines[0] == "flowchart TD"
+    nodes = [line for line in lines if re.match(r"^N\d+\[", line)]
+    assert len(nodes) == len(g)
+    for line in nodes:
+        label = re.fullmatch(r'N\d+\["(.*)"\]', line)
+        assert label is not None, line
+        assert not set(label.group(1).replace("<br/>", "")) & set('"<>`'), line
+    assert mermaid_label(HOSTILE) in text
+    assert "#lt;script#gt;alert(#quot;x#quot;)#lt;/script#gt; #35;1 #amp; #96;tick#96;" in text
+    edges = [line for line in lines if " --> " in line]
+    assert len(edges) == len(g) - 1  # a tree: one edge per non-root node
+    assert re.search(r"^class N\d+,N\d+ stopped$", text, re.M)  # the failed and the halted call
+
+
+@given(st.text())
+def test_mermaid_label_never_leaks_syntax(text: str) -> None:
+    label = mermaid_label(text)
+    assert not set(label) & set('"<>`\n\r')
+    assert len(label.replace("#35;", "#")) <= 80 * 6  # bounded: at most 80 characters, each escaped
+
+
+def test_dag_mermaid_is_the_engines_own_export(tmp_path: Path) -> None:
+    _, path = save_dag_run(tmp_path / "dag.json")
+    assert render(path, "mermaid", tmp_path / "dag.mmd") == Graph.from_json(path.read_bytes()).to_mermaid()
+
+
+class _Collect(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scripts: list[str] = []
+        self.urls: list[str] = []
+        self.text: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._in_script = tag == "script"
+        for name, value in attrs:
+            if name in ("src", "href") and value is not None:
+                self.urls.append(value)
+        if tag == "script":
+            self.scripts.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_script = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script:
+            self.scripts[-1] += data
+        else:
+            self.text.append(data)
+
+
+@pytest.mark.parametrize("kind", ["graph", "containment", "dag"])
+def test_html_is_self_contained_and_escaped(tmp_path: Path, kind: str) -> None:
+    if kind == "graph":
+        path = save_graph_run(tmp_path / "run.json")[1]
+    elif kind == "containment":
+        path = save_containment_run(tmp_path / "run.json")
+    else:
+        path = save_dag_run(tmp_path / "run.json")[1]
+    html = render(path, "html", tmp_path / "report.html")
+    parsed = _Collect()
+    parsed.feed(html)
+    assert len(parsed.scripts) == 1  # only the report's own script; no user string became a tag
+    assert parsed.urls == []  # nothing to fetch: no src=, no href=
+    assert "default-src 'none'" in html
+    assert "<script>alert" not in html
+    if kind == "graph":
+        assert HOSTILE in "".join(parsed.text)  # shown as text once unescaped by the parser
+
+
+def test_render_to_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, path = save_graph_run(tmp_path / "run.json")
+    assert main(["render", str(path), "--format", "mermaid"]) == 0
+    assert capsys.readouterr().out.startswith("flowchart TD\n")
+
+
+def test_render_into_a_missing_directory_fails_cleanly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, path = save_graph_run(tmp_path / "run.json")
+    assert main(["render", str(path), "-o", str(tmp_path / "no" / "such" / "dir.html")]) == 1
+    assert "cannot write" in capsys.readouterr().err
