@@ -178,6 +178,44 @@ fn shortest_digits(s: &str, buf: &mut [u8; 32]) -> (usize, i32) {
     (n, point)
 }
 
+/// A value tree the reader can build. Keys of one object come out unique (a repeated key keeps
+/// its first position and its last value).
+pub trait JsonTree: Sized {
+    type Key: From<String> + Eq + std::hash::Hash + Clone;
+    fn null() -> Self;
+    fn bool(b: bool) -> Self;
+    fn int(i: i64) -> Self;
+    fn float(f: f64) -> Self;
+    fn str(s: String) -> Self;
+    fn array(items: Vec<Self>) -> Self;
+    fn object(entries: Vec<(Self::Key, Self)>) -> Self;
+}
+
+impl JsonTree for Value {
+    type Key = Box<str>;
+    fn null() -> Self {
+        Value::Null
+    }
+    fn bool(b: bool) -> Self {
+        Value::Bool(b)
+    }
+    fn int(i: i64) -> Self {
+        Value::Int(i)
+    }
+    fn float(f: f64) -> Self {
+        Value::Float(f)
+    }
+    fn str(s: String) -> Self {
+        Value::Str(s.into())
+    }
+    fn array(items: Vec<Self>) -> Self {
+        Value::List(items)
+    }
+    fn object(entries: Vec<(Box<str>, Self)>) -> Self {
+        Value::Dict(entries)
+    }
+}
+
 /// Nesting deeper than this is refused rather than risking the stack.
 pub const MAX_READ_DEPTH: usize = 512;
 
@@ -185,7 +223,10 @@ pub const MAX_READ_DEPTH: usize = 512;
 /// surrogates, integers within i64, floats finite. A repeated object key keeps its first
 /// position and its last value, like Python's `json.loads`; the lookup is hashed for large
 /// objects, so reading stays linear. Errors name the byte offset.
-pub fn read(text: &[u8]) -> Result<Value, String> {
+///
+/// Generic over the tree it builds ([`JsonTree`]): the call graph reads into [`Value`], the DAG
+/// into its payload value, through this one reader.
+pub fn read<V: JsonTree>(text: &[u8]) -> Result<V, String> {
     let mut r = Reader { b: text, i: 0 };
     r.ws();
     let v = r.value(0)?;
@@ -215,7 +256,7 @@ impl Reader<'_> {
         }
     }
 
-    fn literal(&mut self, lit: &[u8], v: Value) -> Result<Value, String> {
+    fn literal<V>(&mut self, lit: &[u8], v: V) -> Result<V, String> {
         if self.b[self.i..].starts_with(lit) {
             self.i += lit.len();
             Ok(v)
@@ -224,16 +265,16 @@ impl Reader<'_> {
         }
     }
 
-    fn value(&mut self, depth: usize) -> Result<Value, String> {
+    fn value<V: JsonTree>(&mut self, depth: usize) -> Result<V, String> {
         if depth > MAX_READ_DEPTH {
             return self.err("nesting too deep");
         }
         match self.b.get(self.i) {
             None => self.err("unexpected end of input"),
-            Some(b'n') => self.literal(b"null", Value::Null),
-            Some(b't') => self.literal(b"true", Value::Bool(true)),
-            Some(b'f') => self.literal(b"false", Value::Bool(false)),
-            Some(b'"') => Ok(Value::Str(self.string()?.into())),
+            Some(b'n') => self.literal(b"null", V::null()),
+            Some(b't') => self.literal(b"true", V::bool(true)),
+            Some(b'f') => self.literal(b"false", V::bool(false)),
+            Some(b'"') => Ok(V::str(self.string()?)),
             Some(b'[') => self.array(depth),
             Some(b'{') => self.object(depth),
             Some(b'-' | b'0'..=b'9') => self.number(),
@@ -241,13 +282,13 @@ impl Reader<'_> {
         }
     }
 
-    fn array(&mut self, depth: usize) -> Result<Value, String> {
+    fn array<V: JsonTree>(&mut self, depth: usize) -> Result<V, String> {
         self.i += 1;
         let mut items = Vec::new();
         self.ws();
         if self.b.get(self.i) == Some(&b']') {
             self.i += 1;
-            return Ok(Value::List(items));
+            return Ok(V::array(items));
         }
         loop {
             self.ws();
@@ -257,28 +298,28 @@ impl Reader<'_> {
                 Some(b',') => self.i += 1,
                 Some(b']') => {
                     self.i += 1;
-                    return Ok(Value::List(items));
+                    return Ok(V::array(items));
                 }
                 _ => return self.err("expected ',' or ']'"),
             }
         }
     }
 
-    fn object(&mut self, depth: usize) -> Result<Value, String> {
+    fn object<V: JsonTree>(&mut self, depth: usize) -> Result<V, String> {
         self.i += 1;
-        let mut entries: Vec<(Box<str>, Value)> = Vec::new();
-        let mut index: FxHashMap<Box<str>, usize> = FxHashMap::default();
+        let mut entries: Vec<(V::Key, V)> = Vec::new();
+        let mut index: FxHashMap<V::Key, usize> = FxHashMap::default();
         self.ws();
         if self.b.get(self.i) == Some(&b'}') {
             self.i += 1;
-            return Ok(Value::Dict(entries));
+            return Ok(V::object(entries));
         }
         loop {
             self.ws();
             if self.b.get(self.i) != Some(&b'"') {
                 return self.err("expected a string key");
             }
-            let key: Box<str> = self.string()?.into();
+            let key = V::Key::from(self.string()?);
             self.ws();
             if self.b.get(self.i) != Some(&b':') {
                 return self.err("expected ':'");
@@ -308,7 +349,7 @@ impl Reader<'_> {
                 Some(b',') => self.i += 1,
                 Some(b'}') => {
                     self.i += 1;
-                    return Ok(Value::Dict(entries));
+                    return Ok(V::object(entries));
                 }
                 _ => return self.err("expected ',' or '}'"),
             }
@@ -406,7 +447,7 @@ impl Reader<'_> {
         self.i - start
     }
 
-    fn number(&mut self) -> Result<Value, String> {
+    fn number<V: JsonTree>(&mut self) -> Result<V, String> {
         let start = self.i;
         if self.b[self.i] == b'-' {
             self.i += 1;
@@ -438,7 +479,7 @@ impl Reader<'_> {
         let text = std::str::from_utf8(&self.b[start..self.i]).unwrap_or_default();
         if is_float {
             match text.parse::<f64>() {
-                Ok(f) if f.is_finite() => Ok(Value::Float(f)),
+                Ok(f) if f.is_finite() => Ok(V::float(f)),
                 _ => {
                     self.i = start;
                     self.err("number out of range")
@@ -446,7 +487,7 @@ impl Reader<'_> {
             }
         } else {
             match text.parse::<i64>() {
-                Ok(n) => Ok(Value::Int(n)),
+                Ok(n) => Ok(V::int(n)),
                 Err(_) => {
                     self.i = start;
                     self.err("integer out of the 64-bit range")
@@ -563,7 +604,7 @@ mod tests {
         ] {
             assert!(rd(bad).is_err(), "{bad:?} must be rejected");
         }
-        assert!(read(b"\"\xff\"").is_err(), "invalid UTF-8");
+        assert!(read::<Value>(b"\"\xff\"").is_err(), "invalid UTF-8");
         let deep = "[".repeat(MAX_READ_DEPTH + 2) + &"]".repeat(MAX_READ_DEPTH + 2);
         assert!(rd(&deep).unwrap_err().contains("too deep"));
         assert_eq!(rd(" -0 "), Ok(Value::Int(0)));

@@ -1,7 +1,7 @@
 //! Compact JSON text for payload values, byte-compatible with
 //! `json.dumps(v, separators=(",", ":"), ensure_ascii=False)`, and a strict parser for the round trip.
 
-use super::value::{dedup_keys, Map, Value};
+use super::value::Value;
 
 pub fn to_string(v: &Value) -> String {
     let mut out = String::new();
@@ -69,207 +69,34 @@ pub fn write_float(out: &mut String, f: f64) {
     out.push_str(std::str::from_utf8(&buf).expect("float text is ASCII"));
 }
 
+/// Reads a payload document with the core's one strict JSON reader (`crate::json::read`: linear,
+/// duplicate keys resolved like Python's `json.loads`), building the DAG's value type directly.
 pub fn parse(text: &str) -> Result<Value, String> {
-    let mut p = Parser {
-        b: text.as_bytes(),
-        i: 0,
-    };
-    p.ws();
-    let v = p.value(0)?;
-    p.ws();
-    if p.i != p.b.len() {
-        return Err(format!("trailing data at byte {}", p.i));
-    }
-    Ok(v)
+    crate::json::read(text.as_bytes())
 }
 
-struct Parser<'a> {
-    b: &'a [u8],
-    i: usize,
-}
-
-const MAX_DEPTH: usize = 512;
-
-impl Parser<'_> {
-    fn ws(&mut self) {
-        while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\n' | b'\r' | b'\t') {
-            self.i += 1;
-        }
+impl crate::json::JsonTree for Value {
+    type Key = String;
+    fn null() -> Self {
+        Value::Null
     }
-
-    fn err<T>(&self, what: &str) -> Result<T, String> {
-        Err(format!("{what} at byte {}", self.i))
+    fn bool(b: bool) -> Self {
+        Value::Bool(b)
     }
-
-    fn eat(&mut self, lit: &str) -> Result<(), String> {
-        if self.b[self.i..].starts_with(lit.as_bytes()) {
-            self.i += lit.len();
-            Ok(())
-        } else {
-            self.err("invalid literal")
-        }
+    fn int(i: i64) -> Self {
+        Value::Int(i)
     }
-
-    fn value(&mut self, depth: usize) -> Result<Value, String> {
-        if depth > MAX_DEPTH {
-            return self.err("nesting too deep");
-        }
-        match self.b.get(self.i) {
-            None => self.err("unexpected end"),
-            Some(b'n') => self.eat("null").map(|_| Value::Null),
-            Some(b't') => self.eat("true").map(|_| Value::Bool(true)),
-            Some(b'f') => self.eat("false").map(|_| Value::Bool(false)),
-            Some(b'"') => self.string().map(Value::Str),
-            Some(b'[') => {
-                self.i += 1;
-                let mut items = Vec::new();
-                self.ws();
-                if self.b.get(self.i) == Some(&b']') {
-                    self.i += 1;
-                    return Ok(Value::Array(items));
-                }
-                loop {
-                    self.ws();
-                    items.push(self.value(depth + 1)?);
-                    self.ws();
-                    match self.b.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b']') => {
-                            self.i += 1;
-                            return Ok(Value::Array(items));
-                        }
-                        _ => return self.err("expected , or ]"),
-                    }
-                }
-            }
-            Some(b'{') => {
-                self.i += 1;
-                let mut m: Map = Vec::new();
-                self.ws();
-                if self.b.get(self.i) == Some(&b'}') {
-                    self.i += 1;
-                    return Ok(Value::Object(m));
-                }
-                loop {
-                    self.ws();
-                    if self.b.get(self.i) != Some(&b'"') {
-                        return self.err("expected key");
-                    }
-                    let k = self.string()?;
-                    self.ws();
-                    if self.b.get(self.i) != Some(&b':') {
-                        return self.err("expected :");
-                    }
-                    self.i += 1;
-                    self.ws();
-                    let v = self.value(depth + 1)?;
-                    m.push((k, v));
-                    self.ws();
-                    match self.b.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b'}') => {
-                            self.i += 1;
-                            // Duplicates are collapsed once per object, in O(n), not per key.
-                            return Ok(Value::Object(dedup_keys(m)));
-                        }
-                        _ => return self.err("expected , or }"),
-                    }
-                }
-            }
-            Some(_) => self.number(),
-        }
+    fn float(f: f64) -> Self {
+        Value::Float(f)
     }
-
-    fn hex4(&mut self) -> Result<u32, String> {
-        let s = self
-            .b
-            .get(self.i..self.i + 4)
-            .ok_or("truncated \\u escape")?;
-        let s = std::str::from_utf8(s).map_err(|e| e.to_string())?;
-        let v =
-            u32::from_str_radix(s, 16).map_err(|_| format!("bad \\u escape at byte {}", self.i))?;
-        self.i += 4;
-        Ok(v)
+    fn str(s: String) -> Self {
+        Value::Str(s)
     }
-
-    fn string(&mut self) -> Result<String, String> {
-        self.i += 1;
-        let mut out = String::new();
-        loop {
-            let start = self.i;
-            while self.i < self.b.len() && self.b[self.i] != b'"' && self.b[self.i] != b'\\' {
-                if self.b[self.i] < 0x20 {
-                    return self.err("control character in string");
-                }
-                self.i += 1;
-            }
-            out.push_str(std::str::from_utf8(&self.b[start..self.i]).map_err(|e| e.to_string())?);
-            match self.b.get(self.i) {
-                None => return self.err("unterminated string"),
-                Some(b'"') => {
-                    self.i += 1;
-                    return Ok(out);
-                }
-                Some(_) => {
-                    self.i += 1;
-                    let esc = *self.b.get(self.i).ok_or("truncated escape")?;
-                    self.i += 1;
-                    match esc {
-                        b'"' => out.push('"'),
-                        b'\\' => out.push('\\'),
-                        b'/' => out.push('/'),
-                        b'n' => out.push('\n'),
-                        b'r' => out.push('\r'),
-                        b't' => out.push('\t'),
-                        b'b' => out.push('\u{08}'),
-                        b'f' => out.push('\u{0c}'),
-                        b'u' => {
-                            let hi = self.hex4()?;
-                            let cp = if (0xD800..0xDC00).contains(&hi)
-                                && self.b[self.i..].starts_with(b"\\u")
-                            {
-                                self.i += 2;
-                                let lo = self.hex4()?;
-                                if !(0xDC00..0xE000).contains(&lo) {
-                                    return self.err("unpaired surrogate");
-                                }
-                                0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
-                            } else {
-                                hi
-                            };
-                            out.push(char::from_u32(cp).ok_or("unpaired surrogate")?);
-                        }
-                        _ => return self.err("bad escape"),
-                    }
-                }
-            }
-        }
+    fn array(items: Vec<Self>) -> Self {
+        Value::Array(items)
     }
-
-    fn number(&mut self) -> Result<Value, String> {
-        let start = self.i;
-        let mut is_float = false;
-        while self.i < self.b.len() {
-            match self.b[self.i] {
-                b'0'..=b'9' | b'-' | b'+' => {}
-                b'.' | b'e' | b'E' => is_float = true,
-                _ => break,
-            }
-            self.i += 1;
-        }
-        let s = std::str::from_utf8(&self.b[start..self.i]).map_err(|e| e.to_string())?;
-        if s.is_empty() {
-            return self.err("unexpected character");
-        }
-        if !is_float {
-            if let Ok(i) = s.parse::<i64>() {
-                return Ok(Value::Int(i));
-            }
-        }
-        match s.parse::<f64>() {
-            Ok(f) if f.is_finite() => Ok(Value::Float(f)),
-            _ => Err(format!("bad number {s:?} at byte {start}")),
-        }
+    fn object(entries: Vec<(String, Self)>) -> Self {
+        Value::Object(entries)
     }
 }
 

@@ -157,7 +157,7 @@ fn merge_maps(m: &mut Map, other: Map, mut update: impl FnMut(&mut Value, Value)
     }
     // Where each key of `other` lands: an existing slot, or None for a new key (decided before any write,
     // since the index borrows `m`). Keys of one object are unique: Python dicts are, and the parser
-    // collapses duplicates (`dedup_keys`).
+    // collapses duplicates (`crate::json::read`).
     let targets: Vec<Option<usize>> = {
         let index = position_of(m);
         other
@@ -172,32 +172,6 @@ fn merge_maps(m: &mut Map, other: Map, mut update: impl FnMut(&mut Value, Value)
             None => m.push((k, ov)),
         }
     }
-}
-
-/// Collapses duplicate keys the way `json.loads` does (the last value wins, at the first key's position),
-/// in O(n).
-pub(crate) fn dedup_keys(pairs: Map) -> Map {
-    if pairs.len() < 2 {
-        return pairs;
-    }
-    let first: Vec<usize> = {
-        let index = position_of(&pairs);
-        pairs.iter().map(|(k, _)| index[k.as_str()]).collect()
-    };
-    if first.iter().enumerate().all(|(i, &f)| i == f) {
-        return pairs;
-    }
-    let mut out: Map = Vec::with_capacity(pairs.len());
-    let mut slot = vec![usize::MAX; pairs.len()];
-    for (i, (k, v)) in pairs.into_iter().enumerate() {
-        if first[i] == i {
-            slot[i] = out.len();
-            out.push((k, v));
-        } else {
-            out[slot[first[i]]].1 = v;
-        }
-    }
-    out
 }
 
 /// Builds an object value from literal pairs (test fixtures).
@@ -301,17 +275,8 @@ mod tests {
 
     #[test]
     fn duplicate_keys_collapse_like_json_loads() {
-        let pairs: Map = vec![
-            ("a".into(), Value::Int(1)),
-            ("b".into(), Value::Int(2)),
-            ("a".into(), Value::Int(3)),
-        ];
-        assert_eq!(
-            dedup_keys(pairs),
-            vec![("a".into(), Value::Int(3)), ("b".into(), Value::Int(2))]
-        );
-        let unique = numbered("k", 0..50);
-        assert_eq!(dedup_keys(unique.clone()), unique);
+        let v = crate::dag::json::parse(r#"{"a":1,"b":2,"a":3}"#).unwrap();
+        assert_eq!(v, obj(&[("a", Value::Int(3)), ("b", Value::Int(2))]));
     }
 
     #[test]
