@@ -4,6 +4,10 @@ Usage:
   python outbox_child.py park LEDGER OUTBOX RUN_ID COUNT
       runs one run of COUNT usage facts against a ledger the parent keeps locked, so every fact is parked;
       prints "final <ok> <error>" and "unsettled <n>", then waits on stdin until it is killed.
+  python outbox_child.py ahead LEDGER OUTBOX RUN_ID COUNT
+      reports COUNT usage facts against a ledger the parent keeps locked (its first commit waits up to 30 s),
+      prints "reported <n>" once the run's relay has accepted them all, then waits on stdin until it is
+      killed: nothing is committed and nothing has failed yet, so only the write-ahead can keep the facts.
   python outbox_child.py drain LEDGER OUTBOX
       starts a runtime on the same outbox (which drains it at start-up) and prints "drained" once the
       outbox holds nothing for the ledger.
@@ -38,8 +42,9 @@ def cost(i: int) -> Decimal:
 
 
 class Engine:
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, *, announce: bool = False) -> None:
         self.count = count
+        self.announce = announce
 
     def run_graph(self, req: GraphRunRequest) -> GraphRunResult:
         assert req.run_id is not None
@@ -48,6 +53,7 @@ class Engine:
 
         async def stream() -> AsyncIterator[AiEvent]:
             for i in range(self.count):
+                await asyncio.sleep(0)  # one fact at a time, like a real provider
                 yield UsageReport(
                     UsageFact(
                         run_id=run_id,
@@ -60,16 +66,17 @@ class Engine:
                         usage_raw={"i": i},
                     )
                 )
+            # Resumed after the relay accepted the last fact.
+            if self.announce:
+                print(f"reported {self.count}", flush=True)
             final.set(GraphFinal(ok=True, run_id=run_id, request_id=run_id, usage=Usage()))
             yield Done()
 
         return GraphRunResult(stream=stream(), final=final)
 
 
-async def park(ledger_path: str, outbox: str, run_id: str, count: int) -> None:
-    ledger = SqliteLedger(ledger_path, busy_timeout_s=0.2)
-    runtime = AiRuntime({"engine": Engine(count)}, ledger, PRICING, outbox=outbox)
-    req = GraphRunRequest(
+def request(run_id: str) -> GraphRunRequest:
+    return GraphRunRequest(
         graph_id="engine:x",
         messages=[],
         model="m",
@@ -77,7 +84,12 @@ async def park(ledger_path: str, outbox: str, run_id: str, count: int) -> None:
         virtual_key_id="vk-1",
         run_id=run_id,
     )
-    async with runtime.run(req) as run:
+
+
+async def park(ledger_path: str, outbox: str, run_id: str, count: int) -> None:
+    ledger = SqliteLedger(ledger_path, busy_timeout_s=0.2)
+    runtime = AiRuntime({"engine": Engine(count)}, ledger, PRICING, outbox=outbox)
+    async with runtime.run(request(run_id)) as run:
         final = await run.final
         try:
             await run.billing_settled(timeout=0)
@@ -87,6 +99,13 @@ async def park(ledger_path: str, outbox: str, run_id: str, count: int) -> None:
     print(f"final {final.ok} {final.error}", flush=True)
     print(f"unsettled {unsettled}", flush=True)
     # The drainer keeps trying in the background; the parent kills us here.
+    await asyncio.to_thread(sys.stdin.readline)
+
+
+async def ahead(ledger_path: str, outbox: str, run_id: str, count: int) -> None:
+    ledger = SqliteLedger(ledger_path, busy_timeout_s=30)
+    runtime = AiRuntime({"engine": Engine(count, announce=True)}, ledger, PRICING, outbox=outbox)
+    runtime.run_graph(request(run_id))  # the engine prints "reported"; its first commit waits on the lock
     await asyncio.to_thread(sys.stdin.readline)
 
 
@@ -104,5 +123,7 @@ def drain(ledger_path: str, outbox: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "park":
         asyncio.run(park(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])))
+    elif sys.argv[1] == "ahead":
+        asyncio.run(ahead(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])))
     else:
         drain(sys.argv[2], sys.argv[3])

@@ -120,6 +120,25 @@ def decode_fact(text: str) -> UsageFact:
     )
 
 
+# One token per process (renewed in a forked child): two outboxes of one process on one file share it, and
+# an earlier process that had our pid (containers reuse pids) is told apart by its token.
+_process_token = uuid.uuid4().hex[:16]
+
+
+def _renew_process_token() -> None:
+    global _process_token
+    _process_token = uuid.uuid4().hex[:16]
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_process_token)
+
+
+def process_owner() -> str:
+    """This process's mark on the rows it wrote ahead and is committing: "<pid>:<token>"."""
+    return f"{os.getpid()}:{_process_token}"
+
+
 def _owner_alive(owner: str, mine: str) -> bool:
     """Whether the process that wrote a row ("<pid>:<token>") may still be committing it."""
     if owner == mine:
@@ -181,12 +200,11 @@ class Outbox:
         self._conn: sqlite3.Connection | None = None
         self._busy_timeout_s = busy_timeout_s
         self._closed = False
-        self._token = uuid.uuid4().hex[:16]
 
     @property
     def owner(self) -> str:
         """This process's mark on the rows it wrote ahead and is committing."""
-        return f"{os.getpid()}:{self._token}"
+        return process_owner()
 
     def exists(self) -> bool:
         """Whether there can be entries without creating the file (cheap check at start-up)."""
