@@ -154,3 +154,21 @@ def test_delivery_commits(benchmark: Any, targets: Targets, kind: str, batch: in
         ledger.close()
     assert committed == FACTS_PER_ROUND
     benchmark.extra_info["facts_per_second"] = round(FACTS_PER_ROUND / benchmark.stats.stats.mean)
+
+
+@pytest.mark.parametrize("batch", [1, 10])
+def test_write_ahead_alone(benchmark: Any, tmp_path: Path, batch: int) -> None:
+    """The outbox's share of the delivery above, without a ledger: write ahead, then remove, `batch` facts
+    per transaction."""
+    facts = make_facts(FACTS_PER_ROUND)
+    outbox = Outbox(tmp_path / "alone.outbox.sqlite3")
+
+    def write_and_remove() -> int:
+        for start in range(0, len(facts), batch):
+            chunk = [(f, start + i) for i, f in enumerate(facts[start : start + batch])]
+            outbox.settle(outbox.write_ahead("bench", chunk, pricing=PRICING, ingress_request_id=None))
+        return len(outbox.pending("bench"))
+
+    assert benchmark.pedantic(write_and_remove, rounds=10, iterations=1) == 0
+    outbox.close()
+    benchmark.extra_info["facts_per_second"] = round(FACTS_PER_ROUND / benchmark.stats.stats.mean)

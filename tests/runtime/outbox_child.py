@@ -5,9 +5,11 @@ Usage:
       runs one run of COUNT usage facts against a ledger the parent keeps locked, so every fact is parked;
       prints "final <ok> <error>" and "unsettled <n>", then waits on stdin until it is killed.
   python outbox_child.py ahead LEDGER OUTBOX RUN_ID COUNT
-      reports COUNT usage facts against a ledger the parent keeps locked (its first commit waits up to 30 s),
-      prints "reported <n>" once the run's relay has accepted them all, then waits on stdin until it is
-      killed: nothing is committed and nothing has failed yet, so only the write-ahead can keep the facts.
+      opens the ledger and a runtime, prints "ready" and waits for a line on stdin (the parent now locks the
+      SQLite file or stops the PostgreSQL server); then reports COUNT usage facts (its first commit waits or
+      retries for up to 30 s), prints "reported <n>" once the run's relay has accepted them all, and waits on
+      stdin until it is killed: nothing is committed and nothing has failed yet, so only the write-ahead can
+      keep the facts.
   python outbox_child.py drain LEDGER OUTBOX
       starts a runtime on the same outbox (which drains it at start-up) and prints "drained" once the
       outbox holds nothing for the ledger.
@@ -21,7 +23,7 @@ import time
 from collections.abc import AsyncIterator
 from decimal import Decimal
 
-from chainwarden.billing import BillingUnsettled, Pricing, SqliteLedger, UsageFact
+from chainwarden.billing import BillingUnsettled, Ledger, PostgresLedger, Pricing, SqliteLedger, UsageFact
 from chainwarden.runtime import (
     AiEvent,
     AiRuntime,
@@ -75,6 +77,13 @@ class Engine:
         return GraphRunResult(stream=stream(), final=final)
 
 
+def open_ledger(target: str, *, patience_s: float = 60.0) -> Ledger:
+    """LEDGER is a SQLite file, or a PostgreSQL DSN ("host=... dbname=...")."""
+    if "host=" in target:
+        return PostgresLedger(target, retry_timeout_s=patience_s, connect_timeout_s=2)
+    return SqliteLedger(target, busy_timeout_s=patience_s)
+
+
 def request(run_id: str) -> GraphRunRequest:
     return GraphRunRequest(
         graph_id="engine:x",
@@ -103,14 +112,16 @@ async def park(ledger_path: str, outbox: str, run_id: str, count: int) -> None:
 
 
 async def ahead(ledger_path: str, outbox: str, run_id: str, count: int) -> None:
-    ledger = SqliteLedger(ledger_path, busy_timeout_s=30)
+    ledger = open_ledger(ledger_path, patience_s=30)
     runtime = AiRuntime({"engine": Engine(count, announce=True)}, ledger, PRICING, outbox=outbox)
+    print("ready", flush=True)
+    await asyncio.to_thread(sys.stdin.readline)
     runtime.run_graph(request(run_id))  # the engine prints "reported"; its first commit waits on the lock
     await asyncio.to_thread(sys.stdin.readline)
 
 
 def drain(ledger_path: str, outbox: str) -> None:
-    with SqliteLedger(ledger_path) as ledger, AiRuntime({}, ledger, PRICING, outbox=outbox) as runtime:
+    with open_ledger(ledger_path) as ledger, AiRuntime({}, ledger, PRICING, outbox=outbox) as runtime:
         deadline = time.monotonic() + 20
         while runtime.outbox.pending(ledger.identity):
             if time.monotonic() > deadline:

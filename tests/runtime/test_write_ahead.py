@@ -69,8 +69,11 @@ def wait_until(condition: Callable[[], bool], what: str) -> None:
 
 
 @contextmanager
-def reporting_child(ledger: Path, outbox: Path, run_id: str, count: int) -> Iterator[subprocess.Popen[str]]:
-    """A process whose run reported `count` facts into a runtime whose first commit waits on a lock."""
+def reporting_child(
+    ledger: Path | str, outbox: Path, run_id: str, count: int, *, before: Callable[[], None] = lambda: None
+) -> Iterator[subprocess.Popen[str]]:
+    """A process whose run reported `count` facts into a runtime whose first commit waits (or retries):
+    `before()` runs once its ledger is open and before the run starts (e.g. stops the server)."""
     child = subprocess.Popen(
         [sys.executable, str(CHILD), "ahead", str(ledger), str(outbox), run_id, str(count)],
         stdin=subprocess.PIPE,
@@ -78,7 +81,11 @@ def reporting_child(ledger: Path, outbox: Path, run_id: str, count: int) -> Iter
         text=True,
     )
     try:
-        assert child.stdout is not None
+        assert child.stdout is not None and child.stdin is not None
+        assert child.stdout.readline().split() == ["ready"]
+        before()
+        child.stdin.write("go\n")
+        child.stdin.flush()
         assert child.stdout.readline().split() == ["reported", str(count)]
         yield child
     finally:
@@ -95,7 +102,7 @@ def sigkill(child: subprocess.Popen[str]) -> None:
     assert child.wait(timeout=30) == -signal.SIGKILL
 
 
-def drain_in_a_new_process(ledger: Path, outbox: Path) -> None:
+def drain_in_a_new_process(ledger: Path | str, outbox: Path) -> None:
     drainer = subprocess.run(
         [sys.executable, str(CHILD), "drain", str(ledger), str(outbox)],
         capture_output=True,
