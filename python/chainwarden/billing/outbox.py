@@ -122,12 +122,11 @@ def decode_fact(text: str) -> UsageFact:
 
 # One token per process (renewed in a forked child): two outboxes of one process on one file share it, and
 # an earlier process that had our pid (containers reuse pids) is told apart by its token.
-_process_token = uuid.uuid4().hex[:16]
+_PROCESS_TOKEN = [uuid.uuid4().hex[:16]]
 
 
 def _renew_process_token() -> None:
-    global _process_token
-    _process_token = uuid.uuid4().hex[:16]
+    _PROCESS_TOKEN[0] = uuid.uuid4().hex[:16]
 
 
 if hasattr(os, "register_at_fork"):
@@ -136,7 +135,7 @@ if hasattr(os, "register_at_fork"):
 
 def process_owner() -> str:
     """This process's mark on the rows it wrote ahead and is committing: "<pid>:<token>"."""
-    return f"{os.getpid()}:{_process_token}"
+    return f"{os.getpid()}:{_PROCESS_TOKEN[0]}"
 
 
 def _owner_alive(owner: str, mine: str) -> bool:
