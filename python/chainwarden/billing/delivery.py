@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from chainwarden.billing.errors import LedgerUnavailable
@@ -87,6 +88,10 @@ class BillingDelivery:
         # spending the ledger's whole retry budget; the drainer clears it once a commit succeeds.
         self._ledger_down = False
         self.write_ahead_enabled = outbox.path != ":memory:"
+        # Writes ahead get their own thread: commits stuck in retries (in the event loop's default executor)
+        # must never hold back the write-ahead of the facts reported meanwhile. One is enough: the outbox
+        # serialises its writes anyway.
+        self._wal_executor: ThreadPoolExecutor | None = None
         if self.outbox.exists() and self.outbox.pending(self._identity):
             logger.warning(
                 "billing outbox %s holds unsettled usage facts for %s: draining them",
@@ -96,6 +101,15 @@ class BillingDelivery:
             self._start()
 
     # --- the runtime's side ----------------------------------------------------------------------------
+    def write_ahead_executor(self) -> Executor | None:
+        """The thread that runs `write_ahead` for the runtime; None once closed (use any thread then)."""
+        with self._lock:
+            if self._stopping:
+                return None
+            if self._wal_executor is None:
+                self._wal_executor = ThreadPoolExecutor(1, thread_name_prefix="chainwarden-billing-wal")
+            return self._wal_executor
+
     def write_ahead(
         self,
         facts: Sequence[tuple[UsageFact, int]],
@@ -332,6 +346,9 @@ class BillingDelivery:
         with self._lock:
             self._stopping = True
             thread = self._thread
+            executor, self._wal_executor = self._wal_executor, None
         self._wake.set()
+        if executor is not None:
+            executor.shutdown(wait=False)  # a write under way still finishes
         if thread is not None:
             thread.join(timeout_s)

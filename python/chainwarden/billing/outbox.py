@@ -344,8 +344,9 @@ class Outbox:
                 chunk = unique[start : start + _IN_CHUNK]
                 marks = ",".join("?" * len(chunk))
                 conn.execute(
-                    "UPDATE usage_outbox SET owner = NULL, attempts = attempts + 1, last_error = ?, "
-                    f"next_attempt_at = 0 WHERE seq IN ({marks})",
+                    # Like `put`: the runtime's own failed commit is not one of the drainer's attempts.
+                    "UPDATE usage_outbox SET owner = NULL, last_error = ?, next_attempt_at = 0 "
+                    f"WHERE seq IN ({marks})",
                     (error[:_MAX_ERROR_CHARS], *chunk),
                 )
 

@@ -14,6 +14,7 @@ were parked, so the run can tell whether its billing is settled.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 from chainwarden.billing import ChargeReceipt, Pricing, UsageFact
@@ -81,13 +82,7 @@ class BillingSink:
                     continue
                 batch, self._reported = self._reported, []
                 try:
-                    # The outbox is a local file, but may wait on another process's lock: off the loop.
-                    journaled = await asyncio.to_thread(
-                        self._delivery.write_ahead,
-                        batch,
-                        pricing=self._pricing,
-                        ingress_request_id=self._ingress_request_id,
-                    )
+                    journaled = await self._write(batch)
                 except Exception as error:  # write_ahead does not raise; this is the last line of defence
                     self._lose([index for _, index in batch], error)
                     continue
@@ -96,6 +91,23 @@ class BillingSink:
         finally:
             self._writing_done = True
             self._journaled_wake.set()
+
+    async def _write(self, batch: list[tuple[UsageFact, int]]) -> list[Journaled]:
+        """The outbox is a local file, but may wait on another process's lock: off the loop, on the
+        delivery's own write-ahead thread, so that commits stuck in retries cannot delay it."""
+        call = functools.partial(
+            self._delivery.write_ahead,
+            batch,
+            pricing=self._pricing,
+            ingress_request_id=self._ingress_request_id,
+        )
+        executor = self._delivery.write_ahead_executor()
+        if executor is not None:
+            try:
+                return await asyncio.get_running_loop().run_in_executor(executor, call)
+            except RuntimeError:
+                pass  # the runtime was closed just now: any thread will do
+        return await asyncio.to_thread(call)
 
     async def _commit(self) -> None:
         while True:
