@@ -68,11 +68,12 @@ def _describe(error: BaseException) -> str:
 
 
 class BillingDelivery:
-    """Commits facts through `ledger`; parks what fails in `outbox`; a daemon thread drains the outbox.
+    """Writes facts ahead to `outbox`, commits them through `ledger`, removes them; what fails stays parked
+    in the outbox and a daemon thread drains it.
 
     `max_backoff_s` caps the drainer's pause between attempts while the ledger is away. The drainer starts on
     first need: at once when the outbox already holds entries for this ledger (a restarted process drains
-    what the previous one left), otherwise when the first fact is parked.
+    what the previous one left), otherwise at the first write-ahead or the first parked fact.
     """
 
     def __init__(self, ledger: Ledger, outbox: Outbox, *, max_backoff_s: float = 2.0) -> None:
