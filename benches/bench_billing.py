@@ -1,4 +1,5 @@
-"""Committed usage facts per second, SQLite vs PostgreSQL, one writer and 4 concurrent writer processes.
+"""Committed usage facts per second, SQLite vs PostgreSQL, one writer and 4 concurrent writer processes;
+and the cost of the runtime's write-ahead (docs/billing.md, "The outbox").
 
 Run: .venv/bin/pytest benches/bench_billing.py --benchmark-only -p no:randomly
 (PostgreSQL: uses CHAINWARDEN_TEST_POSTGRES_DSN, else starts a throwaway server with scripts/postgres-up.sh.)
@@ -18,6 +19,9 @@ import psycopg
 import pytest
 from bench_billing_writer import PRICING, make_facts, open_ledger
 from psycopg.conninfo import make_conninfo
+
+from chainwarden.billing.delivery import BillingDelivery
+from chainwarden.billing.outbox import Outbox
 
 ROOT = Path(__file__).resolve().parents[1]
 WRITER = Path(__file__).with_name("bench_billing_writer.py")
@@ -114,3 +118,57 @@ def test_four_writer_processes_commit(benchmark: Any, targets: Targets, kind: st
     benchmark.extra_info["attempts_per_second"] = round(
         PROCESSES * CONCURRENT_FACTS / benchmark.stats.stats.mean
     )
+
+
+@pytest.mark.parametrize("batch", [0, 1, 10], ids=["no-write-ahead", "write-ahead-1", "write-ahead-10"])
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_delivery_commits(benchmark: Any, targets: Targets, kind: str, batch: int) -> None:
+    """What the runtime's billing path does per fact: write ahead to the outbox (`batch` facts per outbox
+    transaction, as the relay hands them over; 0: in-memory outbox, no write-ahead), commit, remove the
+    row."""
+    facts = make_facts(FACTS_PER_ROUND)
+    opened: list[Any] = []
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        ledger = open_ledger(kind, targets.new(kind))
+        outbox = Outbox(":memory:" if batch == 0 else targets.tmp / f"{uuid.uuid4().hex}.outbox.sqlite3")
+        delivery = BillingDelivery(ledger, outbox)
+        opened.append((ledger, outbox, delivery))
+        return (delivery,), {}
+
+    def deliver_all(delivery: BillingDelivery) -> int:
+        step = max(batch, 1)
+        committed = 0
+        for start in range(0, len(facts), step):
+            chunk = [(f, start + i) for i, f in enumerate(facts[start : start + step])]
+            journaled = delivery.write_ahead(chunk, pricing=PRICING, ingress_request_id=None)
+            outcomes = delivery.commit(journaled, pricing=PRICING, ingress_request_id=None)
+            committed += sum(o.receipt is not None for o in outcomes)
+        return committed
+
+    committed = benchmark.pedantic(deliver_all, setup=setup, rounds=10, iterations=1)
+    for ledger, outbox, delivery in opened:
+        assert outbox.pending(ledger.identity) == []
+        delivery.close()
+        outbox.close()
+        ledger.close()
+    assert committed == FACTS_PER_ROUND
+    benchmark.extra_info["facts_per_second"] = round(FACTS_PER_ROUND / benchmark.stats.stats.mean)
+
+
+@pytest.mark.parametrize("batch", [1, 10])
+def test_write_ahead_alone(benchmark: Any, tmp_path: Path, batch: int) -> None:
+    """The outbox's share of the delivery above, without a ledger: write ahead, then remove, `batch` facts
+    per transaction."""
+    facts = make_facts(FACTS_PER_ROUND)
+    outbox = Outbox(tmp_path / "alone.outbox.sqlite3")
+
+    def write_and_remove() -> int:
+        for start in range(0, len(facts), batch):
+            chunk = [(f, start + i) for i, f in enumerate(facts[start : start + batch])]
+            outbox.settle(outbox.write_ahead("bench", chunk, pricing=PRICING, ingress_request_id=None))
+        return len(outbox.pending("bench"))
+
+    assert benchmark.pedantic(write_and_remove, rounds=10, iterations=1) == 0
+    outbox.close()
+    benchmark.extra_info["facts_per_second"] = round(FACTS_PER_ROUND / benchmark.stats.stats.mean)

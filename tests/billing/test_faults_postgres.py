@@ -1,4 +1,5 @@
-"""A real PostgreSQL server restarted, then stopped, while a run's usage facts flow through AiRuntime.
+"""A real PostgreSQL server restarted, then stopped, while a run's usage facts flow through AiRuntime; and a
+process SIGKILLed while the server is stopped.
 
 Each test uses its own throwaway server (scripts/postgres-up.sh), so restarting it disturbs no other test.
 Afterwards every fact must be billed exactly once: receipts == facts, balance exact.
@@ -8,7 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
+import sqlite3
 import subprocess
+import sys
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
@@ -39,6 +45,7 @@ from chainwarden.runtime import (
 from chainwarden.runtime.once import Once
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+OUTBOX_CHILD = Path(__file__).resolve().parents[1] / "runtime" / "outbox_child.py"
 PRICING = Pricing(markup=2.0)
 
 
@@ -226,3 +233,86 @@ def test_the_ledger_reconnects_after_a_restart_and_fails_typed_while_away(server
         server.ctl("start")
         ledger._retry_timeout_s = 10.0
         assert ledger.balance("acct-pg") == -2 * PRICING.credits_for(Decimal("0.001"))
+
+
+def _outbox_rows(path: Path) -> int:
+    if not path.exists():
+        return 0
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    try:
+        return int(conn.execute("SELECT count(*) FROM usage_outbox").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0  # not created yet
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+def test_sigkill_while_the_server_is_stopped_loses_no_reported_fact(server: Server, tmp_path: Path) -> None:
+    """Facts reported while the server is down and the first commit is still being retried (nothing has
+    failed yet) survive a SIGKILL: they were written ahead to the outbox, and a new process commits them."""
+    count, run_id = 30, "run-pg-kill"
+    outbox = tmp_path / "outbox.sqlite3"
+    with PostgresLedger(server.dsn) as ledger:
+        ledger.create_account("acct-crash")
+    child = subprocess.Popen(
+        [sys.executable, str(OUTBOX_CHILD), "ahead", server.dsn, str(outbox), run_id, str(count)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdin is not None and child.stdout is not None
+        assert child.stdout.readline().split() == ["ready"]
+        server.ctl("stop")
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline().split() == ["reported", str(count)]
+        deadline = time.monotonic() + 20
+        while _outbox_rows(outbox) < count:
+            assert time.monotonic() < deadline, "the facts were not written ahead"
+            time.sleep(0.02)
+        os.kill(child.pid, signal.SIGKILL)
+        assert child.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait(timeout=30)
+        for pipe in (child.stdin, child.stdout):
+            if pipe is not None:
+                pipe.close()
+    server.ctl("start")
+    drainer = subprocess.run(
+        [sys.executable, str(OUTBOX_CHILD), "drain", server.dsn, str(outbox)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (drainer.returncode, drainer.stdout.strip()) == (0, "drained"), drainer.stderr
+    with PostgresLedger(server.dsn) as ledger:
+        receipts = ledger.receipts(run_id=run_id)
+        assert sorted(r.source_reference for r in receipts) == sorted(
+            f"{run_id}/0/u{i}" for i in range(count)
+        )
+        assert ledger.balance("acct-crash") == expected_balance(count)
+        assert len(ledger.ledger_entries("acct-crash")) == count
+        # Replaying the run bills nothing more.
+        replay = GraphRunRequest(
+            graph_id="engine:flow",
+            messages=[],
+            model="m",
+            billing_account_id="acct-crash",
+            virtual_key_id="vk-1",
+            run_id=run_id,
+        )
+
+        async def run_replay() -> list[object]:
+            engine = FlowingEngine(count, at=-1, midway=lambda: None)
+            with AiRuntime({"engine": engine}, ledger, PRICING, outbox=outbox) as rt:
+                async with rt.run(replay) as run:
+                    await run.billing_settled(timeout=30)
+                return list(run.receipts)
+
+        assert asyncio.run(run_replay()) == []
+        assert ledger.balance("acct-crash") == expected_balance(count)

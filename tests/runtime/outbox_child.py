@@ -4,6 +4,12 @@ Usage:
   python outbox_child.py park LEDGER OUTBOX RUN_ID COUNT
       runs one run of COUNT usage facts against a ledger the parent keeps locked, so every fact is parked;
       prints "final <ok> <error>" and "unsettled <n>", then waits on stdin until it is killed.
+  python outbox_child.py ahead LEDGER OUTBOX RUN_ID COUNT
+      opens the ledger and a runtime, prints "ready" and waits for a line on stdin (the parent now locks the
+      SQLite file or stops the PostgreSQL server); then reports COUNT usage facts (its first commit waits or
+      retries for up to 30 s), prints "reported <n>" once the run's relay has accepted them all, and waits on
+      stdin until it is killed: nothing is committed and nothing has failed yet, so only the write-ahead can
+      keep the facts.
   python outbox_child.py drain LEDGER OUTBOX
       starts a runtime on the same outbox (which drains it at start-up) and prints "drained" once the
       outbox holds nothing for the ledger.
@@ -17,7 +23,7 @@ import time
 from collections.abc import AsyncIterator
 from decimal import Decimal
 
-from chainwarden.billing import BillingUnsettled, Pricing, SqliteLedger, UsageFact
+from chainwarden.billing import BillingUnsettled, Ledger, PostgresLedger, Pricing, SqliteLedger, UsageFact
 from chainwarden.runtime import (
     AiEvent,
     AiRuntime,
@@ -38,8 +44,9 @@ def cost(i: int) -> Decimal:
 
 
 class Engine:
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, *, announce: bool = False) -> None:
         self.count = count
+        self.announce = announce
 
     def run_graph(self, req: GraphRunRequest) -> GraphRunResult:
         assert req.run_id is not None
@@ -48,6 +55,7 @@ class Engine:
 
         async def stream() -> AsyncIterator[AiEvent]:
             for i in range(self.count):
+                await asyncio.sleep(0)  # one fact at a time, like a real provider
                 yield UsageReport(
                     UsageFact(
                         run_id=run_id,
@@ -60,16 +68,24 @@ class Engine:
                         usage_raw={"i": i},
                     )
                 )
+            # Resumed after the relay accepted the last fact.
+            if self.announce:
+                print(f"reported {self.count}", flush=True)
             final.set(GraphFinal(ok=True, run_id=run_id, request_id=run_id, usage=Usage()))
             yield Done()
 
         return GraphRunResult(stream=stream(), final=final)
 
 
-async def park(ledger_path: str, outbox: str, run_id: str, count: int) -> None:
-    ledger = SqliteLedger(ledger_path, busy_timeout_s=0.2)
-    runtime = AiRuntime({"engine": Engine(count)}, ledger, PRICING, outbox=outbox)
-    req = GraphRunRequest(
+def open_ledger(target: str, *, patience_s: float = 60.0) -> Ledger:
+    """LEDGER is a SQLite file, or a PostgreSQL DSN ("host=... dbname=...")."""
+    if "host=" in target:
+        return PostgresLedger(target, retry_timeout_s=patience_s, connect_timeout_s=2)
+    return SqliteLedger(target, busy_timeout_s=patience_s)
+
+
+def request(run_id: str) -> GraphRunRequest:
+    return GraphRunRequest(
         graph_id="engine:x",
         messages=[],
         model="m",
@@ -77,7 +93,12 @@ async def park(ledger_path: str, outbox: str, run_id: str, count: int) -> None:
         virtual_key_id="vk-1",
         run_id=run_id,
     )
-    async with runtime.run(req) as run:
+
+
+async def park(ledger_path: str, outbox: str, run_id: str, count: int) -> None:
+    ledger = SqliteLedger(ledger_path, busy_timeout_s=0.2)
+    runtime = AiRuntime({"engine": Engine(count)}, ledger, PRICING, outbox=outbox)
+    async with runtime.run(request(run_id)) as run:
         final = await run.final
         try:
             await run.billing_settled(timeout=0)
@@ -90,8 +111,17 @@ async def park(ledger_path: str, outbox: str, run_id: str, count: int) -> None:
     await asyncio.to_thread(sys.stdin.readline)
 
 
+async def ahead(ledger_path: str, outbox: str, run_id: str, count: int) -> None:
+    ledger = open_ledger(ledger_path, patience_s=30)
+    runtime = AiRuntime({"engine": Engine(count, announce=True)}, ledger, PRICING, outbox=outbox)
+    print("ready", flush=True)
+    await asyncio.to_thread(sys.stdin.readline)
+    runtime.run_graph(request(run_id))  # the engine prints "reported"; its first commit waits on the lock
+    await asyncio.to_thread(sys.stdin.readline)
+
+
 def drain(ledger_path: str, outbox: str) -> None:
-    with SqliteLedger(ledger_path) as ledger, AiRuntime({}, ledger, PRICING, outbox=outbox) as runtime:
+    with open_ledger(ledger_path) as ledger, AiRuntime({}, ledger, PRICING, outbox=outbox) as runtime:
         deadline = time.monotonic() + 20
         while runtime.outbox.pending(ledger.identity):
             if time.monotonic() > deadline:
@@ -104,5 +134,7 @@ def drain(ledger_path: str, outbox: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "park":
         asyncio.run(park(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])))
+    elif sys.argv[1] == "ahead":
+        asyncio.run(ahead(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])))
     else:
         drain(sys.argv[2], sys.argv[3])

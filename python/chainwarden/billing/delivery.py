@@ -1,5 +1,10 @@
-"""Commit-or-park: every usage fact is committed through the ledger now, or parked in the outbox and
-committed by a background drainer once the ledger is back. Nothing is dropped, nothing is billed twice.
+"""Write-ahead, commit, settle: every usage fact is first written to the durable outbox, then committed
+through the ledger, then removed from the outbox; a fact whose commit failed stays there (parked) and a
+background drainer commits it once the ledger is back. Nothing is dropped, nothing is billed twice
+(docs/billing.md, "The outbox").
+
+With an in-memory outbox (a ":memory:" ledger, which does not outlive the process either) there is nothing to
+write ahead to: facts are committed, and parked in memory only when their commit fails.
 
 This module and `ledger.py` are the only callers of `commit_usage_fact` (ONE_LEDGER_WRITER): the runtime's
 billing subscriber hands facts here, and the drainer commits parked ones through the same ledger.
@@ -9,6 +14,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from chainwarden.billing.errors import LedgerUnavailable
@@ -32,12 +39,28 @@ _IDLE_POLL_S = 30.0
 
 @dataclass(frozen=True)
 class Delivered:
-    """What became of one fact: committed (`receipt`, None for a duplicate) or parked in the outbox."""
+    """What became of one fact: committed (`receipt`, None for a duplicate), parked in the outbox, or lost
+    (neither committed nor kept: `error` says why)."""
 
     key: str
     receipt: ChargeReceipt | None
     parked: bool
     error: Exception | None = None
+    lost: bool = False
+
+
+@dataclass(frozen=True)
+class Journaled:
+    """A fact on its way to the ledger: usage_unit_id resolved, and its outbox row (None when it could not
+    be written ahead: the outbox is in memory, or its disk failed)."""
+
+    fact: UsageFact
+    call_index: int
+    seq: int | None
+
+    @property
+    def key(self) -> str:
+        return compute_idempotency_key(self.fact)
 
 
 def _describe(error: BaseException) -> str:
@@ -45,11 +68,12 @@ def _describe(error: BaseException) -> str:
 
 
 class BillingDelivery:
-    """Commits facts through `ledger`; parks what fails in `outbox`; a daemon thread drains the outbox.
+    """Writes facts ahead to `outbox`, commits them through `ledger`, removes them; what fails stays parked
+    in the outbox and a daemon thread drains it.
 
     `max_backoff_s` caps the drainer's pause between attempts while the ledger is away. The drainer starts on
     first need: at once when the outbox already holds entries for this ledger (a restarted process drains
-    what the previous one left), otherwise when the first fact is parked.
+    what the previous one left), otherwise at the first write-ahead or the first parked fact.
     """
 
     def __init__(self, ledger: Ledger, outbox: Outbox, *, max_backoff_s: float = 2.0) -> None:
@@ -64,6 +88,11 @@ class BillingDelivery:
         # Set while the ledger is known to be away: new facts go straight to the outbox instead of each
         # spending the ledger's whole retry budget; the drainer clears it once a commit succeeds.
         self._ledger_down = False
+        self.write_ahead_enabled = outbox.path != ":memory:"
+        # Writes ahead get their own thread: commits stuck in retries (in the event loop's default executor)
+        # must never hold back the write-ahead of the facts reported meanwhile. One is enough: the outbox
+        # serialises its writes anyway.
+        self._wal_executor: ThreadPoolExecutor | None = None
         if self.outbox.exists() and self.outbox.pending(self._identity):
             logger.warning(
                 "billing outbox %s holds unsettled usage facts for %s: draining them",
@@ -73,6 +102,123 @@ class BillingDelivery:
             self._start()
 
     # --- the runtime's side ----------------------------------------------------------------------------
+    def write_ahead_executor(self) -> Executor | None:
+        """The thread that runs `write_ahead` for the runtime; None once closed (use any thread then)."""
+        with self._lock:
+            if self._stopping:
+                return None
+            if self._wal_executor is None:
+                self._wal_executor = ThreadPoolExecutor(1, thread_name_prefix="chainwarden-billing-wal")
+            return self._wal_executor
+
+    def write_ahead(
+        self,
+        facts: Sequence[tuple[UsageFact, int]],
+        *,
+        pricing: Pricing,
+        ingress_request_id: str | None,
+    ) -> list[Journaled]:
+        """Step 1: makes `(fact, call_index)` pairs durable in the outbox, in one transaction, before any
+        commit. Never raises: when the outbox fails the facts go on unjournaled (commit-or-park)."""
+        resolved = [(with_usage_unit_id(fact, index), index) for fact, index in facts]
+        seqs: list[int | None] = [None] * len(resolved)
+        if self.write_ahead_enabled and resolved:
+            # The drainer also watches for rows a killed process on the same outbox left behind.
+            self._start()
+            try:
+                seqs = list(
+                    self.outbox.write_ahead(
+                        self._identity, resolved, pricing=pricing, ingress_request_id=ingress_request_id
+                    )
+                )
+            except Exception as error:
+                METRICS.increment("billing.outbox_write_ahead_failed")
+                logger.error(
+                    "billing: writing %d usage fact(s) ahead to the outbox %s failed (%s); committing them "
+                    "without it",
+                    len(resolved),
+                    self.outbox.path,
+                    _describe(error),
+                )
+        return [Journaled(fact, index, seq) for (fact, index), seq in zip(resolved, seqs, strict=True)]
+
+    def commit(
+        self, journaled: Sequence[Journaled], *, pricing: Pricing, ingress_request_id: str | None
+    ) -> list[Delivered]:
+        """Step 2: commits written-ahead facts in order; removes the committed ones' rows in one statement
+        and releases the failed ones to the drainer (parked). Never raises."""
+        outcomes: list[Delivered] = []
+        done: list[int] = []
+        failed: dict[str, list[int]] = {}
+        for item in journaled:
+            if item.seq is None:
+                outcomes.append(self._deliver_unjournaled(item, pricing, ingress_request_id))
+                continue
+            key = item.key
+            if self._ledger_down:
+                away = self._away()
+                failed.setdefault(str(away), []).append(item.seq)
+                outcomes.append(Delivered(key=key, receipt=None, parked=True, error=away))
+                continue
+            try:
+                receipt = self.ledger.commit_usage_fact(
+                    item.fact,
+                    call_index=item.call_index,
+                    pricing=pricing,
+                    ingress_request_id=ingress_request_id,
+                )
+            except Exception as error:
+                if isinstance(error, LedgerUnavailable):
+                    self._ledger_down = True
+                logger.error("billing: commit of %s failed (%s); it waits in the outbox", key, error)
+                failed.setdefault(_describe(error), []).append(item.seq)
+                outcomes.append(Delivered(key=key, receipt=None, parked=True, error=error))
+                continue
+            done.append(item.seq)
+            outcomes.append(Delivered(key=key, receipt=receipt, parked=False))
+        if done:
+            try:
+                self.outbox.settle(done)
+            except Exception as error:
+                # Committed all the same: the rows left behind are committed again later as duplicates.
+                logger.warning(
+                    "billing: removing %d committed fact(s) from the outbox failed: %s", len(done), error
+                )
+        for error_text, seqs in failed.items():
+            try:
+                self.outbox.park(seqs, error_text)
+            except Exception as error:
+                # The rows are in the outbox (claimed by us): a drainer takes them after CLAIM_S.
+                logger.error(
+                    "billing: releasing %d parked fact(s) to the drainer failed: %s", len(seqs), error
+                )
+            METRICS.increment("billing.outbox_parked", len(seqs))
+        if failed:
+            self._start()
+            self._wake.set()
+        return outcomes
+
+    def _away(self) -> LedgerUnavailable:
+        return LedgerUnavailable(
+            self.ledger.describe, attempts=0, waited_s=0.0, reason="the ledger is away (outbox draining)"
+        )
+
+    def _deliver_unjournaled(
+        self, item: Journaled, pricing: Pricing, ingress_request_id: str | None
+    ) -> Delivered:
+        try:
+            return self.deliver(
+                item.fact, call_index=item.call_index, pricing=pricing, ingress_request_id=ingress_request_id
+            )
+        except Exception as error:
+            logger.critical(
+                "billing: usage fact %s could be neither committed nor kept in the outbox %s",
+                item.key,
+                self.outbox.path,
+                exc_info=True,
+            )
+            return Delivered(key=item.key, receipt=None, parked=False, error=error, lost=True)
+
     def deliver(
         self, fact: UsageFact, *, call_index: int, pricing: Pricing, ingress_request_id: str | None
     ) -> Delivered:
@@ -92,9 +238,7 @@ class BillingDelivery:
                 self._park(fact, call_index, pricing, ingress_request_id, _describe(error))
                 return Delivered(key=key, receipt=None, parked=True, error=error)
             return Delivered(key=key, receipt=receipt, parked=False)
-        away = LedgerUnavailable(
-            self.ledger.describe, attempts=0, waited_s=0.0, reason="the ledger is away (outbox draining)"
-        )
+        away = self._away()
         self._park(fact, call_index, pricing, ingress_request_id, str(away))
         return Delivered(key=key, receipt=None, parked=True, error=away)
 
@@ -194,7 +338,7 @@ class BillingDelivery:
 
     def _has_pending(self) -> bool:
         try:
-            return bool(self.outbox.pending(self._identity))
+            return self.outbox.has_work(self._identity)
         except Exception:
             return True
 
@@ -203,6 +347,9 @@ class BillingDelivery:
         with self._lock:
             self._stopping = True
             thread = self._thread
+            executor, self._wal_executor = self._wal_executor, None
         self._wake.set()
+        if executor is not None:
+            executor.shutdown(wait=False)  # a write under way still finishes
         if thread is not None:
             thread.join(timeout_s)

@@ -1,9 +1,20 @@
-"""The durable outbox: usage facts whose commit failed wait here until the ledger takes them.
+"""The durable outbox: every usage fact is written here before its commit (write-ahead), and a fact whose
+commit failed waits here until the ledger takes them (docs/billing.md, "The outbox").
 
-One SQLite file (WAL, synchronous=FULL: an entry survives a process kill and a power cut), keyed like the
-ledger by `(source_system, source_reference)` — the idempotency key — so a fact is parked at most once and
-committing it later can never bill twice. Entries remember the ledger they belong to, the pricing and the
-call index they were first tried with, so the drainer commits exactly what the runtime would have.
+One SQLite file in WAL mode, keyed like the ledger by `(source_system, source_reference)` — the idempotency
+key — so a fact is kept at most once and committing it later can never bill twice. Entries remember the
+ledger they belong to, the pricing and the call index they were first tried with, so the drainer commits
+exactly what the runtime would have.
+
+Durability: the write-ahead runs with `synchronous=NORMAL`: once its COMMIT returns, the rows are in the WAL
+file (in the operating system's page cache), which survives the death of the process — the fault model of the
+write-ahead — without an fsync per fact. Parking a fact whose commit failed (it may wait there for hours) runs
+with `synchronous=FULL`, whose fsync of the WAL also makes every earlier row survive a power cut.
+
+A written-ahead row carries its writer (`owner`, "<pid>:<token>") while that writer commits it, so drainers
+leave it alone; a drainer takes it when the writer's process is gone (a SIGKILL) or after `CLAIM_S`. Taking
+a row that is being committed elsewhere is only wasted work: the idempotency key makes a second commit a
+no-op.
 
 The file must be on a local disk: SQLite's locking is not reliable on network file systems.
 """
@@ -16,6 +27,9 @@ import os
 import sqlite3
 import threading
 import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -39,10 +53,15 @@ _SCHEMA = (
         attempts INTEGER NOT NULL DEFAULT 0,
         next_attempt_at REAL NOT NULL DEFAULT 0,
         last_error TEXT,
+        owner TEXT,
         UNIQUE (ledger, source_system, source_reference)
     )""",
     "CREATE INDEX IF NOT EXISTS usage_outbox_run ON usage_outbox (run_id)",
 )
+# How long a live writer's claim on its written-ahead rows holds against other drainers. Past it another
+# drainer may commit them too, which is safe (idempotency key) and only costs a duplicate attempt.
+CLAIM_S = 120.0
+_IN_CHUNK = 500  # SQLite's bound on host parameters is far above this
 _FACT_FIELDS = (
     "run_id",
     "attempt",
@@ -101,6 +120,54 @@ def decode_fact(text: str) -> UsageFact:
     )
 
 
+# One token per process (renewed in a forked child): two outboxes of one process on one file share it, and
+# an earlier process that had our pid (containers reuse pids) is told apart by its token.
+_PROCESS_TOKEN = [uuid.uuid4().hex[:16]]
+
+
+def _renew_process_token() -> None:
+    _PROCESS_TOKEN[0] = uuid.uuid4().hex[:16]
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_process_token)
+
+
+def process_owner() -> str:
+    """This process's mark on the rows it wrote ahead and is committing: "<pid>:<token>"."""
+    return f"{os.getpid()}:{_PROCESS_TOKEN[0]}"
+
+
+def _owner_alive(owner: str, mine: str) -> bool:
+    """Whether the process that wrote a row ("<pid>:<token>") may still be committing it."""
+    if owner == mine:
+        return True
+    pid_text, _, _ = owner.partition(":")
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    if pid <= 0 or pid == os.getpid():
+        # Our own pid with another token: an earlier process that had the same pid (containers reuse them).
+        return False
+    if os.name != "posix":
+        return True  # no cheap liveness check: the claim expires after CLAIM_S
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    except OSError:
+        return True
+    try:
+        # A killed process nobody has reaped yet still answers signal 0: a zombie is dead for us.
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
 @dataclass(frozen=True)
 class OutboxEntry:
     """One parked fact (its usage_unit_id already resolved) and how to commit it."""
@@ -133,6 +200,11 @@ class Outbox:
         self._busy_timeout_s = busy_timeout_s
         self._closed = False
 
+    @property
+    def owner(self) -> str:
+        """This process's mark on the rows it wrote ahead and is committing."""
+        return process_owner()
+
     def exists(self) -> bool:
         """Whether there can be entries without creating the file (cheap check at start-up)."""
         return self._conn is not None or (self.path != ":memory:" and os.path.exists(self.path))
@@ -150,9 +222,13 @@ class Outbox:
             try:
                 if self.path != ":memory:":
                     conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=FULL")
+                # Process death keeps what NORMAL committed; parking raises it to FULL (module docstring).
+                conn.execute("PRAGMA synchronous=NORMAL")
                 for statement in _SCHEMA:
                     conn.execute(statement)
+                columns = {row[1] for row in conn.execute("PRAGMA table_info(usage_outbox)")}
+                if "owner" not in columns:  # a file from before the write-ahead
+                    conn.execute("ALTER TABLE usage_outbox ADD COLUMN owner TEXT")
             except BaseException:
                 conn.close()
                 raise
@@ -183,8 +259,8 @@ class Outbox:
             time.time(),
             error[:_MAX_ERROR_CHARS],
         )
-        with self._lock:
-            cursor = self._connection().execute(
+        with self._lock, self._fully_synced() as conn:
+            cursor = conn.execute(
                 "INSERT INTO usage_outbox (ledger, source_system, source_reference, run_id, fact, "
                 "call_index, ingress_request_id, markup, parked_at, last_error) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -193,19 +269,117 @@ class Outbox:
             )
             return cursor.rowcount == 1
 
+    @contextmanager
+    def _fully_synced(self) -> Iterator[sqlite3.Connection]:
+        """Statements run here are fsynced (with every earlier row of the WAL): they survive a power cut."""
+        conn = self._connection()
+        conn.execute("PRAGMA synchronous=FULL")
+        try:
+            yield conn
+        finally:
+            conn.execute("PRAGMA synchronous=NORMAL")
+
+    def write_ahead(
+        self,
+        ledger: str,
+        facts: Sequence[tuple[UsageFact, int]],
+        *,
+        pricing: Pricing,
+        ingress_request_id: str | None,
+    ) -> list[int]:
+        """Writes `(fact, call_index)` pairs (usage_unit_id resolved) in one transaction, claimed by this
+        process; returns each one's row. A key already kept (a replay, or parked earlier) keeps its row,
+        which this process now claims: it is about to commit that key."""
+        now = time.time()
+        owner = self.owner
+        markup = str(pricing.exact_markup)
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                seqs = [
+                    conn.execute(
+                        "INSERT INTO usage_outbox (ledger, source_system, source_reference, run_id, fact, "
+                        "call_index, ingress_request_id, markup, parked_at, owner) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                        "ON CONFLICT (ledger, source_system, source_reference) DO UPDATE "
+                        "SET owner = excluded.owner, parked_at = excluded.parked_at RETURNING seq",
+                        (
+                            ledger,
+                            fact.source,
+                            compute_idempotency_key(fact),
+                            fact.run_id,
+                            encode_fact(fact),
+                            call_index,
+                            ingress_request_id,
+                            markup,
+                            now,
+                            owner,
+                        ),
+                    ).fetchone()[0]
+                    for fact, call_index in facts
+                ]
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        return seqs
+
+    def settle(self, seqs: Sequence[int]) -> None:
+        """These rows' facts are committed (or were duplicates of committed ones): they leave the outbox."""
+        unique = sorted(set(seqs))
+        with self._lock:
+            conn = self._connection()
+            for start in range(0, len(unique), _IN_CHUNK):
+                chunk = unique[start : start + _IN_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                conn.execute(f"DELETE FROM usage_outbox WHERE seq IN ({marks})", chunk)
+
+    def park(self, seqs: Sequence[int], error: str) -> None:
+        """Written-ahead rows whose commit failed: released to the drainers, durably (FULL)."""
+        unique = sorted(set(seqs))
+        with self._lock, self._fully_synced() as conn:
+            for start in range(0, len(unique), _IN_CHUNK):
+                chunk = unique[start : start + _IN_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                conn.execute(
+                    # Like `put`: the runtime's own failed commit is not one of the drainer's attempts.
+                    "UPDATE usage_outbox SET owner = NULL, last_error = ?, next_attempt_at = 0 "
+                    f"WHERE seq IN ({marks})",
+                    (error[:_MAX_ERROR_CHARS], *chunk),
+                )
+
+    def _available(self, conn: sqlite3.Connection, ledger: str, when: float) -> tuple[str, list[Any]]:
+        """SQL condition (and parameters) for rows a drainer may take: parked ones, and written-ahead ones
+        whose writer is gone or whose claim has expired."""
+        owners = [
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT owner FROM usage_outbox WHERE ledger = ? AND owner IS NOT NULL", (ledger,)
+            )
+        ]
+        mine = self.owner
+        dead = [o for o in owners if not _owner_alive(o, mine)][:_IN_CHUNK]
+        condition = "(owner IS NULL OR parked_at <= ?"
+        params: list[Any] = [when - CLAIM_S]
+        if dead:
+            condition += f" OR owner IN ({','.join('?' * len(dead))})"
+            params += dead
+        return condition + ")", params
+
     def due(self, ledger: str, *, limit: int = 100, now: float | None = None) -> list[OutboxEntry]:
-        """Entries of this ledger whose next attempt is due, oldest first."""
+        """Entries of this ledger a drainer may commit now, oldest first (see `_available`)."""
         when = time.time() if now is None else now
         with self._lock:
-            rows = (
-                self._connection()
-                .execute(
-                    "SELECT seq, fact, call_index, ingress_request_id, markup, attempts, last_error "
-                    "FROM usage_outbox WHERE ledger = ? AND next_attempt_at <= ? ORDER BY seq LIMIT ?",
-                    (ledger, when, limit),
-                )
-                .fetchall()
-            )
+            conn = self._connection()
+            condition, params = self._available(conn, ledger, when)
+            rows = conn.execute(
+                "SELECT seq, fact, call_index, ingress_request_id, markup, attempts, last_error "
+                f"FROM usage_outbox WHERE ledger = ? AND next_attempt_at <= ? AND {condition} "
+                "ORDER BY seq LIMIT ?",
+                (ledger, when, *params, limit),
+            ).fetchall()
         return [
             OutboxEntry(
                 seq=r[0],
@@ -225,12 +399,25 @@ class Outbox:
             self._connection().execute("DELETE FROM usage_outbox WHERE seq = ?", (seq,))
 
     def record_failure(self, seq: int, error: str, *, retry_in_s: float) -> None:
-        with self._lock:
-            self._connection().execute(
-                "UPDATE usage_outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? "
-                "WHERE seq = ?",
+        with self._lock, self._fully_synced() as conn:
+            conn.execute(
+                "UPDATE usage_outbox SET owner = NULL, attempts = attempts + 1, last_error = ?, "
+                "next_attempt_at = ? WHERE seq = ?",
                 (error[:_MAX_ERROR_CHARS], time.time() + retry_in_s, seq),
             )
+
+    def has_work(self, ledger: str) -> bool:
+        """Whether a drainer has something to do for this ledger, now or after a failure's pause (rows
+        another live process is committing do not count)."""
+        if not self.exists():
+            return False
+        with self._lock:
+            conn = self._connection()
+            condition, params = self._available(conn, ledger, time.time())
+            row = conn.execute(
+                f"SELECT 1 FROM usage_outbox WHERE ledger = ? AND {condition} LIMIT 1", (ledger, *params)
+            ).fetchone()
+        return row is not None
 
     def pending(self, ledger: str, *, run_id: str | None = None) -> list[str]:
         """Idempotency keys still parked for this ledger (optionally one run's), oldest first."""

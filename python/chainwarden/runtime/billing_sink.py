@@ -1,20 +1,26 @@
 """The run's billing subscriber: hands every usage report, in order, to the billing delivery.
 
-The delivery commits it through the ledger or parks it in the durable outbox (docs/billing.md); the sink
-remembers which of the run's facts were parked, so the run can tell whether its billing is settled.
+Two stages, so that writing ahead never waits for the ledger (docs/billing.md, "The outbox"):
+1. write-ahead: every fact reported since the last outbox write goes to the durable outbox in one transaction
+   (the relay's natural batches: whatever the pump accepted while the previous write ran);
+2. commit: the written-ahead facts are committed through the ledger in order, then leave the outbox, or stay
+   parked there when their commit failed.
+
+A commit retried for seconds therefore holds back only later commits, never the write-ahead: a SIGKILL then
+finds the facts in the outbox and the next process commits them. The sink remembers which of the run's facts
+were parked, so the run can tell whether its billing is settled.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 from chainwarden.billing import ChargeReceipt, Pricing, UsageFact
-from chainwarden.billing.delivery import BillingDelivery
+from chainwarden.billing.delivery import BillingDelivery, Delivered, Journaled
 
 logger = logging.getLogger("chainwarden.billing")
-
-_CLOSED = None
 
 
 class BillingSink:
@@ -36,8 +42,14 @@ class BillingSink:
         self._pricing = pricing
         self._run_id = run_id
         self._ingress_request_id = ingress_request_id
-        self._queue: asyncio.Queue[tuple[int, UsageFact] | None] = asyncio.Queue()
         self._next_index = 0
+        # Reported, not yet written ahead; then written ahead, not yet committed.
+        self._reported: list[tuple[UsageFact, int]] = []
+        self._journaled: list[Journaled] = []
+        self._closed = False
+        self._reported_wake = asyncio.Event()
+        self._journaled_wake = asyncio.Event()
+        self._writing_done = False
         self.receipts: list[ChargeReceipt] = []
         self.duplicates = 0
         self.failures: list[Exception] = []
@@ -45,49 +57,106 @@ class BillingSink:
         self.parked: list[str] = []
         # Facts that could be neither committed nor parked (the outbox itself failed): really at risk.
         self.lost: list[str] = []
-        self._task = asyncio.get_running_loop().create_task(
-            self._drain(), name=f"chainwarden-billing-{run_id}"
-        )
+        loop = asyncio.get_running_loop()
+        self._writer = loop.create_task(self._write_ahead(), name=f"chainwarden-billing-wal-{run_id}")
+        self._task = loop.create_task(self._commit(), name=f"chainwarden-billing-{run_id}")
 
     def submit(self, fact: UsageFact) -> None:
-        self._queue.put_nowait((self._next_index, fact))
+        self._reported.append((fact, self._next_index))
         self._next_index += 1
+        self._reported_wake.set()
 
     def close(self) -> None:
-        """No more facts will come; the drain finishes once the queue is empty."""
-        self._queue.put_nowait(_CLOSED)
+        """No more facts will come; both stages finish once everything reported is committed or parked."""
+        self._closed = True
+        self._reported_wake.set()
 
-    async def _drain(self) -> None:
-        while (item := await self._queue.get()) is not _CLOSED:
-            index, fact = item
+    async def _write_ahead(self) -> None:
+        try:
+            while True:
+                if not self._reported:
+                    if self._closed:
+                        return
+                    self._reported_wake.clear()
+                    await self._reported_wake.wait()
+                    continue
+                batch, self._reported = self._reported, []
+                try:
+                    journaled = await self._write(batch)
+                except Exception as error:  # write_ahead does not raise; this is the last line of defence
+                    self._lose([index for _, index in batch], error)
+                    continue
+                self._journaled.extend(journaled)
+                self._journaled_wake.set()
+        finally:
+            self._writing_done = True
+            self._journaled_wake.set()
+
+    async def _write(self, batch: list[tuple[UsageFact, int]]) -> list[Journaled]:
+        """The outbox is a local file, but may wait on another process's lock: off the loop, on the
+        delivery's own write-ahead thread, so that commits stuck in retries cannot delay it."""
+        call = functools.partial(
+            self._delivery.write_ahead,
+            batch,
+            pricing=self._pricing,
+            ingress_request_id=self._ingress_request_id,
+        )
+        executor = self._delivery.write_ahead_executor()
+        if executor is not None:
             try:
-                # The ledger is synchronous and may wait on locks; a worker thread keeps the loop free.
-                outcome = await asyncio.to_thread(
-                    self._delivery.deliver,
-                    fact,
-                    call_index=index,
+                return await asyncio.get_running_loop().run_in_executor(executor, call)
+            except RuntimeError:
+                pass  # the runtime was closed just now: any thread will do
+        return await asyncio.to_thread(call)
+
+    async def _commit(self) -> None:
+        while True:
+            if not self._journaled:
+                if self._writing_done:
+                    return
+                self._journaled_wake.clear()
+                await self._journaled_wake.wait()
+                continue
+            batch, self._journaled = self._journaled, []
+            try:
+                # The ledger is synchronous and may wait or retry: a worker thread keeps the loop free.
+                outcomes = await asyncio.to_thread(
+                    self._delivery.commit,
+                    batch,
                     pricing=self._pricing,
                     ingress_request_id=self._ingress_request_id,
                 )
-            except Exception as error:
-                logger.critical(
-                    "billing: usage report %d of run %s could be neither committed nor kept in the outbox %s",
-                    index,
-                    self._run_id,
-                    self._delivery.outbox.path,
-                    exc_info=True,
-                )
-                self.failures.append(error)
-                self.lost.append(f"{self._run_id}/call-index-{index}")
+            except Exception as error:  # commit does not raise; this is the last line of defence
+                self._lose([item.call_index for item in batch], error)
                 continue
-            if outcome.parked:
-                assert outcome.error is not None
-                self.failures.append(outcome.error)
-                self.parked.append(outcome.key)
-            elif outcome.receipt is None:
-                self.duplicates += 1
-            else:
-                self.receipts.append(outcome.receipt)
+            for item, outcome in zip(batch, outcomes, strict=True):
+                self._record(item, outcome)
+
+    def _lose(self, indices: list[int], error: Exception) -> None:
+        logger.critical(
+            "billing: usage report(s) %s of run %s could be neither committed nor kept in the outbox %s",
+            indices,
+            self._run_id,
+            self.outbox_path,
+            exc_info=error,
+        )
+        for index in indices:
+            self.failures.append(error)
+            self.lost.append(f"{self._run_id}/call-index-{index}")
+
+    def _record(self, item: Journaled, outcome: Delivered) -> None:
+        if outcome.lost:
+            assert outcome.error is not None
+            self.failures.append(outcome.error)
+            self.lost.append(f"{self._run_id}/call-index-{item.call_index}")
+        elif outcome.parked:
+            assert outcome.error is not None
+            self.failures.append(outcome.error)
+            self.parked.append(outcome.key)
+        elif outcome.receipt is None:
+            self.duplicates += 1
+        else:
+            self.receipts.append(outcome.receipt)
 
     @property
     def outbox_path(self) -> str:
@@ -95,6 +164,7 @@ class BillingSink:
 
     async def settled(self) -> None:
         """Every fact submitted so far was committed or parked (the in-memory hand-off is empty)."""
+        await asyncio.shield(self._writer)
         await asyncio.shield(self._task)
 
     async def unsettled(self) -> list[str]:
