@@ -3,6 +3,7 @@
 //! with the core's strict JSON reader and every field is checked, so a bad snapshot is a
 //! clear error naming the field, never a half-built graph.
 
+use super::snapshot_json::NODE_KEYS;
 use std::cmp::Reverse;
 
 use super::aggregates::{AggregatesView, MAX_TOKENS_TOTAL};
@@ -141,23 +142,6 @@ const AGG_KEYS: [&str; 10] = [
     "retries_per_root",
     "divergence_emitted_count",
     "total_tokens_out",
-];
-const NODE_KEYS: [&str; 15] = [
-    "node_id",
-    "parent_id",
-    "kind",
-    "name",
-    "start_ts_ms",
-    "end_ts_ms",
-    "status",
-    "model",
-    "retries_used",
-    "cost_usd",
-    "tokens_in",
-    "tokens_out",
-    "stop_reason",
-    "error_class",
-    "metadata",
 ];
 
 const I64_MAX: u64 = i64::MAX as u64;

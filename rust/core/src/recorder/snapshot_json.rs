@@ -8,6 +8,26 @@ use super::node::Node;
 use crate::json::{write_f64, write_i64, write_str, write_u64};
 use crate::value::write_dict;
 
+/// The keys of one node in `snapshot()` / `snapshot_json()`, in order: the layout the bindings build and
+/// `from_snapshot` reads.
+pub const NODE_KEYS: [&str; 15] = [
+    "node_id",
+    "parent_id",
+    "kind",
+    "name",
+    "start_ts_ms",
+    "end_ts_ms",
+    "status",
+    "model",
+    "retries_used",
+    "cost_usd",
+    "tokens_in",
+    "tokens_out",
+    "stop_reason",
+    "error_class",
+    "metadata",
+];
+
 fn write_id(out: &mut Vec<u8>, id: NodeId) {
     let mut buf = [0u8; 24];
     let id = format_id_bytes(id, &mut buf);

@@ -5,6 +5,7 @@ use chainwarden_core::recorder::divergence::DivergenceEvent;
 use chainwarden_core::recorder::graph::{now_ms, Graph, State};
 use chainwarden_core::recorder::ids::{format_id, NodeId};
 use chainwarden_core::recorder::node::Node;
+use chainwarden_core::recorder::snapshot_json::NODE_KEYS;
 use chainwarden_core::recorder::{AggregatesView, Kind, Status};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -20,24 +21,6 @@ struct Keys {
     kinds: [Py<PyString>; 5],
     statuses: [Py<PyString>; 5],
 }
-
-const NODE_KEYS: [&str; 15] = [
-    "node_id",
-    "parent_id",
-    "kind",
-    "name",
-    "start_ts_ms",
-    "end_ts_ms",
-    "status",
-    "model",
-    "retries_used",
-    "cost_usd",
-    "tokens_in",
-    "tokens_out",
-    "stop_reason",
-    "error_class",
-    "metadata",
-];
 
 static KEYS: PyOnceLock<Keys> = PyOnceLock::new();
 
