@@ -52,8 +52,8 @@ wheels-check:
 
 bench: build
 	mkdir -p .benchmarks
-	$(VENV)/bin/pytest benches -q --benchmark-only --benchmark-columns=min,median,rounds \
-		--benchmark-json=.benchmarks/latest.json $(BENCH_ARGS)
+	$(VENV)/bin/pytest $(or $(BENCH_ARGS),benches) -q --benchmark-only --benchmark-columns=min,median,rounds \
+		--benchmark-json=.benchmarks/latest.json
 	$(PY) benches/report.py .benchmarks/latest.json
 
 clean:
