@@ -181,7 +181,7 @@ fn shortest_digits(s: &str, buf: &mut [u8; 32]) -> (usize, i32) {
 /// A value tree the reader can build. Keys of one object come out unique (a repeated key keeps
 /// its first position and its last value).
 pub trait JsonTree: Sized {
-    type Key: From<String> + Eq + std::hash::Hash + Clone;
+    type Key: From<String> + Eq + std::hash::Hash + std::borrow::Borrow<str>;
     fn null() -> Self;
     fn bool(b: bool) -> Self;
     fn int(i: i64) -> Self;
@@ -235,6 +235,36 @@ pub fn read<V: JsonTree>(text: &[u8]) -> Result<V, String> {
         return r.err("trailing data");
     }
     Ok(v)
+}
+
+/// Collapses repeated keys like `json.loads` (the last value wins, at the first key's position) in one
+/// pass with a map of borrowed keys: no key is copied, and an object without repeats is returned as is.
+fn dedup_keys<K: Eq + std::hash::Hash + std::borrow::Borrow<str>, V>(
+    entries: Vec<(K, V)>,
+) -> Vec<(K, V)> {
+    let first: Vec<usize> = {
+        let mut index: FxHashMap<&str, usize> = FxHashMap::default();
+        index.reserve(entries.len());
+        entries
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| *index.entry(k.borrow()).or_insert(i))
+            .collect()
+    };
+    if first.iter().enumerate().all(|(i, &f)| i == f) {
+        return entries;
+    }
+    let mut out: Vec<(K, V)> = Vec::with_capacity(entries.len());
+    let mut slot = vec![usize::MAX; entries.len()];
+    for (i, (k, v)) in entries.into_iter().enumerate() {
+        if first[i] == i {
+            slot[i] = out.len();
+            out.push((k, v));
+        } else {
+            out[slot[first[i]]].1 = v;
+        }
+    }
+    out
 }
 
 struct Reader<'a> {
@@ -308,7 +338,6 @@ impl Reader<'_> {
     fn object<V: JsonTree>(&mut self, depth: usize) -> Result<V, String> {
         self.i += 1;
         let mut entries: Vec<(V::Key, V)> = Vec::new();
-        let mut index: FxHashMap<V::Key, usize> = FxHashMap::default();
         self.ws();
         if self.b.get(self.i) == Some(&b'}') {
             self.i += 1;
@@ -327,28 +356,24 @@ impl Reader<'_> {
             self.i += 1;
             self.ws();
             let v = self.value(depth + 1)?;
+            // Small objects find a repeated key by scanning; large ones are deduplicated once at the end.
             let seen = if entries.len() < SCAN_KEYS {
                 entries.iter().position(|(k, _)| *k == key)
             } else {
-                if index.is_empty() {
-                    index.extend(entries.iter().enumerate().map(|(i, (k, _))| (k.clone(), i)));
-                }
-                index.get(&key).copied()
+                None
             };
             match seen {
                 Some(pos) => entries[pos].1 = v,
-                None => {
-                    if !index.is_empty() {
-                        index.insert(key.clone(), entries.len());
-                    }
-                    entries.push((key, v));
-                }
+                None => entries.push((key, v)),
             }
             self.ws();
             match self.b.get(self.i) {
                 Some(b',') => self.i += 1,
                 Some(b'}') => {
                     self.i += 1;
+                    if entries.len() > SCAN_KEYS {
+                        entries = dedup_keys(entries);
+                    }
                     return Ok(V::object(entries));
                 }
                 _ => return self.err("expected ',' or '}'"),
