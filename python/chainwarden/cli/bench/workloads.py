@@ -9,6 +9,7 @@ import asyncio
 import importlib
 import json
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -174,6 +175,8 @@ def async_batch(make_step: Callable[[], Callable[[], Any]]) -> Batch:
     def batch(k: int) -> int:
         return loop.run_until_complete(run(k))
 
+    # The loop lives as long as its batch, and is closed with it (an unclosed loop warns when collected).
+    weakref.finalize(batch, loop.close)
     return batch
 
 
