@@ -86,7 +86,8 @@ for whl in "${wheels[@]}"; do
         status=1
     fi
     # The installed command, from a directory with nothing of the project in it.
-    (cd "$work" && "$venv/bin/chainwarden" --version && "$venv/bin/chainwarden" demo --only graph >/dev/null) \
+    (cd "$work" && "$venv/bin/chainwarden" --version && "$venv/bin/chainwarden" demo --only graph >/dev/null \
+        && "$venv/bin/chainwarden" bench --quick --json >/dev/null) \
         || { echo "wheels-check: $name: the chainwarden command failed" >&2; status=1; }
     rm -rf "$venv"
     checked=$((checked + 1))

@@ -199,3 +199,10 @@ def test_interleave_subtracts_the_bare_batch_of_the_same_size_every_round() -> N
     # Rotated order, each implementation right after a bare batch of its own size.
     assert sizes[:4] == [("bare", 4), ("a", 4), ("bare", 2), ("b", 2)]
     assert sizes[4:8] == [("bare", 2), ("b", 2), ("bare", 4), ("a", 4)]
+
+
+def test_bench_has_real_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Measure what containment and recording cost on this machine" in out
+    assert "--call MODULE:FUNCTION" in out and "--threshold" in out
