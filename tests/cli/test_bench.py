@@ -206,3 +206,19 @@ def test_bench_has_real_help(capsys: pytest.CaptureFixture[str]) -> None:
     out = " ".join(capsys.readouterr().out.split())
     assert "Measure what containment and recording cost on this machine" in out
     assert "--call MODULE:FUNCTION" in out and "--threshold" in out
+
+
+def test_a_call_that_fails_while_timed_ends_with_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "flaky.py").write_text(
+        "calls = 0\n"
+        "def step():\n"
+        "    global calls\n"
+        "    calls += 1\n"
+        "    if calls > 3:\n"
+        "        raise RuntimeError('the backend went away')\n",
+        encoding="utf-8",
+    )
+    done = bench("--call", "flaky:step", "--rounds", "3", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "--call: flaky:step raised RuntimeError: the backend went away" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -38,9 +38,11 @@ def _split(value: str, allowed: list[str], option: str) -> list[str]:
 def _progress(total: int) -> Iterator[Callable[[str], None]]:
     """A rich progress bar on a terminal; otherwise one plain line on stderr per workload."""
     if sys.stderr.isatty():
-        from rich.progress import Progress  # noqa: PLC0415 - the cli extra
+        from rich.console import Console  # noqa: PLC0415 - the cli extra
+        from rich.progress import Progress  # noqa: PLC0415
 
-        with Progress(transient=True) as bar:
+        # On stderr: stdout holds the table or the JSON alone.
+        with Progress(console=Console(stderr=True), transient=True) as bar:
             task = bar.add_task("bench", total=total)
             yield lambda name: bar.update(task, advance=1, description=name)
         return
@@ -139,7 +141,13 @@ def bench_cmd(
             mem_nodes = 0
     plan = Plan(workloads, peers, rounds or n_rounds, batch_ns, mem_nodes)
     with _progress(steps(plan)) as tick:
-        doc = run(plan, tick)
+        try:
+            doc = run(plan, tick)
+        except Exception as exc:
+            if not call_spec:
+                raise
+            # The user's function ran fine once, then failed while being timed.
+            raise click.ClickException(f"--call: {call_spec} raised {type(exc).__name__}: {exc}") from None
     text = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     if save is not None:
         try:
