@@ -10,7 +10,8 @@
 #   package can only come from site-packages, and the test asserts that it does.
 # - The subset: everything that needs no service and no source tree. Not run here (they run in `make test`):
 #   the PostgreSQL ledger tests (CHAINWARDEN_NO_POSTGRES=1 skips them), tests/cli/test_report_browser.py
-#   (needs chromium and Playwright) and tests/billing/test_one_ledger_writer.py (scans python/ in the tree).
+#   (needs chromium and Playwright), tests/billing/test_one_ledger_writer.py (scans python/ in the tree) and
+#   tests/cli/test_bench_agrees_with_benches.py (runs benches/ with pytest-benchmark).
 # - musllinux wheels cannot be installed by a glibc CPython; they are listed as not installable here (their
 #   tag is confirmed by scripts/check-dist.py).
 set -euo pipefail
@@ -79,12 +80,14 @@ for whl in "${wheels[@]}"; do
     if ! (cd "$tests" && CHAINWARDEN_NO_POSTGRES=1 PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q \
         -p no:cacheprovider -p no:randomly \
         --ignore=tests/cli/test_report_browser.py --ignore=tests/billing/test_one_ledger_writer.py \
+        --ignore=tests/cli/test_bench_agrees_with_benches.py \
         -o addopts="-ra --strict-markers" tests); then
         echo "wheels-check: $name: tests FAILED" >&2
         status=1
     fi
     # The installed command, from a directory with nothing of the project in it.
-    (cd "$work" && "$venv/bin/chainwarden" --version && "$venv/bin/chainwarden" demo --only graph >/dev/null) \
+    (cd "$work" && "$venv/bin/chainwarden" --version && "$venv/bin/chainwarden" demo --only graph >/dev/null \
+        && "$venv/bin/chainwarden" bench --quick --json >/dev/null) \
         || { echo "wheels-check: $name: the chainwarden command failed" >&2; status=1; }
     rm -rf "$venv"
     checked=$((checked + 1))

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from chainwarden import __version__, demo
+from chainwarden.cli.bench.command import bench_cmd
 from chainwarden.cli.console import print_summary
 from chainwarden.cli.html_report import render_html
 from chainwarden.cli.mermaid import run_to_mermaid
@@ -37,6 +38,9 @@ def cli() -> None:
     containment snapshot (`chainwarden.cli.export.context_snapshot_json(ctx.get_snapshot())`) or of a DAG
     (`Graph.to_json()`).
     """
+
+
+cli.add_command(bench_cmd)
 
 
 @cli.command("demo")
