@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from sqlite_locks import write_locked
 
 from chainwarden.billing import LedgerUnavailable, Pricing, SqliteLedger, UsageFact
 
@@ -26,18 +25,6 @@ FACT = UsageFact(
     usage_unit_id="u-1",
     cost_usd=Decimal("0.00001"),
 )
-
-
-@contextmanager
-def write_locked(path: Path) -> Iterator[sqlite3.Connection]:
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
-        yield holder
-    finally:
-        if holder.in_transaction:
-            holder.execute("ROLLBACK")
-        holder.close()
 
 
 def begins(ledger: SqliteLedger) -> list[str]:

@@ -6,16 +6,14 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from runtime_helpers import ScriptedExecutor, request, usage_fact
+from sqlite_locks import write_locked
 
 from chainwarden.billing import (
     BillingUnsettled,
@@ -37,18 +35,6 @@ def scripted(*events: object) -> ScriptedExecutor:
             yield event
 
     return ScriptedExecutor(script)
-
-
-@contextmanager
-def write_locked(path: Path) -> Iterator[sqlite3.Connection]:
-    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
-        yield holder
-    finally:
-        if holder.in_transaction:
-            holder.execute("ROLLBACK")
-        holder.close()
 
 
 def test_a_fact_survives_the_outbox_exactly() -> None:

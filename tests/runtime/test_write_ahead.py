@@ -19,6 +19,7 @@ from pathlib import Path
 from outbox_child import Engine
 from outbox_child import request as child_request
 from runtime_helpers import ScriptedExecutor, request, usage_fact
+from sqlite_locks import write_locked
 
 from chainwarden.billing import Pricing, SqliteLedger
 from chainwarden.billing.outbox import Outbox, process_owner
@@ -35,18 +36,6 @@ def cost(i: int) -> Decimal:
 
 def expected_balance(count: int) -> int:
     return -sum(PRICING.credits_for(cost(i)) for i in range(count))
-
-
-@contextmanager
-def write_locked(path: Path) -> Iterator[sqlite3.Connection]:
-    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
-        yield holder
-    finally:
-        if holder.in_transaction:
-            holder.execute("ROLLBACK")
-        holder.close()
 
 
 def count_rows(path: Path, query: str) -> int:
