@@ -8,7 +8,6 @@
 use chainwarden_core::containment::{
     Contained, Failure, GraphEnd, Limits, Reported, Status, Stop, STOP_REASONS,
 };
-use chainwarden_core::recorder::divergence::DivergenceEvent;
 use chainwarden_core::recorder::ids::{format_id, NodeId};
 use chainwarden_core::recorder::Kind;
 use std::os::raw::c_int;
@@ -167,51 +166,6 @@ impl StopCause {
     fn status(&self) -> CallStatus {
         Stop::from(*self).status().into()
     }
-}
-
-fn divergence_dict<'py>(
-    py: Python<'py>,
-    chain_id: &str,
-    event: DivergenceEvent,
-    name: Option<String>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    match event {
-        DivergenceEvent::Pattern {
-            mode,
-            kind,
-            repeat_count,
-            ..
-        } => {
-            d.set_item("event_type", "divergence_suspected")?;
-            d.set_item("detection_mode", mode.as_str())?;
-            d.set_item("signature", (kind.as_str(), name.unwrap_or_default()))?;
-            d.set_item("repeat_count", repeat_count)?;
-        }
-        DivergenceEvent::CostRate {
-            cost_rate,
-            threshold,
-            node,
-        } => {
-            d.set_item("event_type", "COST_RATE_EXCEEDED")?;
-            d.set_item("cost_rate", cost_rate)?;
-            d.set_item("threshold", threshold)?;
-            d.set_item("node_id", id_string(node))?;
-        }
-        DivergenceEvent::TokenVelocity {
-            token_velocity,
-            threshold,
-            node,
-        } => {
-            d.set_item("event_type", "TOKEN_VELOCITY_EXCEEDED")?;
-            d.set_item("token_velocity", token_velocity)?;
-            d.set_item("threshold", threshold)?;
-            d.set_item("node_id", id_string(node))?;
-        }
-    }
-    d.set_item("severity", "warn")?;
-    d.set_item("chain_id", chain_id)?;
-    Ok(d)
 }
 
 #[pyclass(frozen, module = "chainwarden._core")]
@@ -568,12 +522,13 @@ impl ChainCore {
     }
 
     fn drain_divergence<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        // The call graph's own builder: one shape of event dict everywhere.
         let graph = self.inner.graph();
-        let out = PyList::empty(py);
-        for (event, name) in graph.drain_divergence_events() {
-            out.append(divergence_dict(py, graph.chain_id(), event, name)?)?;
-        }
-        Ok(out)
+        crate::recorder::snapshot::divergence_events(
+            py,
+            graph.chain_id(),
+            graph.drain_divergence_events(),
+        )
     }
 
     fn __len__(&self) -> usize {

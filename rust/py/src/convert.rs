@@ -1,4 +1,5 @@
-//! Argument conversion shared by the bindings: strict number extraction and metadata trees.
+//! The bindings' one Python <-> [`Value`] converter (both engines, one [`Rules`] each) and strict
+//! number extraction.
 
 use chainwarden_core::value::Value;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -24,9 +25,6 @@ pub fn py_str<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
         Bound::from_owned_ptr(py, ptr).cast_into_unchecked()
     }
 }
-
-/// Deep enough for any real metadata, shallow enough to stop a self-referencing dict.
-const MAX_DEPTH: usize = 200;
 
 /// A float argument; ints are accepted, bools and everything else are a TypeError.
 pub fn number(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<f64> {
@@ -63,6 +61,32 @@ pub fn opt_int(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<i
         .map_err(|_| PyValueError::new_err(format!("{field} is out of range: {obj}")))
 }
 
+/// How strict one engine's conversion is (docs/design.md §23). One converter serves both engines; what
+/// differs between them is data, so the two can never drift apart in code.
+pub struct Rules {
+    /// NaN and infinities are refused here (the DAG), or let through for the engine to name their
+    /// path afterwards (the call graph: `Value::non_finite_path`).
+    pub finite_only: bool,
+    /// Tuples come back as tuples (call-graph metadata is returned as given) or become arrays (DAG
+    /// payloads survive a JSON round trip unchanged).
+    pub keep_tuples: bool,
+    /// The exception for a value of the wrong type.
+    pub type_error: fn(Python<'_>, String) -> PyErr,
+    /// The exception for a value of the right type but a bad value (range, depth, encoding).
+    pub value_error: fn(Python<'_>, String) -> PyErr,
+}
+
+/// The call graph's metadata: built-in `TypeError` / `ValueError` like the reference; tuples kept.
+pub const RECORDER: Rules = Rules {
+    finite_only: false,
+    keep_tuples: true,
+    type_error: |_, msg| PyTypeError::new_err(msg),
+    value_error: |_, msg| PyValueError::new_err(msg),
+};
+
+/// Deep enough for any real payload, shallow enough to stop a self-referencing dict.
+pub const MAX_DEPTH: usize = 256;
+
 /// Copies caller metadata into Rust. `None` and `{}` both mean "no metadata".
 pub fn metadata(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Value>> {
     match obj {
@@ -72,71 +96,105 @@ pub fn metadata(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Value>> {
             let dict = o.cast::<PyDict>().map_err(|_| {
                 PyTypeError::new_err(format!(
                     "metadata must be a dict or None, not {}",
-                    o.get_type()
-                        .name()
-                        .map(|n| n.to_string())
-                        .unwrap_or_default()
+                    type_name(o)
                 ))
             })?;
             if dict.is_empty() {
                 return Ok(None);
             }
-            to_value(dict.as_any(), 0).map(Some)
+            to_value(dict.as_any(), "metadata", &RECORDER).map(Some)
         }
     }
 }
 
-fn to_value(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
+/// Lone surrogates cannot be stored as UTF-8: bad input under `rules`, not an encoding crash.
+pub fn utf8(s: &Bound<'_, PyString>, what: &str, rules: &Rules) -> PyResult<String> {
+    s.to_str().map(str::to_owned).map_err(|_| {
+        (rules.value_error)(
+            s.py(),
+            format!("{what} is not valid Unicode (lone surrogate)"),
+        )
+    })
+}
+
+/// A JSON-shaped Python object as a [`Value`], checked against `rules`; `what` names the argument.
+pub fn to_value(obj: &Bound<'_, PyAny>, what: &str, rules: &Rules) -> PyResult<Value> {
+    convert(obj, what, rules, 0)
+}
+
+fn convert(obj: &Bound<'_, PyAny>, what: &str, rules: &Rules, depth: usize) -> PyResult<Value> {
+    let py = obj.py();
     if depth > MAX_DEPTH {
-        return Err(PyValueError::new_err(
-            "metadata is nested too deeply (or refers to itself)",
+        return Err((rules.value_error)(
+            py,
+            format!("{what} is nested too deeply (or refers to itself)"),
         ));
     }
     if obj.is_none() {
         return Ok(Value::Null);
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Value::Str(s.to_str()?.into()));
+        return Ok(Value::Str(utf8(s, what, rules)?));
     }
     if let Ok(b) = obj.cast::<PyBool>() {
         return Ok(Value::Bool(b.is_true()));
     }
     if obj.is_instance_of::<PyInt>() {
         return obj.extract::<i64>().map(Value::Int).map_err(|_| {
-            PyValueError::new_err(format!("metadata integer does not fit in 64 bits: {obj}"))
+            (rules.value_error)(py, format!("{what}: integer out of the 64-bit range"))
         });
     }
     if let Ok(f) = obj.cast::<PyFloat>() {
-        return Ok(Value::Float(f.value()));
+        let v = f.value();
+        if rules.finite_only && !v.is_finite() {
+            return Err((rules.value_error)(
+                py,
+                format!("{what}: NaN and infinities are not JSON"),
+            ));
+        }
+        return Ok(Value::Float(v));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
         let mut entries = Vec::with_capacity(d.len());
         for (k, v) in d.iter() {
-            let key = k.cast::<PyString>().map_err(|_| {
-                PyTypeError::new_err(format!("metadata keys must be str, not {}", type_name(&k)))
-            })?;
-            entries.push((key.to_str()?.into(), to_value(&v, depth + 1)?));
+            let Ok(key) = k.cast::<PyString>() else {
+                return Err((rules.type_error)(
+                    py,
+                    format!("{what}: dict keys must be str, not {}", type_name(&k)),
+                ));
+            };
+            entries.push((
+                utf8(key, what, rules)?,
+                convert(&v, what, rules, depth + 1)?,
+            ));
         }
-        return Ok(Value::Dict(entries));
+        return Ok(Value::Object(entries));
     }
     if let Ok(l) = obj.cast::<PyList>() {
         return l
             .iter()
-            .map(|v| to_value(&v, depth + 1))
+            .map(|v| convert(&v, what, rules, depth + 1))
             .collect::<PyResult<_>>()
-            .map(Value::List);
+            .map(Value::Array);
     }
     if let Ok(t) = obj.cast::<PyTuple>() {
-        return t
+        let items = t
             .iter()
-            .map(|v| to_value(&v, depth + 1))
-            .collect::<PyResult<_>>()
-            .map(Value::Tuple);
+            .map(|v| convert(&v, what, rules, depth + 1))
+            .collect::<PyResult<_>>()?;
+        return Ok(if rules.keep_tuples {
+            Value::Tuple(items)
+        } else {
+            Value::Array(items)
+        });
     }
-    Err(PyTypeError::new_err(format!(
-        "metadata values must be JSON-compatible (dict, list, tuple, str, int, float, bool, None), not {}",
-        type_name(obj)
-    )))
+    Err((rules.type_error)(
+        py,
+        format!(
+            "{what}: {} is not JSON data (dict, list, tuple, str, int, float, bool, None)",
+            type_name(obj)
+        ),
+    ))
 }
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {
@@ -154,9 +212,9 @@ pub fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>>
         Value::Int(i) => i.into_pyobject(py)?.into_any(),
         Value::Float(f) => PyFloat::new(py, *f).into_any(),
         Value::Str(s) => PyString::new(py, s).into_any(),
-        Value::List(items) => PyList::new(py, items_to_py(py, items)?)?.into_any(),
+        Value::Array(items) => to_py_list(py, items)?.into_any(),
         Value::Tuple(items) => PyTuple::new(py, items_to_py(py, items)?)?.into_any(),
-        Value::Dict(entries) => dict_to_py(py, entries)?.into_any(),
+        Value::Object(entries) => dict_to_py(py, entries)?.into_any(),
     })
 }
 
@@ -164,9 +222,13 @@ fn items_to_py<'py>(py: Python<'py>, items: &[Value]) -> PyResult<Vec<Bound<'py,
     items.iter().map(|v| to_py(py, v)).collect()
 }
 
+pub fn to_py_list<'py>(py: Python<'py>, items: &[Value]) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, items_to_py(py, items)?)
+}
+
 pub fn dict_to_py<'py>(
     py: Python<'py>,
-    entries: &[(Box<str>, Value)],
+    entries: &[(String, Value)],
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (k, v) in entries {
@@ -178,7 +240,7 @@ pub fn dict_to_py<'py>(
 /// Metadata as the snapshot shows it: always a (fresh) dict.
 pub fn metadata_to_py<'py>(py: Python<'py>, value: Option<&Value>) -> PyResult<Bound<'py, PyDict>> {
     match value {
-        Some(Value::Dict(entries)) => dict_to_py(py, entries),
+        Some(Value::Object(entries)) => dict_to_py(py, entries),
         _ => Ok(PyDict::new(py)),
     }
 }

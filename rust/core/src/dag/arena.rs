@@ -13,7 +13,7 @@ use super::error::{DagError, DagResult};
 use super::events::Event;
 use super::txn::Txn;
 use super::types::{EdgeType, NodeType, State};
-use super::value::Value;
+use crate::value::Value;
 
 #[derive(Clone, Debug)]
 pub struct Node {

@@ -10,7 +10,7 @@ use super::events::{obj, str_list};
 use super::ids::now;
 use super::preview::derive;
 use super::types::{EdgeType, NodeType, State};
-use super::value::Value;
+use crate::value::Value;
 
 /// Keeps in `merged` only the keys whose value `other` has too, equal; O(|merged| + |other|).
 fn keep_agreed(merged: &mut Value, other: &Value) {

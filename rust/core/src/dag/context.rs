@@ -9,7 +9,7 @@ use std::collections::BinaryHeap;
 
 use super::arena::{Dag, Marks};
 use super::events::obj;
-use super::value::Value;
+use crate::value::Value;
 
 impl Dag {
     /// Arena indexes of the closure of `id`, in context order; empty for an unknown or inactive id.

@@ -6,7 +6,7 @@ use super::events::obj;
 use super::ids::now;
 use super::state::content_key;
 use super::types::{EdgeType, NodeType, State};
-use super::value::Value;
+use crate::value::Value;
 
 /// Arguments of `create_node` / `fork`, already converted from the caller's types.
 #[derive(Clone, Debug, Default)]
@@ -21,7 +21,7 @@ pub struct NodeSpec {
 impl NodeSpec {
     /// Large enough that building the node should run without the GIL (the bindings ask).
     pub fn is_large(&self) -> bool {
-        super::value::any_large([&self.content, &self.input, &self.output, &self.metadata])
+        crate::value::any_large([&self.content, &self.input, &self.output, &self.metadata])
     }
 }
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::arena::Dag;
 use super::types::State;
-use super::value::Value;
+use crate::value::Value;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Event {

@@ -4,7 +4,7 @@ use super::arena::Dag;
 use super::events::obj;
 use super::ids::now;
 use super::types::{EdgeType, NodeType, State};
-use super::value::Value;
+use crate::value::Value;
 
 /// The marker on what leaf repair adds, so it can be told apart from what callers made (docs/design.md §24).
 fn generated_by_leaf_invariant() -> Value {

@@ -9,9 +9,9 @@
 use std::fmt::Write;
 
 use super::arena::{Dag, Node};
-use super::json;
 use super::types::{EdgeType, NodeType};
-use super::value::Value;
+use crate::json;
+use crate::value::Value;
 
 fn mermaid_id(index: u32) -> String {
     format!("N{index}")
@@ -26,7 +26,7 @@ fn snippet(node: &Node) -> String {
     match v {
         None | Some(Value::Null) => String::new(),
         Some(Value::Str(s)) => s.clone(),
-        Some(other) => json::to_string(other),
+        Some(other) => json::to_string(other, json::Layout::Compact),
     }
 }
 
@@ -70,7 +70,12 @@ fn edge_text(dag: &Dag, e: u32) -> String {
             Some(Value::Array(kinds)) if !kinds.is_empty() => {
                 let kinds: Vec<String> = kinds
                     .iter()
-                    .map(|k| k.as_str().map_or_else(|| json::to_string(k), str::to_owned))
+                    .map(|k| {
+                        k.as_str().map_or_else(
+                            || json::to_string(k, json::Layout::Compact),
+                            str::to_owned,
+                        )
+                    })
                     .collect();
                 format!("branch:{}", kinds.join(","))
             }

@@ -12,7 +12,6 @@ mod events;
 mod gating;
 mod ids;
 mod invariants;
-pub mod json;
 mod leaves;
 mod mermaid;
 mod mutations;
@@ -24,8 +23,8 @@ mod records;
 mod state;
 mod txn;
 mod types;
-pub mod value;
 
+pub use crate::value::{Map, Value};
 pub use arena::{Dag, Edge, Node};
 pub use create::NodeSpec;
 pub use error::{DagError, DagResult, ErrorKind};
@@ -35,7 +34,6 @@ pub use mermaid::label as mermaid_label;
 pub use outcome::{Applied, Outcome};
 pub use state::FinishPayload;
 pub use types::{EdgeType, NodeType, State};
-pub use value::{Map, Value};
 
 #[cfg(test)]
 mod tests;

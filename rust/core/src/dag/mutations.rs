@@ -8,7 +8,7 @@ use super::error::{DagError, DagResult};
 use super::events::{obj, str_list};
 use super::ids::now;
 use super::types::{EdgeType, NodeType, State};
-use super::value::Value;
+use crate::value::Value;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ReplaceKind {

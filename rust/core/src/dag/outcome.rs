@@ -5,7 +5,7 @@ use super::error::DagResult;
 use super::ids::now;
 use super::state::FinishPayload;
 use super::types::State;
-use super::value::Value;
+use crate::value::Value;
 
 #[derive(Clone, Debug)]
 pub enum Outcome {

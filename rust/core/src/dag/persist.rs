@@ -5,9 +5,9 @@ use std::sync::Arc;
 use super::arena::{Dag, Edge, Node};
 use super::error::{DagError, DagResult};
 use super::events::{obj, Event};
-use super::json;
 use super::types::{EdgeType, NodeType, State};
-use super::value::Value;
+use crate::json;
+use crate::value::Value;
 
 const FORMAT: &str = "chainwarden.dag";
 const VERSION: i64 = 1;
@@ -89,7 +89,7 @@ impl Dag {
                 Value::Array(self.events.iter().map(Dag::event_record).collect()),
             ),
         ]);
-        json::to_string(&doc)
+        json::to_string(&doc, json::Layout::Compact)
     }
 
     pub fn from_json(text: &str) -> DagResult<Dag> {

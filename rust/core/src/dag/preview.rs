@@ -1,7 +1,7 @@
 //! `output_preview`: a small readable excerpt derived from `output` (docs/dag-rules.md §4.4, docs/design.md §12).
 
-use super::json;
-use super::value::Value;
+use crate::json;
+use crate::value::Value;
 
 pub const PREVIEW_LIMIT: usize = 200;
 
@@ -20,7 +20,10 @@ pub fn truncate_chars(s: &str, limit: usize) -> String {
 fn snippet(v: &Value) -> Value {
     let text = match v {
         Value::Str(s) => truncate_chars(s, PREVIEW_LIMIT),
-        other => truncate_chars(&json::to_string(other), PREVIEW_LIMIT),
+        other => truncate_chars(
+            &json::to_string(other, json::Layout::Compact),
+            PREVIEW_LIMIT,
+        ),
     };
     Value::Str(text)
 }
@@ -50,7 +53,7 @@ pub fn derive(output: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dag::value::obj;
+    use crate::value::obj;
 
     #[test]
     fn priority_content_result_single_json() {

@@ -7,7 +7,7 @@ use super::arena::Dag;
 use super::events::obj;
 use super::ids::now;
 use super::types::{EdgeType, State};
-use super::value::Value;
+use crate::value::Value;
 
 impl Dag {
     pub fn propagate_failures(&mut self) -> Vec<String> {

@@ -2,7 +2,7 @@
 
 use super::arena::{Dag, Edge, Node};
 use super::events::{obj, Event};
-use super::value::Value;
+use crate::value::Value;
 
 fn opt_str(s: &Option<std::sync::Arc<str>>) -> Value {
     s.as_ref()

@@ -4,7 +4,7 @@ use super::arena::Dag;
 use super::error::DagResult;
 use super::ids::now;
 use super::types::{NodeType, State};
-use super::value::Value;
+use crate::value::Value;
 
 /// What a finished node carries; everything optional.
 #[derive(Default, Clone, Debug)]
@@ -17,7 +17,7 @@ pub struct FinishPayload {
 impl FinishPayload {
     /// Large enough that merging it should run without the GIL (the bindings ask).
     pub fn is_large(&self) -> bool {
-        super::value::any_large([&self.content, &self.output, &self.metadata])
+        crate::value::any_large([&self.content, &self.output, &self.metadata])
     }
 }
 

@@ -283,7 +283,7 @@ impl Graph {
     ) -> NodeId {
         st.counter += 1;
         let id = st.counter;
-        let metadata = metadata.filter(|m| !matches!(m, Value::Dict(d) if d.is_empty()));
+        let metadata = metadata.filter(|m| !matches!(m, Value::Object(d) if d.is_empty()));
         let mut node = Node::new(id, parent, now_ms(), kind, name, model);
         node.depth = depth;
         node.status = status;

@@ -15,7 +15,7 @@ use super::node::Node;
 use crate::json;
 use crate::value::Value;
 
-type Entries = [(Box<str>, Value)];
+type Entries = [(String, Value)];
 
 /// A node read from a snapshot, with its metadata and stop reason (kept beside the arena).
 type LoadedNode = (Node, Option<Value>, Option<Box<str>>);
@@ -26,7 +26,7 @@ fn bad(msg: String) -> RecorderError {
 
 /// The entries of a JSON object, checked to hold exactly `keys`.
 fn object<'a>(v: &'a Value, what: &str, keys: &[&str]) -> Result<&'a Entries, RecorderError> {
-    let Value::Dict(entries) = v else {
+    let Value::Object(entries) = v else {
         return Err(bad(format!("{what} must be an object")));
     };
     if let Some((k, _)) = entries.iter().find(|(k, _)| !keys.contains(&&**k)) {
@@ -228,8 +228,8 @@ fn node(
     let error_class = f.opt_str("error_class")?;
     let stop_reason = f.opt_str("stop_reason")?;
     let metadata = match f.get("metadata") {
-        Value::Dict(d) if d.is_empty() => None,
-        m @ Value::Dict(_) => Some(m.clone()),
+        Value::Object(d) if d.is_empty() => None,
+        m @ Value::Object(_) => Some(m.clone()),
         _ => return Err(f.err("metadata", "an object")),
     };
     // Every check is done: only now are names interned (each holds a reference).
@@ -265,7 +265,7 @@ impl Graph {
             .ok_or_else(|| top.err("snapshot_ts_ms", "an integer"))?;
         let root = top.id("root_id")?;
         let agg = aggregates(top.get("aggregates"))?;
-        let Value::Dict(nodes) = top.get("nodes") else {
+        let Value::Object(nodes) = top.get("nodes") else {
             return Err(top.err("nodes", "an object"));
         };
         if root.is_none() && !nodes.is_empty() {

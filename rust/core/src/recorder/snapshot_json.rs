@@ -5,8 +5,12 @@ use super::arena::Extras;
 use super::graph::{now_ms, Graph};
 use super::ids::{format_id_bytes, NodeId};
 use super::node::Node;
-use crate::json::{write_f64, write_i64, write_str, write_u64};
-use crate::value::write_dict;
+use crate::json::{self, write_f64, write_i64, write_u64, Layout};
+
+/// The snapshot's layout is Python's `json.dumps` defaults (docs/design.md §23).
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    json::write_str(out, s, Layout::Python);
+}
 
 /// The keys of one node in `snapshot()` / `snapshot_json()`, in order: the layout the bindings build and
 /// `from_snapshot` reads.
@@ -190,8 +194,8 @@ fn write_node(
     }
     out.extend_from_slice(b", \"metadata\": ");
     match extras.and_then(|e| e.metadata.as_deref()) {
-        Some(m) => m.write_json(out),
-        None => write_dict(out, &[]),
+        Some(m) => json::write_value(out, m, Layout::Python),
+        None => out.extend_from_slice(b"{}"),
     }
     out.push(b'}');
 }

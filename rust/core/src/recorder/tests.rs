@@ -158,7 +158,7 @@ fn divergence_count_is_mirrored_in_aggregates() {
 #[test]
 fn snapshot_json_has_the_documented_shape() {
     let g = graph();
-    let meta = Value::Dict(vec![("q".into(), Value::Str("ünï".into()))]);
+    let meta = Value::Object(vec![("q".into(), Value::Str("ünï".into()))]);
     let root = g.create_root("run", Some(meta)).unwrap();
     let n = child(&g, root, Kind::Llm, "plan");
     g.mark_success(&n, 0.0042, Some(120), Some(80), false)
@@ -214,7 +214,7 @@ fn pruning_frees_slots_names_and_side_tables() {
     let g = capped(100);
     let root = id_string(g.create_root("run", None).unwrap());
     for i in 0..50_000 {
-        let meta = Value::Dict(vec![("i".into(), Value::Int(i))]);
+        let meta = Value::Object(vec![("i".into(), Value::Int(i))]);
         let model = format!("model-{i}");
         let (id, _) = g
             .begin_node(
@@ -321,9 +321,9 @@ fn overflowing_totals_reject_the_call_and_change_nothing() {
 #[test]
 fn non_finite_metadata_is_rejected_before_anything_changes() {
     let g = graph();
-    let bad = Value::Dict(vec![(
+    let bad = Value::Object(vec![(
         "a".into(),
-        Value::List(vec![Value::Float(f64::NAN)]),
+        Value::Array(vec![Value::Float(f64::NAN)]),
     )]);
     let err = g.create_root("run", Some(bad.clone())).unwrap_err();
     assert_eq!(
@@ -359,7 +359,7 @@ fn without_ts(j: &[u8]) -> String {
 #[test]
 fn from_snapshot_round_trips_and_continues_the_counter() {
     let g = capped(5);
-    let meta = Value::Dict(vec![
+    let meta = Value::Object(vec![
         (
             "t".into(),
             Value::Tuple(vec![Value::Float(0.1), Value::Int(-3)]),

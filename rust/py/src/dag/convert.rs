@@ -1,85 +1,30 @@
-//! Python objects <-> payload values. Only JSON-shaped data is accepted, so the graph never holds a
-//! Python object and every payload survives the JSON round trip.
+//! The DAG's arguments: payloads through the bindings' one converter under the DAG's [`Rules`], and
+//! the text / count arguments. Only JSON-shaped data is accepted, so the graph never holds a Python object.
 
 use chainwarden_core::dag::{Node, Value};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyInt, PyString};
 
 use super::errors::invalid;
+use crate::convert::{self, Rules};
+pub use crate::convert::{to_py, to_py_list};
 
-const MAX_DEPTH: usize = 256;
+/// The DAG's payloads (docs/design.md §23): finite floats only, tuples become arrays so every payload
+/// survives `to_json`/`from_json` unchanged, and every refusal is a `DagInvalidArgumentError`.
+pub const DAG: Rules = Rules {
+    finite_only: true,
+    keep_tuples: false,
+    type_error: |py, msg| invalid(py, msg),
+    value_error: |py, msg| invalid(py, msg),
+};
 
-/// Lone surrogates cannot be stored as UTF-8: report them as bad input, not as an encoding crash.
 pub fn utf8(s: &Bound<'_, PyString>, what: &str) -> PyResult<String> {
-    s.to_str().map(str::to_owned).map_err(|_| {
-        invalid(
-            s.py(),
-            format!("{what} is not valid Unicode (lone surrogate)"),
-        )
-    })
+    convert::utf8(s, what, &DAG)
 }
 
 pub fn to_value(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
-    convert(obj, what, 0)
-}
-
-fn convert(obj: &Bound<'_, PyAny>, what: &str, depth: usize) -> PyResult<Value> {
-    let py = obj.py();
-    if depth > MAX_DEPTH {
-        return Err(invalid(py, format!("{what} is nested too deeply")));
-    }
-    if obj.is_none() {
-        return Ok(Value::Null);
-    }
-    if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Value::Str(utf8(s, what)?));
-    }
-    if let Ok(b) = obj.cast::<PyBool>() {
-        return Ok(Value::Bool(b.is_true()));
-    }
-    if obj.cast::<PyInt>().is_ok() {
-        return obj
-            .extract::<i64>()
-            .map(Value::Int)
-            .map_err(|_| invalid(py, format!("{what}: integer out of the 64-bit range")));
-    }
-    if let Ok(f) = obj.cast::<PyFloat>() {
-        let v = f.value();
-        if !v.is_finite() {
-            return Err(invalid(
-                py,
-                format!("{what}: NaN and infinities are not JSON"),
-            ));
-        }
-        return Ok(Value::Float(v));
-    }
-    if let Ok(d) = obj.cast::<PyDict>() {
-        let mut map = Vec::with_capacity(d.len());
-        for (k, v) in d.iter() {
-            let Ok(key) = k.cast::<PyString>() else {
-                return Err(invalid(py, format!("{what}: dict keys must be strings")));
-            };
-            map.push((utf8(key, what)?, convert(&v, what, depth + 1)?));
-        }
-        return Ok(Value::Object(map));
-    }
-    if let Ok(l) = obj.cast::<PyList>() {
-        return l
-            .iter()
-            .map(|v| convert(&v, what, depth + 1))
-            .collect::<PyResult<_>>()
-            .map(Value::Array);
-    }
-    if let Ok(t) = obj.cast::<PyTuple>() {
-        return t
-            .iter()
-            .map(|v| convert(&v, what, depth + 1))
-            .collect::<PyResult<_>>()
-            .map(Value::Array);
-    }
-    let type_name = obj.get_type().name()?.to_string();
-    Err(invalid(py, format!("{what}: {type_name} is not JSON data")))
+    convert::to_value(obj, what, &DAG)
 }
 
 pub fn optional_value(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Value>> {
@@ -129,38 +74,6 @@ pub fn count(obj: &Bound<'_, PyAny>, what: &str, min: usize) -> PyResult<usize> 
         }
     }
     Err(invalid(obj.py(), format!("{what} must be an int >= {min}")))
-}
-
-pub fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match v {
-        Value::Null => py.None().into_bound(py),
-        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-        Value::Int(i) => i.into_pyobject(py)?.into_any(),
-        Value::Float(f) => PyFloat::new(py, *f).into_any(),
-        Value::Str(s) => PyString::new(py, s).into_any(),
-        Value::Array(items) => {
-            let list = PyList::empty(py);
-            for item in items {
-                list.append(to_py(py, item)?)?;
-            }
-            list.into_any()
-        }
-        Value::Object(map) => {
-            let d = PyDict::new(py);
-            for (k, item) in map {
-                d.set_item(k, to_py(py, item)?)?;
-            }
-            d.into_any()
-        }
-    })
-}
-
-pub fn to_py_list<'py>(py: Python<'py>, items: &[Value]) -> PyResult<Bound<'py, PyList>> {
-    let list = PyList::empty(py);
-    for item in items {
-        list.append(to_py(py, item)?)?;
-    }
-    Ok(list)
 }
 
 /// One context entry, built straight from the node so payloads are not cloned on the way; the shape is the

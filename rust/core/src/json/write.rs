@@ -1,0 +1,188 @@
+//! The one JSON writer, in the two layouts of [`Layout`]. Strings are copied in runs between the
+//! bytes that need escaping, found with a lookup table, so ASCII-heavy payloads go at memcpy speed.
+
+use super::float::write_f64;
+use crate::value::Value;
+
+/// Where the call graph and the DAG differ in their JSON text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Python's `json.dumps` defaults: `", "` / `": "` separators, `ensure_ascii=True`
+    /// (the call graph's `snapshot_json`, compared byte for byte with `json.dumps(snapshot())`).
+    Python,
+    /// `json.dumps(v, separators=(",", ":"), ensure_ascii=False)` (the DAG's `to_json`, previews).
+    Compact,
+}
+
+impl Layout {
+    fn item_sep(self) -> &'static [u8] {
+        match self {
+            Layout::Python => b", ",
+            Layout::Compact => b",",
+        }
+    }
+
+    fn key_sep(self) -> &'static [u8] {
+        match self {
+            Layout::Python => b": ",
+            Layout::Compact => b":",
+        }
+    }
+}
+
+/// Per byte: 0 copies it as is; 1 escapes it in both layouts; 2 escapes it only under
+/// `ensure_ascii` (DEL and every byte of a non-ASCII character).
+const CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = if i < 0x20 || i == b'"' as usize || i == b'\\' as usize {
+            1
+        } else if i >= 0x7f {
+            2
+        } else {
+            0
+        };
+        i += 1;
+    }
+    t
+};
+
+/// Appends `s` as a JSON string literal, escaped like CPython's encoder for `layout`.
+pub fn write_str(out: &mut Vec<u8>, s: &str, layout: Layout) {
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    // Non-ASCII bytes are copied as they are unless `ensure_ascii` applies.
+    let copy_non_ascii = layout == Layout::Compact;
+    let mut run_start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let class = CLASS[usize::from(bytes[i])];
+        if class == 0 || (class == 2 && copy_non_ascii) {
+            i += 1;
+            continue;
+        }
+        out.extend_from_slice(&bytes[run_start..i]);
+        if class == 1 {
+            write_ascii_escape(out, bytes[i]);
+            i += 1;
+        } else if bytes[i] == 0x7f {
+            write_u_escape(out, 0x7f);
+            i += 1;
+        } else {
+            // A non-ASCII character under ensure_ascii: its UTF-16 units as \u escapes.
+            let c = s[i..].chars().next().unwrap_or('\u{fffd}');
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                write_u_escape(out, *unit);
+            }
+            i += c.len_utf8();
+        }
+        run_start = i;
+    }
+    out.extend_from_slice(&bytes[run_start..]);
+    out.push(b'"');
+}
+
+fn write_ascii_escape(out: &mut Vec<u8>, b: u8) {
+    match b {
+        b'"' => out.extend_from_slice(b"\\\""),
+        b'\\' => out.extend_from_slice(b"\\\\"),
+        b'\n' => out.extend_from_slice(b"\\n"),
+        b'\r' => out.extend_from_slice(b"\\r"),
+        b'\t' => out.extend_from_slice(b"\\t"),
+        0x08 => out.extend_from_slice(b"\\b"),
+        0x0c => out.extend_from_slice(b"\\f"),
+        _ => write_u_escape(out, u16::from(b)),
+    }
+}
+
+fn write_u_escape(out: &mut Vec<u8>, unit: u16) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.extend_from_slice(&[
+        b'\\',
+        b'u',
+        HEX[usize::from(unit >> 12)],
+        HEX[usize::from((unit >> 8) & 0xf)],
+        HEX[usize::from((unit >> 4) & 0xf)],
+        HEX[usize::from(unit & 0xf)],
+    ]);
+}
+
+pub fn write_i64(out: &mut Vec<u8>, v: i64) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+pub fn write_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+/// Appends `v`; tuples are written as arrays, like `json.dumps` does.
+pub fn write_value(out: &mut Vec<u8>, v: &Value, layout: Layout) {
+    match v {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Int(i) => write_i64(out, *i),
+        Value::Float(f) => write_f64(out, *f),
+        Value::Str(s) => write_str(out, s, layout),
+        Value::Array(items) | Value::Tuple(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(layout.item_sep());
+                }
+                write_value(out, item, layout);
+            }
+            out.push(b']');
+        }
+        Value::Object(entries) => write_object(out, entries, layout),
+    }
+}
+
+/// Appends an object from its entries (also the empty `{}` of absent metadata).
+pub fn write_object(out: &mut Vec<u8>, entries: &[(String, Value)], layout: Layout) {
+    out.push(b'{');
+    for (i, (k, v)) in entries.iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(layout.item_sep());
+        }
+        write_str(out, k, layout);
+        out.extend_from_slice(layout.key_sep());
+        write_value(out, v, layout);
+    }
+    out.push(b'}');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &str, layout: Layout) -> String {
+        let mut out = Vec::new();
+        write_str(&mut out, v, layout);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn strings_match_ensure_ascii() {
+        let p = Layout::Python;
+        assert_eq!(s("plain", p), "\"plain\"");
+        assert_eq!(s("a\"b\\c", p), "\"a\\\"b\\\\c\"");
+        assert_eq!(
+            s("\n\r\t\u{8}\u{c}\u{1}\u{7f}", p),
+            "\"\\n\\r\\t\\b\\f\\u0001\\u007f\""
+        );
+        assert_eq!(s("é", p), "\"\\u00e9\"");
+        assert_eq!(s("x😀y", p), "\"x\\ud83d\\ude00y\"");
+        assert_eq!(s("ab\u{2028}\"", p), "\"ab\\u2028\\\"\"");
+    }
+
+    #[test]
+    fn compact_strings_keep_unicode_and_escape_controls() {
+        let c = Layout::Compact;
+        assert_eq!(s("é😀\u{7f}", c), "\"é😀\u{7f}\"");
+        assert_eq!(s("a\"\\\n\u{1f}", c), "\"a\\\"\\\\\\n\\u001f\"");
+    }
+}
