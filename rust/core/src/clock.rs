@@ -1,8 +1,11 @@
-//! Wall-clock milliseconds since the Unix epoch, read twice per recorded call.
+//! The core's one clock: wall time since the Unix epoch, read through `clock_gettime` directly.
+//! The call graph records milliseconds (twice per call), the DAG seconds as a float, ids take
+//! their time from here too (`crate::ids`).
 
 /// `time.time() * 1000` truncated, as the reference records timestamps.
+/// Seconds and nanoseconds since the epoch; (0, 0) if the clock cannot be read.
 #[cfg(unix)]
-pub fn now_ms() -> i64 {
+fn wall() -> (i64, i64) {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -11,18 +14,30 @@ pub fn now_ms() -> i64 {
     // libc directly skips std's Duration arithmetic, which costs as much as the vDSO read.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
     if rc != 0 {
-        return 0;
+        return (0, 0);
     }
-    ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
+    (ts.tv_sec, ts.tv_nsec)
 }
 
 #[cfg(not(unix))]
-pub fn now_ms() -> i64 {
+fn wall() -> (i64, i64) {
     use std::time::{SystemTime, UNIX_EPOCH};
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+        .map(|d| (d.as_secs() as i64, i64::from(d.subsec_nanos())))
+        .unwrap_or((0, 0))
+}
+
+/// `time.time() * 1000` truncated, as the reference records timestamps (the call graph).
+pub fn now_ms() -> i64 {
+    let (s, ns) = wall();
+    s * 1000 + ns / 1_000_000
+}
+
+/// `time.time()`: seconds as a float (the DAG's timestamps).
+pub fn now() -> f64 {
+    let (s, ns) = wall();
+    s as f64 + ns as f64 / 1e9
 }
 
 #[cfg(test)]
@@ -35,5 +50,10 @@ mod tests {
             .as_millis() as i64;
         let ours = super::now_ms();
         assert!((ours - std_ms).abs() < 1_000, "{ours} vs {std_ms}");
+        let secs = super::now();
+        assert!(
+            (secs * 1000.0 - std_ms as f64).abs() < 1_000.0,
+            "{secs} vs {std_ms}"
+        );
     }
 }

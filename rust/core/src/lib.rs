@@ -5,6 +5,8 @@
 pub mod clock;
 pub mod containment;
 pub mod dag;
+pub mod ids;
 pub mod json;
 pub mod recorder;
 pub mod value;
+pub mod vocab;

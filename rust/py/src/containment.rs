@@ -8,7 +8,7 @@
 use chainwarden_core::containment::{
     Contained, Failure, GraphEnd, Limits, Reported, Status, Stop, STOP_REASONS,
 };
-use chainwarden_core::recorder::ids::{format_id, NodeId};
+use chainwarden_core::ids::{id_string, NodeId};
 use chainwarden_core::recorder::Kind;
 use std::os::raw::c_int;
 
@@ -35,10 +35,6 @@ type RecordTuple = (
     u32,
     Option<String>,
 );
-
-fn id_string(id: NodeId) -> String {
-    format_id(id, &mut [0; 24]).to_owned()
-}
 
 /// The kind of a contained call (the graph has more kinds; a wrap is one of these two).
 #[pyclass(eq, eq_int, frozen, from_py_object, module = "chainwarden._core")]

@@ -7,7 +7,7 @@ use std::time::Instant;
 use parking_lot::Mutex;
 
 use super::record::{Record, Status};
-use crate::recorder::ids::NodeId;
+use crate::ids::NodeId;
 use crate::recorder::RecorderError;
 
 /// Accumulated float costs (ten calls of 0.1) must still reach a ceiling of 1.0.

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::chain::{Chain, CounterSnapshot, Limits, Reported, RetryVerdict, Stop};
 use super::nesting;
 use super::record::{cut_message, Record, Status};
-use crate::recorder::ids::{format_id, NodeId};
+use crate::ids::{format_id, NodeId};
 use crate::recorder::{AggregatesView, Config, Graph, Kind, RecorderError};
 
 /// Graph label of a call without an operation name.

@@ -5,7 +5,7 @@
 
 use std::cell::RefCell;
 
-use crate::recorder::ids::NodeId;
+use crate::ids::NodeId;
 
 thread_local! {
     static OPEN: RefCell<Vec<(u64, NodeId)>> = const { RefCell::new(Vec::new()) };

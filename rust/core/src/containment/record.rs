@@ -1,29 +1,18 @@
 //! What a finished wrap call looks like from outside: its node joined with its outcome.
 
-use crate::recorder::ids::NodeId;
+use crate::ids::NodeId;
 use crate::recorder::Kind;
+use crate::vocab::vocab;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Status {
-    Ok,
-    Halted,
-    Aborted,
-    Timeout,
-    Error,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::Halted => "halted",
-            Status::Aborted => "aborted",
-            Status::Timeout => "timeout",
-            Status::Error => "error",
-        }
-    }
-}
+vocab!(
+    /// How a wrap call ended (docs/design.md §5).
+    Status, "call status", {
+    Ok => "ok",
+    Halted => "halted",
+    Aborted => "aborted",
+    Timeout => "timeout",
+    Error => "error",
+});
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record {

@@ -142,7 +142,7 @@ impl Default for Dag {
 impl Dag {
     pub fn new(graph_id: Option<String>) -> Self {
         Dag {
-            graph_id: graph_id.unwrap_or_else(super::ids::uuid7),
+            graph_id: graph_id.unwrap_or_else(crate::ids::uuid7),
             nodes: Vec::new(),
             edges: Vec::new(),
             hot: Vec::new(),
@@ -312,7 +312,7 @@ impl Dag {
     ) -> Node {
         let preview = super::preview::derive(&output);
         Node {
-            id: Arc::from(id.unwrap_or_else(super::ids::uuid7)),
+            id: Arc::from(id.unwrap_or_else(crate::ids::uuid7)),
             node_type,
             state,
             input,
@@ -345,7 +345,7 @@ impl Dag {
         at: f64,
     ) -> Edge {
         Edge {
-            id: Arc::from(id.unwrap_or_else(super::ids::uuid7)),
+            id: Arc::from(id.unwrap_or_else(crate::ids::uuid7)),
             from,
             to,
             edge_type,

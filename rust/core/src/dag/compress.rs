@@ -7,9 +7,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::arena::Dag;
 use super::error::{DagError, DagResult};
 use super::events::{obj, str_list};
-use super::ids::now;
 use super::preview::derive;
 use super::types::{EdgeType, NodeType, State};
+use crate::clock::now;
 use crate::value::Value;
 
 /// Keeps in `merged` only the keys whose value `other` has too, equal; O(|merged| + |other|).

@@ -3,9 +3,9 @@
 use super::arena::Dag;
 use super::error::{DagError, DagResult};
 use super::events::obj;
-use super::ids::now;
 use super::state::content_key;
 use super::types::{EdgeType, NodeType, State};
+use crate::clock::now;
 use crate::value::Value;
 
 /// Arguments of `create_node` / `fork`, already converted from the caller's types.

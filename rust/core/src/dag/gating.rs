@@ -1,8 +1,8 @@
 //! Gated claiming (docs/dag-rules.md §3.2): ready pending executables become running, smallest ids first.
 
 use super::arena::Dag;
-use super::ids::now;
 use super::types::State;
+use crate::clock::now;
 
 impl Dag {
     /// Ids of active pending executables whose every live blocking parent unblocks them, ascending.

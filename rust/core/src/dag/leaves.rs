@@ -2,8 +2,8 @@
 
 use super::arena::Dag;
 use super::events::obj;
-use super::ids::now;
 use super::types::{EdgeType, NodeType, State};
+use crate::clock::now;
 use crate::value::Value;
 
 /// The marker on what leaf repair adds, so it can be told apart from what callers made (docs/design.md §24).

@@ -6,8 +6,8 @@ use super::arena::Dag;
 use super::create::{check_required_payload, NodeSpec};
 use super::error::{DagError, DagResult};
 use super::events::{obj, str_list};
-use super::ids::now;
 use super::types::{EdgeType, NodeType, State};
+use crate::clock::now;
 use crate::value::Value;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,9 +2,9 @@
 
 use super::arena::Dag;
 use super::error::DagResult;
-use super::ids::now;
 use super::state::FinishPayload;
 use super::types::State;
+use crate::clock::now;
 use crate::value::Value;
 
 #[derive(Clone, Debug)]

@@ -5,8 +5,8 @@
 
 use super::arena::Dag;
 use super::events::obj;
-use super::ids::now;
 use super::types::{EdgeType, State};
+use crate::clock::now;
 use crate::value::Value;
 
 impl Dag {

@@ -2,8 +2,8 @@
 
 use super::arena::Dag;
 use super::error::DagResult;
-use super::ids::now;
 use super::types::{NodeType, State};
+use crate::clock::now;
 use crate::value::Value;
 
 /// What a finished node carries; everything optional.

@@ -2,26 +2,13 @@
 
 use super::error::DagError;
 
-macro_rules! vocab {
-    ($name:ident, $what:literal, { $($variant:ident => $text:literal),+ $(,)? }) => {
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum $name { $($variant),+ }
+use crate::vocab::{vocab, Unknown};
 
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-
-            pub fn parse(s: &str) -> Result<Self, DagError> {
-                match s {
-                    $($text => Ok($name::$variant),)+
-                    _ => Err(DagError::invalid(format!(concat!("unknown ", $what, " {:?}"), s))),
-                }
-            }
-        }
-    };
+/// An unknown word in a DAG argument or document is a `dag.invalid_argument`.
+impl From<Unknown> for DagError {
+    fn from(u: Unknown) -> Self {
+        DagError::invalid(u.to_string())
+    }
 }
 
 vocab!(NodeType, "node type", {
@@ -103,10 +90,10 @@ mod tests {
     #[test]
     fn parse_round_trips() {
         for t in NodeType::ALL {
-            assert_eq!(NodeType::parse(t.as_str()).unwrap(), *t);
+            assert_eq!(NodeType::parse(t.as_str()).unwrap(), t);
         }
         assert_eq!(
-            State::parse("done").unwrap_err().code,
+            DagError::from(State::parse("done").unwrap_err()).code,
             "dag.invalid_argument"
         );
     }

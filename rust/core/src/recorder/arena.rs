@@ -8,8 +8,8 @@
 
 use rustc_hash::FxHashMap;
 
-use super::ids::NodeId;
 use super::node::Node;
+use crate::ids::NodeId;
 use crate::value::Value;
 
 /// Fields most nodes never have, kept out of the node itself.

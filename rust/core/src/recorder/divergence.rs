@@ -3,9 +3,9 @@
 
 use rustc_hash::FxHashSet;
 
-use super::ids::NodeId;
 use super::intern::Sym;
 use super::kind::Kind;
+use crate::ids::NodeId;
 
 const WINDOW: usize = 8;
 

@@ -1,8 +1,8 @@
 //! What a transition tells the caller, so observers and subscribers can be notified after
 //! the graph lock is released.
 
-use super::ids::NodeId;
 use super::kind::{Kind, Status};
+use crate::ids::NodeId;
 use crate::value::Value;
 
 /// A node entered `running` (for `on_node_start`).

@@ -13,10 +13,10 @@ use super::error::{
     finite_metadata, non_negative_finite, non_negative_int, positive_finite, RecorderError,
 };
 use super::events::{Finished, NodeEvent, Started};
-use super::ids::{id_string, parse_id, NodeId};
 use super::intern::{Interner, Sym};
 use super::kind::{Kind, Status};
 use super::node::Node;
+use crate::ids::{id_string, parse_id, NodeId};
 use crate::value::Value;
 
 #[derive(Clone, Debug, PartialEq)]

@@ -9,9 +9,9 @@ use std::cmp::Reverse;
 use super::aggregates::{AggregatesView, MAX_TOKENS_TOTAL};
 use super::error::RecorderError;
 use super::graph::{Config, Graph, State};
-use super::ids::{parse_id, NodeId};
 use super::kind::{Kind, Status};
 use super::node::Node;
+use crate::ids::{parse_id, NodeId};
 use crate::json;
 use crate::value::Value;
 
@@ -190,16 +190,14 @@ fn node(
     if f.str("node_id")? != key {
         return Err(f.err("node_id", "equal to its key"));
     }
-    let kind = Kind::parse(f.str("kind")?).ok_or_else(|| {
+    let kind = Kind::parse(f.str("kind")?).map_err(|_| {
         f.err(
             "kind",
             "one of llm, tool, system, memory_read, memory_write",
         )
     })?;
-    let status = Status::ALL
-        .into_iter()
-        .find(|s| Some(s.as_str()) == f.str("status").ok())
-        .ok_or_else(|| f.err("status", "one of created, running, success, fail, halt"))?;
+    let status = Status::parse(f.str("status")?)
+        .map_err(|_| f.err("status", "one of created, running, success, fail, halt"))?;
     let parent = f.id("parent_id")?;
     match parent {
         None if Some(id) != root => {

@@ -7,7 +7,6 @@ pub mod divergence;
 pub mod error;
 pub mod events;
 pub mod graph;
-pub mod ids;
 pub mod intern;
 pub mod kind;
 mod load;

@@ -3,9 +3,9 @@
 //! `Option` (which would double their width), and the rarely-present text fields (stop
 //! reason, metadata) live beside the arena (see `arena::Extras`).
 
-use super::ids::NodeId;
 use super::intern::Sym;
 use super::kind::{Kind, Status};
+use crate::ids::NodeId;
 
 const NO_I64: i64 = i64::MIN;
 const NO_U64: u64 = u64::MAX;

@@ -3,8 +3,8 @@
 use super::aggregates::AggregatesView;
 use super::arena::Extras;
 use super::graph::{now_ms, Graph};
-use super::ids::{format_id_bytes, NodeId};
 use super::node::Node;
+use crate::ids::{format_id_bytes, NodeId};
 use crate::json::{self, write_f64, write_i64, write_u64, Layout};
 
 /// The snapshot's layout is Python's `json.dumps` defaults (docs/design.md §23).

@@ -1,9 +1,9 @@
 //! Graph-level behaviour: lifecycle, aggregates, pruning and the JSON encoding.
 
 use super::graph::{Config, Graph};
-use super::ids::id_string;
 use super::kind::{Kind, Status};
 use super::RecorderError;
+use crate::ids::id_string;
 use crate::value::Value;
 
 fn graph() -> Graph {

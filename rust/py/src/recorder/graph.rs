@@ -1,7 +1,7 @@
 //! `ExecutionGraph`: the native class users import. Argument checks, hook dispatch and
 //! object creation only; the graph itself is `chainwarden_core::recorder::Graph`.
 
-use chainwarden_core::recorder::ids::parse_id;
+use chainwarden_core::ids::parse_id;
 use chainwarden_core::recorder::{Config, Graph, Kind};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -38,9 +38,11 @@ pub struct ExecutionGraph {
 }
 
 fn kind_arg(kind: &str) -> PyResult<Kind> {
-    Kind::parse(kind).ok_or_else(|| {
+    Kind::parse(kind).map_err(|u| {
+        let expected: Vec<String> = u.expected.iter().map(|t| format!("'{t}'")).collect();
         PyValueError::new_err(format!(
-            "kind must be one of 'llm', 'tool', 'system', 'memory_read', 'memory_write'; got {kind:?}"
+            "kind must be one of {}; got {kind:?}",
+            expected.join(", ")
         ))
     })
 }

@@ -1,7 +1,7 @@
 //! `NodeEvent`: the immutable record handed to subscribers at each terminal transition.
 
+use chainwarden_core::ids::id_string;
 use chainwarden_core::recorder::events;
-use chainwarden_core::recorder::ids::id_string;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 

@@ -1,9 +1,9 @@
 //! Python dicts for `snapshot()`, `node()`, `aggregates()` and divergence events.
 //! Keys and repeated labels are created once and shared; everything mutable is fresh.
 
+use chainwarden_core::ids::{format_id, NodeId};
 use chainwarden_core::recorder::divergence::DivergenceEvent;
 use chainwarden_core::recorder::graph::{now_ms, Graph, State};
-use chainwarden_core::recorder::ids::{format_id, NodeId};
 use chainwarden_core::recorder::node::Node;
 use chainwarden_core::recorder::snapshot_json::NODE_KEYS;
 use chainwarden_core::recorder::{AggregatesView, Kind, Status};

@@ -1,0 +1,152 @@
+//! The core's one id module: the call graph's node ids (`n000001`, also the containment layer's) and
+//! the DAG's UUIDv7 ids.
+//!
+//! UUIDv7 ids must sort in creation order within a process (ordering ties and version lists rely on
+//! it), so the 12-bit `rand_a` field is a counter that keeps going when the clock stands still or steps
+//! back. Wall time comes from the core's one clock (`crate::clock`).
+
+use parking_lot::Mutex;
+
+use crate::clock::now_ms;
+
+/// A call-graph node id: `n` followed by the counter, zero-padded to six digits (`n000001`).
+pub type NodeId = u64;
+
+/// Formats `id` into `buf` and returns the ASCII bytes; no allocation on the hot path.
+pub fn format_id_bytes(id: NodeId, buf: &mut [u8; 24]) -> &[u8] {
+    let mut digits = itoa::Buffer::new();
+    let d = digits.format(id).as_bytes();
+    let pad = 6usize.saturating_sub(d.len());
+    buf[0] = b'n';
+    buf[1..1 + pad].fill(b'0');
+    buf[1 + pad..1 + pad + d.len()].copy_from_slice(d);
+    let len = 1 + pad + d.len();
+    &buf[..len]
+}
+
+pub fn format_id(id: NodeId, buf: &mut [u8; 24]) -> &str {
+    // Only ASCII digits and 'n' were written.
+    std::str::from_utf8(format_id_bytes(id, buf)).unwrap_or_default()
+}
+
+pub fn id_string(id: NodeId) -> String {
+    format_id(id, &mut [0; 24]).to_owned()
+}
+
+/// Parses an id produced by [`format_id`]; any other spelling (`n1`, `n0000001`) is unknown.
+pub fn parse_id(s: &str) -> Option<NodeId> {
+    let b = s.as_bytes();
+    // Hot path: every id below a million has exactly this shape.
+    if b.len() == 7 && b[0] == b'n' {
+        let mut v: u64 = 0;
+        for &c in &b[1..] {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            v = v * 10 + u64::from(d);
+        }
+        return (v > 0).then_some(v);
+    }
+    if b.len() < 7 || b.len() > 21 || b[0] != b'n' {
+        return None;
+    }
+    let digits = &b[1..];
+    if digits.len() > 6 && digits[0] == b'0' {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    (v > 0).then_some(v)
+}
+
+struct Clock {
+    last_ms: u64,
+    counter: u16,
+    rng: u64,
+}
+
+static CLOCK: Mutex<Clock> = Mutex::new(Clock {
+    last_ms: 0,
+    counter: 0,
+    rng: 0,
+});
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+pub fn uuid7() -> String {
+    let wall = u64::try_from(now_ms()).unwrap_or(0);
+    let mut c = CLOCK.lock();
+    if c.rng == 0 {
+        c.rng = wall ^ (u64::from(std::process::id()) << 32) ^ 0x5DEE_CE66_D1CE_5EED;
+    }
+    if wall > c.last_ms {
+        c.last_ms = wall;
+        c.counter = 0;
+    } else if c.counter >= 0x0FFF {
+        // Counter exhausted within one millisecond: borrow from the future to stay monotonic.
+        c.last_ms += 1;
+        c.counter = 0;
+    } else {
+        c.counter += 1;
+    }
+    let ms = c.last_ms;
+    let counter = c.counter;
+    let rand = splitmix(&mut c.rng);
+    drop(c);
+    let hi: u64 = (ms << 16) | 0x7000 | u64::from(counter);
+    let lo: u64 = (rand & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
+    let x = (u128::from(hi) << 64) | u128::from(lo);
+    let h = format!("{x:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_rejects_other_spellings() {
+        for id in [1, 42, 999_999, 1_000_000, 123_456_789] {
+            let s = id_string(id);
+            assert_eq!(parse_id(&s), Some(id), "{s}");
+        }
+        assert_eq!(id_string(1), "n000001");
+        assert_eq!(id_string(1_000_000), "n1000000");
+        for bad in [
+            "", "n", "n1", "n00001", "x000001", "n0000001", "n00000a", "n000000", "n 00001",
+        ] {
+            assert_eq!(parse_id(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn ids_are_version7_and_strictly_increasing() {
+        let mut prev = uuid7();
+        for _ in 0..10_000 {
+            let next = uuid7();
+            assert!(next > prev, "{next} <= {prev}");
+            assert_eq!(next.len(), 36);
+            assert_eq!(&next[14..15], "7");
+            prev = next;
+        }
+    }
+}
