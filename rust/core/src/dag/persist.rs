@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use super::arena::{Dag, Edge, Node};
 use super::error::{DagError, DagResult};
-use super::events::{obj, Event};
+use super::events::Event;
+use super::records::{Field, RecordSink};
 use super::types::{EdgeType, NodeType, State};
 use crate::json;
 use crate::value::Value;
@@ -70,26 +71,69 @@ fn array<'a>(v: &'a Value, key: &str) -> DagResult<&'a [Value]> {
     }
 }
 
+const COMPACT: json::Layout = json::Layout::Compact;
+
+/// Writes records as JSON objects into `out`, one field at a time.
+struct JsonSink {
+    out: Vec<u8>,
+    first: bool,
+}
+
+impl JsonSink {
+    fn array<T>(&mut self, items: &[T], mut visit: impl FnMut(&mut JsonSink, &T)) {
+        self.out.push(b'[');
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            self.out.push(b'{');
+            self.first = true;
+            visit(self, item);
+            self.out.push(b'}');
+        }
+        self.out.push(b']');
+    }
+}
+
+impl RecordSink for JsonSink {
+    fn field(&mut self, key: &'static str, value: Field<'_>) {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        json::write_str(&mut self.out, key, COMPACT);
+        self.out.push(b':');
+        let out = &mut self.out;
+        match value {
+            Field::Str(s) | Field::OptStr(Some(s)) => json::write_str(out, s, COMPACT),
+            Field::Float(f) | Field::OptFloat(Some(f)) => json::write_f64(out, f),
+            Field::OptStr(None) | Field::OptFloat(None) => out.extend_from_slice(b"null"),
+            Field::Value(v) => json::write_value(out, v, COMPACT),
+        }
+    }
+}
+
 impl Dag {
+    /// The whole graph as compact JSON, written straight from the arena (no intermediate tree).
     pub fn to_json(&self) -> String {
-        let doc = obj(vec![
-            ("format", Value::Str(FORMAT.into())),
-            ("version", Value::Int(VERSION)),
-            ("graph_id", Value::Str(self.graph_id.clone())),
-            (
-                "nodes",
-                Value::Array(self.nodes.iter().map(|n| self.node_record(n)).collect()),
-            ),
-            (
-                "edges",
-                Value::Array(self.edges.iter().map(|e| self.edge_record(e)).collect()),
-            ),
-            (
-                "events",
-                Value::Array(self.events.iter().map(Dag::event_record).collect()),
-            ),
-        ]);
-        json::to_string(&doc, json::Layout::Compact)
+        let mut w = JsonSink {
+            out: Vec::with_capacity(64 + self.nodes.len() * 512 + self.edges.len() * 256),
+            first: true,
+        };
+        w.out.extend_from_slice(b"{\"format\":");
+        json::write_str(&mut w.out, FORMAT, COMPACT);
+        w.out.extend_from_slice(b",\"version\":");
+        json::write_i64(&mut w.out, VERSION);
+        w.out.extend_from_slice(b",\"graph_id\":");
+        json::write_str(&mut w.out, &self.graph_id, COMPACT);
+        w.out.extend_from_slice(b",\"nodes\":");
+        w.array(&self.nodes, |w, n| self.visit_node(n, w));
+        w.out.extend_from_slice(b",\"edges\":");
+        w.array(&self.edges, |w, e| self.visit_edge(e, w));
+        w.out.extend_from_slice(b",\"events\":");
+        w.array(&self.events, |w, e| Dag::visit_event(e, w));
+        w.out.push(b'}');
+        json::into_string(w.out)
     }
 
     pub fn from_json(text: &str) -> DagResult<Dag> {

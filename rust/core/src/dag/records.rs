@@ -1,62 +1,96 @@
 //! Nodes, edges and events as plain records (the dict shapes of the API and of the JSON file).
 
 use super::arena::{Dag, Edge, Node};
-use super::events::{obj, Event};
+use super::events::Event;
 use crate::value::Value;
 
-fn opt_str(s: &Option<std::sync::Arc<str>>) -> Value {
-    s.as_ref()
-        .map_or(Value::Null, |s| Value::Str(s.to_string()))
+/// One field of a record, borrowed from the graph.
+pub enum Field<'a> {
+    Str(&'a str),
+    OptStr(Option<&'a str>),
+    Float(f64),
+    OptFloat(Option<f64>),
+    Value(&'a Value),
 }
 
-fn opt_f64(f: Option<f64>) -> Value {
-    f.map_or(Value::Null, Value::Float)
+/// Where a record's fields go: a [`Value`] (the API's dicts) or JSON text (`to_json`). The record
+/// shapes are written once, in the `visit_*` functions below, for both.
+pub trait RecordSink {
+    fn field(&mut self, key: &'static str, value: Field<'_>);
+}
+
+/// Builds the record as a [`Value`] object.
+struct ValueSink(Vec<(String, Value)>);
+
+impl RecordSink for ValueSink {
+    fn field(&mut self, key: &'static str, value: Field<'_>) {
+        let v = match value {
+            Field::Str(s) => Value::Str(s.to_owned()),
+            Field::OptStr(s) => s.map_or(Value::Null, |s| Value::Str(s.to_owned())),
+            Field::Float(f) => Value::Float(f),
+            Field::OptFloat(f) => f.map_or(Value::Null, Value::Float),
+            Field::Value(v) => v.clone(),
+        };
+        self.0.push((key.to_owned(), v));
+    }
+}
+
+fn record(fields: usize, visit: impl FnOnce(&mut ValueSink)) -> Value {
+    let mut sink = ValueSink(Vec::with_capacity(fields));
+    visit(&mut sink);
+    Value::Object(sink.0)
 }
 
 impl Dag {
+    pub fn visit_node(&self, node: &Node, s: &mut impl RecordSink) {
+        s.field("node_id", Field::Str(&node.id));
+        s.field("node_type", Field::Str(node.node_type.as_str()));
+        s.field("state", Field::Str(node.state.as_str()));
+        s.field("input", Field::Value(&node.input));
+        s.field("output", Field::Value(&node.output));
+        s.field("output_preview", Field::Value(&node.output_preview));
+        s.field("metadata", Field::Value(&node.metadata));
+        s.field("retry_of_id", Field::OptStr(node.retry_of_id.as_deref()));
+        s.field(
+            "compressed_by_id",
+            Field::OptStr(node.compressed_by_id.as_deref()),
+        );
+        s.field("compressed_at", Field::OptFloat(node.compressed_at));
+        s.field("started_at", Field::OptFloat(node.started_at));
+        s.field("finished_at", Field::OptFloat(node.finished_at));
+        s.field("created_at", Field::Float(node.created_at));
+    }
+
+    pub fn visit_edge(&self, edge: &Edge, s: &mut impl RecordSink) {
+        s.field("edge_id", Field::Str(&edge.id));
+        s.field(
+            "from_node_id",
+            Field::Str(&self.nodes[edge.from as usize].id),
+        );
+        s.field("to_node_id", Field::Str(&self.nodes[edge.to as usize].id));
+        s.field("edge_type", Field::Str(edge.edge_type.as_str()));
+        s.field("metadata", Field::Value(&edge.metadata));
+        s.field("compressed_at", Field::OptFloat(edge.compressed_at));
+        s.field("created_at", Field::Float(edge.created_at));
+    }
+
+    pub fn visit_event(event: &Event, s: &mut impl RecordSink) {
+        s.field("event_type", Field::Str(&event.event_type));
+        s.field("subject_id", Field::Str(&event.subject_id));
+        s.field("particulars", Field::Value(&event.particulars));
+        s.field("created_at", Field::Float(event.created_at));
+    }
+
     pub fn node_record(&self, node: &Node) -> Value {
-        obj(vec![
-            ("node_id", Value::Str(node.id.to_string())),
-            ("node_type", Value::Str(node.node_type.as_str().into())),
-            ("state", Value::Str(node.state.as_str().into())),
-            ("input", node.input.clone()),
-            ("output", node.output.clone()),
-            ("output_preview", node.output_preview.clone()),
-            ("metadata", node.metadata.clone()),
-            ("retry_of_id", opt_str(&node.retry_of_id)),
-            ("compressed_by_id", opt_str(&node.compressed_by_id)),
-            ("compressed_at", opt_f64(node.compressed_at)),
-            ("started_at", opt_f64(node.started_at)),
-            ("finished_at", opt_f64(node.finished_at)),
-            ("created_at", Value::Float(node.created_at)),
-        ])
+        record(13, |s| self.visit_node(node, s))
     }
 
     pub fn edge_record(&self, edge: &Edge) -> Value {
-        obj(vec![
-            ("edge_id", Value::Str(edge.id.to_string())),
-            (
-                "from_node_id",
-                Value::Str(self.nodes[edge.from as usize].id.to_string()),
-            ),
-            (
-                "to_node_id",
-                Value::Str(self.nodes[edge.to as usize].id.to_string()),
-            ),
-            ("edge_type", Value::Str(edge.edge_type.as_str().into())),
-            ("metadata", edge.metadata.clone()),
-            ("compressed_at", opt_f64(edge.compressed_at)),
-            ("created_at", Value::Float(edge.created_at)),
-        ])
+        record(7, |s| self.visit_edge(edge, s))
     }
 
     pub fn event_record(event: &Event) -> Value {
-        obj(vec![
-            ("event_type", Value::Str(event.event_type.clone())),
-            ("subject_id", Value::Str(event.subject_id.to_string())),
-            ("particulars", event.particulars.clone()),
-            ("created_at", Value::Float(event.created_at)),
-        ])
+        record(4, |s| Dag::visit_event(event, s))
     }
 
     /// Records sorted by id; the active view hides archived nodes and edges that are not live.

@@ -58,6 +58,14 @@ pub fn write_str(out: &mut Vec<u8>, s: &str, layout: Layout) {
     let mut run_start = 0;
     let mut i = 0;
     while i < bytes.len() {
+        // Eight plain bytes at a time: most text has nothing to escape.
+        if let Some(chunk) = bytes.get(i..i + 8) {
+            let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+            if !needs_escape(word, copy_non_ascii) {
+                i += 8;
+                continue;
+            }
+        }
         let class = CLASS[usize::from(bytes[i])];
         if class == 0 || (class == 2 && copy_non_ascii) {
             i += 1;
@@ -83,6 +91,24 @@ pub fn write_str(out: &mut Vec<u8>, s: &str, layout: Layout) {
     }
     out.extend_from_slice(&bytes[run_start..]);
     out.push(b'"');
+}
+
+/// True when any byte of `word` may need escaping: a control byte, `"`, `\\`, or (under
+/// `ensure_ascii`) DEL and non-ASCII. A false positive only sends the chunk to the exact per-byte path.
+#[inline]
+fn needs_escape(word: u64, copy_non_ascii: bool) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH != 0;
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH != 0;
+    let special = below_space
+        || has_zero(word ^ (ONES * u64::from(b'"')))
+        || has_zero(word ^ (ONES * u64::from(b'\\')));
+    if copy_non_ascii {
+        special
+    } else {
+        special || word & HIGH != 0 || has_zero(word ^ (ONES * 0x7f))
+    }
 }
 
 fn write_ascii_escape(out: &mut Vec<u8>, b: u8) {
@@ -177,6 +203,46 @@ mod tests {
         assert_eq!(s("é", p), "\"\\u00e9\"");
         assert_eq!(s("x😀y", p), "\"x\\ud83d\\ude00y\"");
         assert_eq!(s("ab\u{2028}\"", p), "\"ab\\u2028\\\"\"");
+    }
+
+    #[test]
+    fn long_runs_take_the_word_path_and_stay_exact() {
+        let p = Layout::Python;
+        let c = Layout::Compact;
+        let text = "abcdefghijklmnopqrstuvwxyz0123456789";
+        assert_eq!(s(text, p), format!("\"{text}\""));
+        for (i, special) in ["\"", "\\", "\n", "\u{1f}", "é", "\u{7f}"]
+            .iter()
+            .enumerate()
+        {
+            let at = format!("{}{special}{}", &text[..i * 5 + 1], &text[i * 5 + 1..]);
+            let want_c: String = serde_like(&at, false);
+            let want_p: String = serde_like(&at, true);
+            assert_eq!(s(&at, c), want_c, "{at:?}");
+            assert_eq!(s(&at, p), want_p, "{at:?}");
+        }
+    }
+
+    /// A plain char-by-char reference encoder.
+    fn serde_like(text: &str, ascii: bool) -> String {
+        let mut out = String::from("\"");
+        for ch in text.chars() {
+            match ch {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c if ascii && (c as u32) >= 0x7f => {
+                    let mut units = [0u16; 2];
+                    for u in c.encode_utf16(&mut units) {
+                        out.push_str(&format!("\\u{u:04x}"));
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
     }
 
     #[test]
