@@ -17,21 +17,27 @@ fn bad(what: impl Into<String>) -> DagError {
     DagError::invalid(format!("invalid graph JSON: {}", what.into()))
 }
 
-fn field<'a>(v: &'a Value, key: &str) -> DagResult<&'a Value> {
-    v.get(key).ok_or_else(|| bad(format!("missing {key:?}")))
+/// Moves `key`'s value out of a record (the document is consumed, so payloads are never copied).
+fn field(v: &mut Value, key: &str) -> DagResult<Value> {
+    let slot = match v {
+        Value::Object(m) => m.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
+        _ => None,
+    };
+    slot.map(|v| std::mem::replace(v, Value::Null))
+        .ok_or_else(|| bad(format!("missing {key:?}")))
 }
 
-fn string(v: &Value, key: &str) -> DagResult<String> {
+fn string(v: &mut Value, key: &str) -> DagResult<String> {
     match field(v, key)? {
-        Value::Str(s) if !s.is_empty() => Ok(s.clone()),
+        Value::Str(s) if !s.is_empty() => Ok(s),
         _ => Err(bad(format!("{key:?} must be a non-empty string"))),
     }
 }
 
-fn opt_string(v: &Value, key: &str) -> DagResult<Option<String>> {
+fn opt_string(v: &mut Value, key: &str) -> DagResult<Option<String>> {
     match field(v, key)? {
         Value::Null => Ok(None),
-        Value::Str(s) => Ok(Some(s.clone())),
+        Value::Str(s) => Ok(Some(s)),
         _ => Err(bad(format!("{key:?} must be a string or null"))),
     }
 }
@@ -44,27 +50,27 @@ fn number(v: &Value) -> Option<f64> {
     }
 }
 
-fn time(v: &Value, key: &str) -> DagResult<f64> {
-    number(field(v, key)?).ok_or_else(|| bad(format!("{key:?} must be a number")))
+fn time(v: &mut Value, key: &str) -> DagResult<f64> {
+    number(&field(v, key)?).ok_or_else(|| bad(format!("{key:?} must be a number")))
 }
 
-fn opt_time(v: &Value, key: &str) -> DagResult<Option<f64>> {
+fn opt_time(v: &mut Value, key: &str) -> DagResult<Option<f64>> {
     match field(v, key)? {
         Value::Null => Ok(None),
-        other => number(other)
+        other => number(&other)
             .map(Some)
             .ok_or_else(|| bad(format!("{key:?} must be a number or null"))),
     }
 }
 
-fn object(v: &Value, key: &str) -> DagResult<Value> {
+fn object(v: &mut Value, key: &str) -> DagResult<Value> {
     match field(v, key)? {
-        o @ Value::Object(_) => Ok(o.clone()),
+        o @ Value::Object(_) => Ok(o),
         _ => Err(bad(format!("{key:?} must be an object"))),
     }
 }
 
-fn array<'a>(v: &'a Value, key: &str) -> DagResult<&'a [Value]> {
+fn array(v: &mut Value, key: &str) -> DagResult<Vec<Value>> {
     match field(v, key)? {
         Value::Array(a) => Ok(a),
         _ => Err(bad(format!("{key:?} must be an array"))),
@@ -137,49 +143,49 @@ impl Dag {
     }
 
     pub fn from_json(text: &str) -> DagResult<Dag> {
-        let doc = json::parse(text).map_err(bad)?;
+        let mut doc = json::parse(text).map_err(bad)?;
         if doc.get("format").and_then(Value::as_str) != Some(FORMAT) {
             return Err(bad("not a chainwarden.dag document"));
         }
         if doc.get("version") != Some(&Value::Int(VERSION)) {
             return Err(bad("unsupported version"));
         }
-        let mut dag = Dag::new(Some(string(&doc, "graph_id")?));
-        for rec in array(&doc, "nodes")? {
-            let id = string(rec, "node_id")?;
+        let mut dag = Dag::new(Some(string(&mut doc, "graph_id")?));
+        for mut rec in array(&mut doc, "nodes")? {
+            let id = string(&mut rec, "node_id")?;
             if dag.node_index.contains_key(id.as_str()) {
                 return Err(bad(format!("duplicate node id {id:?}")));
             }
             let node = Node {
                 id: Arc::from(id),
-                node_type: NodeType::parse(&string(rec, "node_type")?)?,
-                state: State::parse(&string(rec, "state")?)?,
-                input: object(rec, "input")?,
-                output: object(rec, "output")?,
-                output_preview: object(rec, "output_preview")?,
-                metadata: object(rec, "metadata")?,
-                retry_of_id: opt_string(rec, "retry_of_id")?.map(Arc::from),
-                compressed_by_id: opt_string(rec, "compressed_by_id")?.map(Arc::from),
-                compressed_at: opt_time(rec, "compressed_at")?,
-                started_at: opt_time(rec, "started_at")?,
-                finished_at: opt_time(rec, "finished_at")?,
-                created_at: time(rec, "created_at")?,
+                node_type: NodeType::parse(&string(&mut rec, "node_type")?)?,
+                state: State::parse(&string(&mut rec, "state")?)?,
+                input: object(&mut rec, "input")?,
+                output: object(&mut rec, "output")?,
+                output_preview: object(&mut rec, "output_preview")?,
+                metadata: object(&mut rec, "metadata")?,
+                retry_of_id: opt_string(&mut rec, "retry_of_id")?.map(Arc::from),
+                compressed_by_id: opt_string(&mut rec, "compressed_by_id")?.map(Arc::from),
+                compressed_at: opt_time(&mut rec, "compressed_at")?,
+                started_at: opt_time(&mut rec, "started_at")?,
+                finished_at: opt_time(&mut rec, "finished_at")?,
+                created_at: time(&mut rec, "created_at")?,
                 blockers: 0,
                 failed_deps: 0,
                 out_blocking: 0,
             };
             dag.push_node(node);
         }
-        for rec in array(&doc, "edges")? {
-            let id = string(rec, "edge_id")?;
+        for mut rec in array(&mut doc, "edges")? {
+            let id = string(&mut rec, "edge_id")?;
             if dag.edge_index.contains_key(id.as_str()) {
                 return Err(bad(format!("duplicate edge id {id:?}")));
             }
             let from = dag
-                .idx(&string(rec, "from_node_id")?)
+                .idx(&string(&mut rec, "from_node_id")?)
                 .map_err(|e| bad(e.message))?;
             let to = dag
-                .idx(&string(rec, "to_node_id")?)
+                .idx(&string(&mut rec, "to_node_id")?)
                 .map_err(|e| bad(e.message))?;
             if from == to {
                 return Err(bad(format!("edge {id:?} is a self-loop")));
@@ -188,19 +194,19 @@ impl Dag {
                 id: Arc::from(id),
                 from,
                 to,
-                edge_type: EdgeType::parse(&string(rec, "edge_type")?)?,
-                metadata: object(rec, "metadata")?,
-                compressed_at: opt_time(rec, "compressed_at")?,
-                created_at: time(rec, "created_at")?,
+                edge_type: EdgeType::parse(&string(&mut rec, "edge_type")?)?,
+                metadata: object(&mut rec, "metadata")?,
+                compressed_at: opt_time(&mut rec, "compressed_at")?,
+                created_at: time(&mut rec, "created_at")?,
             };
             dag.push_edge(edge);
         }
-        for rec in array(&doc, "events")? {
+        for mut rec in array(&mut doc, "events")? {
             dag.events.push(Event {
-                event_type: string(rec, "event_type")?,
-                subject_id: Arc::from(string(rec, "subject_id")?),
-                particulars: field(rec, "particulars")?.clone(),
-                created_at: time(rec, "created_at")?,
+                event_type: string(&mut rec, "event_type")?,
+                subject_id: Arc::from(string(&mut rec, "subject_id")?),
+                particulars: field(&mut rec, "particulars")?,
+                created_at: time(&mut rec, "created_at")?,
             });
         }
         if !dag.active_is_acyclic() {

@@ -228,6 +228,14 @@ impl Reader<'_> {
         let mut out = String::new();
         loop {
             let start = self.i;
+            // Eight plain bytes at a time (the writer's test: no quote, backslash or control byte).
+            while let Some(chunk) = self.b.get(self.i..self.i + 8) {
+                let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+                if super::write::needs_escape(word, true) {
+                    break;
+                }
+                self.i += 8;
+            }
             while let Some(&c) = self.b.get(self.i) {
                 if c == b'"' || c == b'\\' || c < 0x20 {
                     break;

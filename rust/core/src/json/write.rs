@@ -96,7 +96,7 @@ pub fn write_str(out: &mut Vec<u8>, s: &str, layout: Layout) {
 /// True when any byte of `word` may need escaping: a control byte, `"`, `\\`, or (under
 /// `ensure_ascii`) DEL and non-ASCII. A false positive only sends the chunk to the exact per-byte path.
 #[inline]
-fn needs_escape(word: u64, copy_non_ascii: bool) -> bool {
+pub(super) fn needs_escape(word: u64, copy_non_ascii: bool) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH != 0;
