@@ -294,10 +294,9 @@ impl Dag {
         });
         self.out_adj[edge.from as usize].push(i);
         self.in_adj[edge.to as usize].push(i);
-        self.dirty.push(edge.from);
-        self.dirty.push(edge.to);
         self.edges.push(edge);
         self.txn.log_edge_added();
+        self.count_new_edge(i);
         i
     }
 

@@ -4,7 +4,7 @@
 //! or archived, nodes archived, rollbacks) mark nodes dirty and `flush` recomputes them from their
 //! neighbourhood. Both paths converge on what `refresh` computes from scratch, which the invariant check uses.
 
-use super::arena::Dag;
+use super::arena::{Dag, EdgeHot};
 use super::types::{EdgeType, NodeType, State};
 
 impl Dag {
@@ -33,6 +33,30 @@ impl Dag {
         node.failed_deps = failed;
         node.out_blocking = out;
         self.update_sets(n);
+    }
+
+    /// Adds a new edge to its endpoints' counters by delta: recounting the source's out-edges would make a
+    /// fan-out of k children cost O(k²). A node that is dirty gets recomputed later anyway.
+    pub(crate) fn count_new_edge(&mut self, e: u32) {
+        if !self.is_live(e) {
+            return;
+        }
+        let EdgeHot {
+            from,
+            to,
+            edge_type,
+            ..
+        } = self.hot[e as usize];
+        if !edge_type.is_blocking() {
+            return;
+        }
+        let parent = self.nodes[from as usize].state;
+        self.nodes[from as usize].out_blocking += 1;
+        let child = &mut self.nodes[to as usize];
+        child.blockers += u32::from(!edge_type.unblocks(parent));
+        child.failed_deps += u32::from(edge_type == EdgeType::Dependency && parent.is_failed());
+        self.update_sets(from);
+        self.update_sets(to);
     }
 
     pub(crate) fn update_sets(&mut self, n: u32) {

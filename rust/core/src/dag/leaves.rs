@@ -1,7 +1,7 @@
 //! Leaf detection and repair (docs/dag-rules.md §5): every active causal leaf is an agent_message or still in flight.
 
 use super::arena::Dag;
-use super::events::obj;
+use super::events::{obj, Particulars};
 use super::ids::now;
 use super::types::{EdgeType, NodeType, State};
 use super::value::Value;
@@ -59,12 +59,7 @@ impl Dag {
             );
             self.push_edge(edge);
             let child_id = self.nodes[child as usize].id.clone();
-            self.record(
-                "leaf_invariant_repaired",
-                &child_id,
-                obj(vec![("leaf_node_id", Value::Str(leaf_id.to_string()))]),
-                at,
-            );
+            self.record_typed(&child_id, Particulars::LeafRepaired { leaf: leaf_id }, at);
             added.push(child_id.to_string());
         }
         self.flush();

@@ -29,7 +29,7 @@ pub mod value;
 pub use arena::{Dag, Edge, Node};
 pub use create::NodeSpec;
 pub use error::{DagError, DagResult, ErrorKind};
-pub use events::Event;
+pub use events::{Event, Particulars};
 pub use ids::{now, uuid7};
 pub use mermaid::label as mermaid_label;
 pub use outcome::{Applied, Outcome};

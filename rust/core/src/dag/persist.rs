@@ -152,12 +152,12 @@ impl Dag {
             dag.push_edge(edge);
         }
         for rec in array(&doc, "events")? {
-            dag.events.push(Event {
-                event_type: string(rec, "event_type")?,
-                subject_id: Arc::from(string(rec, "subject_id")?),
-                particulars: field(rec, "particulars")?.clone(),
-                created_at: time(rec, "created_at")?,
-            });
+            dag.events.push(Event::loaded(
+                &string(rec, "event_type")?,
+                Arc::from(string(rec, "subject_id")?),
+                field(rec, "particulars")?.clone(),
+                time(rec, "created_at")?,
+            ));
         }
         if !dag.active_is_acyclic() {
             return Err(bad("the active graph has a cycle"));

@@ -1,8 +1,7 @@
 //! Python objects <-> payload values. Only JSON-shaped data is accepted, so the graph never holds a
 //! Python object and every payload survives the JSON round trip.
 
-use chainwarden_core::dag::{Node, Value};
-use pyo3::intern;
+use chainwarden_core::dag::Value;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
@@ -161,35 +160,4 @@ pub fn to_py_list<'py>(py: Python<'py>, items: &[Value]) -> PyResult<Bound<'py, 
         list.append(to_py(py, item)?)?;
     }
     Ok(list)
-}
-
-/// One context entry, built straight from the node so payloads are not cloned on the way; the shape is the
-/// one `Dag::context_entry` defines (docs/dag-rules.md §4.3).
-pub fn context_entry<'py>(
-    py: Python<'py>,
-    node: &Node,
-    full: bool,
-) -> PyResult<Bound<'py, PyDict>> {
-    let payload = PyDict::new(py);
-    payload.set_item(intern!(py, "input"), to_py(py, &node.input)?)?;
-    payload.set_item(
-        intern!(py, "output_preview"),
-        to_py(py, &node.output_preview)?,
-    )?;
-    if full {
-        payload.set_item(intern!(py, "output"), to_py(py, &node.output)?)?;
-    }
-    let entry = PyDict::new(py);
-    entry.set_item(intern!(py, "node_id"), &*node.id)?;
-    entry.set_item(
-        intern!(py, "node_type"),
-        PyString::intern(py, node.node_type.as_str()),
-    )?;
-    entry.set_item(
-        intern!(py, "state"),
-        PyString::intern(py, node.state.as_str()),
-    )?;
-    entry.set_item(intern!(py, "payload"), payload)?;
-    entry.set_item(intern!(py, "metadata"), to_py(py, &node.metadata)?)?;
-    Ok(entry)
 }

@@ -1,6 +1,6 @@
 //! `DagEngine`: the native graph, one lock per graph, the GIL released around traversals.
 
-use chainwarden_core::dag::{Dag, DagResult, Outcome, Value};
+use chainwarden_core::dag::{Dag, DagResult, Outcome};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
@@ -368,8 +368,7 @@ impl DagEngine {
         py: Python<'py>,
         include_compressed: bool,
     ) -> PyResult<Bound<'py, PyList>> {
-        let all = include_compressed;
-        to_py_list(py, &self.detached(py, |g| g.node_records(all)))
+        self.locked(py, |g| super::records::nodes(py, g, include_compressed))
     }
 
     #[pyo3(signature = (*, include_compressed=false))]
@@ -402,14 +401,7 @@ impl DagEngine {
         };
         // The graph stays locked while the dicts are built, with the GIL held throughout (never re-acquired
         // under the lock), so no thread can wait on one while holding the other.
-        self.locked(py, |g| {
-            let order = g.context_order(&id);
-            let list = PyList::empty(py);
-            for n in order {
-                list.append(super::convert::context_entry(py, g.node_by_index(n), full)?)?;
-            }
-            Ok(list)
-        })
+        self.locked(py, |g| super::records::context(py, g, &id, full))
     }
 
     fn context_ids_for<'py>(
@@ -426,9 +418,7 @@ impl DagEngine {
     }
 
     fn events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let records: Vec<Value> =
-            self.detached(py, |g| g.events().iter().map(Dag::event_record).collect());
-        to_py_list(py, &records)
+        self.locked(py, |g| super::records::events(py, g))
     }
 
     #[pyo3(signature = (*, include_compressed, max_label_chars))]
