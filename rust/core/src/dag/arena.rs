@@ -131,6 +131,9 @@ pub struct Dag {
     pub(crate) txn: Txn,
     pub(crate) dirty: Vec<u32>,
     pub(crate) marks: Marks,
+    /// Whether `mutate()` commits and applied results repair leaves (docs/dag-rules.md §5.2). A pure task
+    /// workflow turns it off so its finished tasks stay leaves; conversations keep it on (the default).
+    pub(crate) leaf_repair: bool,
 }
 
 impl Default for Dag {
@@ -163,6 +166,7 @@ impl Dag {
             txn: Txn::default(),
             dirty: Vec::new(),
             marks: Marks::default(),
+            leaf_repair: true,
         }
     }
 

@@ -31,6 +31,25 @@ impl Dag {
         ids.into_iter().map(str::to_owned).collect()
     }
 
+    pub fn leaf_repair(&self) -> bool {
+        self.leaf_repair
+    }
+
+    /// Turns the automatic repair of `commit` and `apply_outcome` on or off; `repair_leaves` itself always
+    /// repairs when called.
+    pub fn set_leaf_repair(&mut self, on: bool) {
+        self.leaf_repair = on;
+    }
+
+    /// The repair run at the end of an outermost `commit` and of `apply_outcome`: none when it is turned off.
+    pub(crate) fn auto_repair(&mut self) -> Vec<String> {
+        if self.leaf_repair {
+            self.repair_leaves()
+        } else {
+            Vec::new()
+        }
+    }
+
     /// Appends a pending agent_message after every invalid leaf; returns the new ids (ascending by leaf id).
     pub fn repair_leaves(&mut self) -> Vec<String> {
         self.flush();

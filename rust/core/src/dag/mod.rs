@@ -39,3 +39,5 @@ pub use value::{Map, Value};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_workflow;

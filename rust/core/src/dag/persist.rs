@@ -72,10 +72,16 @@ fn array<'a>(v: &'a Value, key: &str) -> DagResult<&'a [Value]> {
 
 impl Dag {
     pub fn to_json(&self) -> String {
-        let doc = obj(vec![
+        let mut fields = vec![
             ("format", Value::Str(FORMAT.into())),
             ("version", Value::Int(VERSION)),
             ("graph_id", Value::Str(self.graph_id.clone())),
+        ];
+        // Written only when off, so the files of conversation graphs (the default) are unchanged.
+        if !self.leaf_repair {
+            fields.push(("leaf_repair", Value::Bool(false)));
+        }
+        fields.extend([
             (
                 "nodes",
                 Value::Array(self.nodes.iter().map(|n| self.node_record(n)).collect()),
@@ -89,7 +95,7 @@ impl Dag {
                 Value::Array(self.events.iter().map(Dag::event_record).collect()),
             ),
         ]);
-        json::to_string(&doc)
+        json::to_string(&obj(fields))
     }
 
     pub fn from_json(text: &str) -> DagResult<Dag> {
@@ -101,6 +107,11 @@ impl Dag {
             return Err(bad("unsupported version"));
         }
         let mut dag = Dag::new(Some(string(&doc, "graph_id")?));
+        dag.leaf_repair = match doc.get("leaf_repair") {
+            None => true,
+            Some(Value::Bool(on)) => *on,
+            Some(_) => return Err(bad("\"leaf_repair\" must be a boolean")),
+        };
         for rec in array(&doc, "nodes")? {
             let id = string(rec, "node_id")?;
             if dag.node_index.contains_key(id.as_str()) {

@@ -96,10 +96,11 @@ impl Dag {
         self.txn.saved_edges.insert(e, id);
     }
 
-    /// Keeps the innermost savepoint's changes; the outermost commit runs leaf repair first (docs/design.md §7).
+    /// Keeps the innermost savepoint's changes; the outermost commit runs leaf repair first (docs/design.md §7)
+    /// unless the graph was made without it.
     pub fn commit(&mut self) -> Vec<String> {
         let repaired = if self.txn.depth() == 1 {
-            self.repair_leaves()
+            self.auto_repair()
         } else {
             Vec::new()
         };

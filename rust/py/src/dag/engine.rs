@@ -59,15 +59,33 @@ impl DagEngine {
 #[pymethods]
 impl DagEngine {
     #[new]
-    #[pyo3(signature = (graph_id=None))]
-    fn new(py: Python<'_>, graph_id: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    #[pyo3(signature = (graph_id=None, *, leaf_repair=None))]
+    fn new(
+        py: Python<'_>,
+        graph_id: Option<&Bound<'_, PyAny>>,
+        leaf_repair: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
         let graph_id = optional_text(graph_id, "graph_id")?;
         if graph_id.as_deref() == Some("") {
             return Err(invalid(py, "graph_id must be a non-empty string"));
         }
+        let leaf_repair = match leaf_repair {
+            None => true,
+            Some(v) => v
+                .cast::<pyo3::types::PyBool>()
+                .map_err(|_| invalid(py, "leaf_repair must be a bool"))?
+                .is_true(),
+        };
+        let mut dag = Dag::new(graph_id);
+        dag.set_leaf_repair(leaf_repair);
         Ok(DagEngine {
-            inner: Mutex::new(Dag::new(graph_id)),
+            inner: Mutex::new(dag),
         })
+    }
+
+    #[getter]
+    fn leaf_repair(&self, py: Python<'_>) -> bool {
+        self.locked(py, |g| g.leaf_repair())
     }
 
     #[getter]
