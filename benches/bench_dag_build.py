@@ -2,9 +2,10 @@
 
     .venv/bin/pytest benches/bench_dag_build.py --benchmark-only -q -p no:randomly
 
-Building: every implementation adds the same nodes and edges one call at a time from Python (chainwarden inside
-one `mutate()` block, as a caller building a graph does); the reference libraries store a small payload dict per
-node so they hold what the node carries. `extra_info["nodes"]` lets `benches/report.py` print the time per node.
+Building: every implementation adds the same nodes and edges one call at a time from Python (chainwarden
+inside one `mutate()` block, as a caller building a graph does); the reference libraries store a small payload
+dict per node so they hold what the node carries. `extra_info["nodes"]` lets `benches/report.py` print the time
+per node.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ def test_build_chat(benchmark: Any, impl: str) -> None:
 
 @pytest.fixture(scope="module")
 def read_chat() -> Graph:
-    """A 40,000-node chat whose agent messages went pending -> running -> finished (4 events per turn more)."""
+    """A 40,000-node chat whose agent messages went pending -> running -> finished (2 more events a turn)."""
     g = Graph()
     with g.mutate() as m:
         previous: str | None = None

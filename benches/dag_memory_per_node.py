@@ -11,7 +11,6 @@ import json
 import sys
 
 import psutil
-
 from bench_dag_build import CHAT_IMPLS
 
 

@@ -177,7 +177,7 @@ TestDagMachine = DagMachine.TestCase
 
 
 class WorkflowDagMachine(DagMachine):
-    """The same operations on a task-workflow graph (`Graph(leaf_repair=False)`): leaves are never repaired."""
+    """The same operations on a task-workflow graph, `Graph(leaf_repair=False)`: no leaf is ever repaired."""
 
     def __init__(self) -> None:
         super().__init__()
