@@ -4,8 +4,8 @@
 
 Building: every implementation adds the same nodes and edges one call at a time from Python (chainwarden
 inside one `mutate()` block, as a caller building a graph does); the reference libraries store a small payload
-dict per node so they hold what the node carries. `extra_info["nodes"]` lets `benches/report.py` print the time
-per node.
+dict per node so they hold what the node carries. `extra_info["nodes"]` lets `benches/report.py` print the
+time per node.
 """
 
 from __future__ import annotations
