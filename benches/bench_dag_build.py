@@ -142,10 +142,15 @@ def test_nodes(benchmark: Any, read_chat: Graph) -> None:
 
 
 def rx_propagate(g: rx.PyDiGraph, root: int) -> list[int]:
-    """The baseline a caller would write: every descendant of the failed node, marked skipped one by one."""
+    """The baseline a caller would write: every descendant of the failed node marked skipped one by one, with
+    the reason and the failed parent recorded as `propagate_failures` records them."""
     skipped = sorted(rx.descendants(g, root))
+    parent = g[root]
     for i in skipped:
-        g[i]["state"] = "skipped"
+        node = g[i]
+        node["state"] = "skipped"
+        node["metadata"]["reason"] = "blocked_by_failed_dependencies"
+        node["metadata"]["blocked_by"] = [{"node_id": parent["node_id"], "state": parent["state"], "edge_id": i}]
     return skipped
 
 
@@ -162,9 +167,9 @@ def test_propagate_vs_rustworkx(benchmark: Any, impl: str) -> None:
 
     def setup_rx() -> tuple[tuple[rx.PyDiGraph, int], dict[str, Any]]:
         g = rx.PyDiGraph()
-        root = g.add_node({"state": "errored"})
-        for _ in range(PROPAGATE_FAN_OUT):
-            g.add_edge(root, g.add_node({"state": "pending"}), "dependency")
+        root = g.add_node({"node_id": "root", "state": "errored", "metadata": {}})
+        for i in range(PROPAGATE_FAN_OUT):
+            g.add_edge(root, g.add_node({"node_id": f"c{i}", "state": "pending", "metadata": {}}), "dependency")
         return (g, root), {}
 
     if impl == "chainwarden":

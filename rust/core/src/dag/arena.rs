@@ -36,6 +36,9 @@ pub struct Node {
     pub(crate) failed_deps: u32,
     /// Live outgoing blocking edges; zero means leaf.
     pub(crate) out_blocking: u32,
+    /// Which of the ready / doomed / leaf / bad-leaf sets hold this node (one bit each, `derived.rs`), so a
+    /// refresh that changes nothing costs no set search.
+    pub(crate) in_sets: u8,
 }
 
 impl Node {
@@ -335,6 +338,7 @@ impl Dag {
             blockers: 0,
             failed_deps: 0,
             out_blocking: 0,
+            in_sets: 0,
         }
     }
 

@@ -67,17 +67,26 @@ impl Dag {
         let doomed = schedulable && node.failed_deps > 0;
         let leaf = active && node.out_blocking == 0;
         let bad_leaf = leaf && node.state.is_terminal() && node.node_type != NodeType::AgentMessage;
+        let want =
+            u8::from(ready) | u8::from(doomed) << 1 | u8::from(leaf) << 2 | u8::from(bad_leaf) << 3;
+        let changed = want ^ node.in_sets;
+        if changed == 0 {
+            return;
+        }
         let id = node.id.clone();
-        for (set, want) in [
-            (&mut self.ready, ready),
-            (&mut self.doomed, doomed),
-            (&mut self.leaf_set, leaf),
-            (&mut self.bad_leaves, bad_leaf),
-        ] {
-            if want {
-                if !set.contains(&id) {
-                    set.insert(id.clone());
-                }
+        self.nodes[n as usize].in_sets = want;
+        let sets = [
+            &mut self.ready,
+            &mut self.doomed,
+            &mut self.leaf_set,
+            &mut self.bad_leaves,
+        ];
+        for (bit, set) in sets.into_iter().enumerate() {
+            if changed & (1 << bit) == 0 {
+                continue;
+            }
+            if want & (1 << bit) != 0 {
+                set.insert(id.clone());
             } else {
                 set.remove(&id);
             }

@@ -134,6 +134,7 @@ impl Dag {
                 blockers: 0,
                 failed_deps: 0,
                 out_blocking: 0,
+                in_sets: 0,
             };
             dag.push_node(node);
         }

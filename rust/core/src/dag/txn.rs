@@ -154,8 +154,11 @@ impl Dag {
                     }
                     touched.extend([edge.from, edge.to]);
                 }
-                Undo::NodeSaved(n, node) => {
+                Undo::NodeSaved(n, mut node) => {
                     self.node_active[n as usize] = node.is_active();
+                    // Set membership is not part of the pre-image: the sets themselves are not rolled back
+                    // here, and the refresh below brings both back together.
+                    node.in_sets = self.nodes[n as usize].in_sets;
                     self.nodes[n as usize] = *node;
                     touched.push(n);
                 }

@@ -331,7 +331,8 @@ impl DagEngine {
     }
 
     fn propagate_failures<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        strings(py, self.detached(py, |g| g.propagate_failures()))
+        let skipped = self.detached(py, |g| g.propagate_failures_shared());
+        PyList::new(py, skipped.iter().map(|s| py_str(py, s)))
     }
 
     fn repair_leaves<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
