@@ -150,7 +150,9 @@ def rx_propagate(g: rx.PyDiGraph, root: int) -> list[int]:
         node = g[i]
         node["state"] = "skipped"
         node["metadata"]["reason"] = "blocked_by_failed_dependencies"
-        node["metadata"]["blocked_by"] = [{"node_id": parent["node_id"], "state": parent["state"], "edge_id": i}]
+        node["metadata"]["blocked_by"] = [
+            {"node_id": parent["node_id"], "state": parent["state"], "edge_id": i}
+        ]
     return skipped
 
 
@@ -169,7 +171,9 @@ def test_propagate_vs_rustworkx(benchmark: Any, impl: str) -> None:
         g = rx.PyDiGraph()
         root = g.add_node({"node_id": "root", "state": "errored", "metadata": {}})
         for i in range(PROPAGATE_FAN_OUT):
-            g.add_edge(root, g.add_node({"node_id": f"c{i}", "state": "pending", "metadata": {}}), "dependency")
+            g.add_edge(
+                root, g.add_node({"node_id": f"c{i}", "state": "pending", "metadata": {}}), "dependency"
+            )
         return (g, root), {}
 
     if impl == "chainwarden":
