@@ -174,3 +174,27 @@ DagMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 TestDagMachine = DagMachine.TestCase
+
+
+class WorkflowDagMachine(DagMachine):
+    """The same operations on a task-workflow graph, `Graph(leaf_repair=False)`: no leaf is ever repaired."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.g = Graph(leaf_repair=False)
+
+    @invariant()
+    def leaves_valid_after_mutate(self) -> None:
+        assert self.g.leaf_repair is False
+        assert "leaf_invariant_repaired" not in {e["event_type"] for e in self.g.events()}
+        for node in self.g.nodes(include_compressed=True):
+            assert node["metadata"].get("generated_by") != "leaf_invariant"
+
+
+WorkflowDagMachine.TestCase.settings = settings(
+    max_examples=30,
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+TestWorkflowDag = WorkflowDagMachine.TestCase

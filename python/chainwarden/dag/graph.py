@@ -93,8 +93,9 @@ class Graph:
 
     __slots__ = ("_engine", "_lock")
 
-    def __init__(self, *, graph_id: str | None = None) -> None:
-        self._engine = DagEngine(graph_id)
+    def __init__(self, *, graph_id: str | None = None, leaf_repair: bool = True) -> None:
+        # leaf_repair=False: a pure task workflow, whose finished tasks stay leaves (docs/dag.md).
+        self._engine = DagEngine(graph_id, leaf_repair=leaf_repair)
         # Re-entrant: an executor running inside a thread that holds the graph may still call mutate().
         self._lock = threading.RLock()
 
@@ -108,6 +109,11 @@ class Graph:
     @property
     def graph_id(self) -> str:
         return self._engine.graph_id
+
+    @property
+    def leaf_repair(self) -> bool:
+        """Whether `mutate()` and applied results repair leaves (docs/dag-rules.md §5.2)."""
+        return self._engine.leaf_repair
 
     def __len__(self) -> int:
         with self._lock:
@@ -243,7 +249,7 @@ class Graph:
         output: JSONDict | None = None,
         metadata: JSONDict | None = None,
     ) -> tuple[bool, list[str], list[str]]:
-        """One atomic runner step: apply, propagate failures, repair leaves."""
+        """One atomic runner step: apply, propagate failures, repair leaves (unless `leaf_repair=False`)."""
         with self._lock:
             return self._engine.apply_result(
                 node_id, outcome, message=message, content=content, output=output, metadata=metadata

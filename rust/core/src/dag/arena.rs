@@ -36,6 +36,9 @@ pub struct Node {
     pub(crate) failed_deps: u32,
     /// Live outgoing blocking edges; zero means leaf.
     pub(crate) out_blocking: u32,
+    /// Which of the ready / doomed / leaf / bad-leaf sets hold this node (one bit each, `derived.rs`), so a
+    /// refresh that changes nothing costs no set search.
+    pub(crate) in_sets: u8,
 }
 
 impl Node {
@@ -131,6 +134,9 @@ pub struct Dag {
     pub(crate) txn: Txn,
     pub(crate) dirty: Vec<u32>,
     pub(crate) marks: Marks,
+    /// Whether `mutate()` commits and applied results repair leaves (docs/dag-rules.md §5.2). A pure task
+    /// workflow turns it off so its finished tasks stay leaves; conversations keep it on (the default).
+    pub(crate) leaf_repair: bool,
 }
 
 impl Default for Dag {
@@ -163,6 +169,7 @@ impl Dag {
             txn: Txn::default(),
             dirty: Vec::new(),
             marks: Marks::default(),
+            leaf_repair: true,
         }
     }
 
@@ -294,10 +301,9 @@ impl Dag {
         });
         self.out_adj[edge.from as usize].push(i);
         self.in_adj[edge.to as usize].push(i);
-        self.dirty.push(edge.from);
-        self.dirty.push(edge.to);
         self.edges.push(edge);
         self.txn.log_edge_added();
+        self.count_new_edge(i);
         i
     }
 
@@ -332,6 +338,7 @@ impl Dag {
             blockers: 0,
             failed_deps: 0,
             out_blocking: 0,
+            in_sets: 0,
         }
     }
 

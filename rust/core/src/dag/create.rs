@@ -2,7 +2,7 @@
 
 use super::arena::Dag;
 use super::error::{DagError, DagResult};
-use super::events::obj;
+use super::events::Particulars;
 use super::state::content_key;
 use super::types::{EdgeType, NodeType, State};
 use crate::clock::now;
@@ -84,12 +84,12 @@ impl Dag {
         let n = self.push_node(node);
         if !quiet {
             let node = &self.nodes[n as usize];
-            let p = obj(vec![
-                ("node_type", Value::Str(node.node_type.as_str().into())),
-                ("state", Value::Str(node.state.as_str().into())),
-            ]);
+            let p = Particulars::NodeCreated {
+                node_type: node.node_type,
+                state: node.state,
+            };
             let id = node.id.clone();
-            self.record("node_created", &id, p, at);
+            self.record_typed(&id, p, at);
         }
         n
     }
@@ -114,19 +114,13 @@ impl Dag {
         let e = self.push_edge(edge);
         if !quiet {
             let edge = &self.edges[e as usize];
-            let p = obj(vec![
-                ("edge_type", Value::Str(edge_type.as_str().into())),
-                (
-                    "from_node_id",
-                    Value::Str(self.nodes[edge.from as usize].id.to_string()),
-                ),
-                (
-                    "to_node_id",
-                    Value::Str(self.nodes[edge.to as usize].id.to_string()),
-                ),
-            ]);
+            let p = Particulars::EdgeCreated {
+                edge_type,
+                from: self.nodes[edge.from as usize].id.clone(),
+                to: self.nodes[edge.to as usize].id.clone(),
+            };
             let id = edge.id.clone();
-            self.record("edge_created", &id, p, at);
+            self.record_typed(&id, p, at);
         }
         e
     }

@@ -4,7 +4,7 @@
 //! or archived, nodes archived, rollbacks) mark nodes dirty and `flush` recomputes them from their
 //! neighbourhood. Both paths converge on what `refresh` computes from scratch, which the invariant check uses.
 
-use super::arena::Dag;
+use super::arena::{Dag, EdgeHot};
 use super::types::{EdgeType, NodeType, State};
 
 impl Dag {
@@ -35,6 +35,30 @@ impl Dag {
         self.update_sets(n);
     }
 
+    /// Adds a new edge to its endpoints' counters by delta: recounting the source's out-edges would make a
+    /// fan-out of k children cost O(k²). A node that is dirty gets recomputed later anyway.
+    pub(crate) fn count_new_edge(&mut self, e: u32) {
+        if !self.is_live(e) {
+            return;
+        }
+        let EdgeHot {
+            from,
+            to,
+            edge_type,
+            ..
+        } = self.hot[e as usize];
+        if !edge_type.is_blocking() {
+            return;
+        }
+        let parent = self.nodes[from as usize].state;
+        self.nodes[from as usize].out_blocking += 1;
+        let child = &mut self.nodes[to as usize];
+        child.blockers += u32::from(!edge_type.unblocks(parent));
+        child.failed_deps += u32::from(edge_type == EdgeType::Dependency && parent.is_failed());
+        self.update_sets(from);
+        self.update_sets(to);
+    }
+
     pub(crate) fn update_sets(&mut self, n: u32) {
         let node = &self.nodes[n as usize];
         let active = node.is_active();
@@ -43,17 +67,26 @@ impl Dag {
         let doomed = schedulable && node.failed_deps > 0;
         let leaf = active && node.out_blocking == 0;
         let bad_leaf = leaf && node.state.is_terminal() && node.node_type != NodeType::AgentMessage;
+        let want =
+            u8::from(ready) | u8::from(doomed) << 1 | u8::from(leaf) << 2 | u8::from(bad_leaf) << 3;
+        let changed = want ^ node.in_sets;
+        if changed == 0 {
+            return;
+        }
         let id = node.id.clone();
-        for (set, want) in [
-            (&mut self.ready, ready),
-            (&mut self.doomed, doomed),
-            (&mut self.leaf_set, leaf),
-            (&mut self.bad_leaves, bad_leaf),
-        ] {
-            if want {
-                if !set.contains(&id) {
-                    set.insert(id.clone());
-                }
+        self.nodes[n as usize].in_sets = want;
+        let sets = [
+            &mut self.ready,
+            &mut self.doomed,
+            &mut self.leaf_set,
+            &mut self.bad_leaves,
+        ];
+        for (bit, set) in sets.into_iter().enumerate() {
+            if changed & (1 << bit) == 0 {
+                continue;
+            }
+            if want & (1 << bit) != 0 {
+                set.insert(id.clone());
             } else {
                 set.remove(&id);
             }

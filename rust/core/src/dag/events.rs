@@ -1,17 +1,151 @@
 //! The append-only event log (audit and replay).
+//!
+//! Nearly every event is one of four small shapes (a node created, an edge created, a state change, a leaf
+//! repaired) whose particulars are two vocabulary words or two ids. Those are stored typed, sharing the
+//! graph's id strings, and rendered as JSON values only when read: a node of a long conversation used to carry
+//! two events of about 400 bytes of separately allocated keys and strings; now each is one 64-byte record.
+//! Everything else (compression, rewrites, events loaded from a file in another shape) keeps its value.
 
 use std::sync::Arc;
 
 use super::arena::Dag;
-use super::types::State;
+use super::types::{EdgeType, NodeType, State};
 use crate::value::Value;
 
 #[derive(Clone, Debug, PartialEq)]
+pub enum Particulars {
+    NodeCreated {
+        node_type: NodeType,
+        state: State,
+    },
+    EdgeCreated {
+        edge_type: EdgeType,
+        from: Arc<str>,
+        to: Arc<str>,
+    },
+    StateChanged {
+        from: State,
+        to: State,
+    },
+    LeafRepaired {
+        leaf: Arc<str>,
+    },
+    /// Any other event type, or a known one whose particulars have another shape.
+    Other {
+        event_type: Box<str>,
+        particulars: Box<Value>,
+    },
+}
+
+impl Particulars {
+    /// The JSON object the API and the file show (keys in this order).
+    pub fn value(&self) -> Value {
+        let s = |t: &str| Value::Str(t.into());
+        match self {
+            Particulars::NodeCreated { node_type, state } => obj(vec![
+                ("node_type", s(node_type.as_str())),
+                ("state", s(state.as_str())),
+            ]),
+            Particulars::EdgeCreated {
+                edge_type,
+                from,
+                to,
+            } => obj(vec![
+                ("edge_type", s(edge_type.as_str())),
+                ("from_node_id", s(from)),
+                ("to_node_id", s(to)),
+            ]),
+            Particulars::StateChanged { from, to } => {
+                obj(vec![("from", s(from.as_str())), ("to", s(to.as_str()))])
+            }
+            Particulars::LeafRepaired { leaf } => obj(vec![("leaf_node_id", s(leaf))]),
+            Particulars::Other { particulars, .. } => (**particulars).clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
 pub struct Event {
-    pub event_type: String,
     pub subject_id: Arc<str>,
-    pub particulars: Value,
+    pub particulars: Particulars,
     pub created_at: f64,
+}
+
+const NODE_CREATED: &str = "node_created";
+const EDGE_CREATED: &str = "edge_created";
+const STATE_CHANGED: &str = "node_state_changed";
+const LEAF_REPAIRED: &str = "leaf_invariant_repaired";
+
+impl Event {
+    pub fn event_type(&self) -> &str {
+        match &self.particulars {
+            Particulars::NodeCreated { .. } => NODE_CREATED,
+            Particulars::EdgeCreated { .. } => EDGE_CREATED,
+            Particulars::StateChanged { .. } => STATE_CHANGED,
+            Particulars::LeafRepaired { .. } => LEAF_REPAIRED,
+            Particulars::Other { event_type, .. } => event_type,
+        }
+    }
+
+    /// The particulars as the JSON object the API and the file show.
+    pub fn particulars_value(&self) -> Value {
+        self.particulars.value()
+    }
+
+    /// An event read back from a file: stored typed when rendering the typed form gives back exactly the
+    /// value that was read (so a round trip is byte-identical), as it is otherwise.
+    pub fn loaded(
+        event_type: &str,
+        subject_id: Arc<str>,
+        particulars: Value,
+        created_at: f64,
+    ) -> Event {
+        let text = |k: &str| particulars.get(k).and_then(Value::as_str);
+        let typed = match event_type {
+            NODE_CREATED => match (text("node_type"), text("state")) {
+                (Some(t), Some(s)) => NodeType::parse(t)
+                    .ok()
+                    .zip(State::parse(s).ok())
+                    .map(|(node_type, state)| Particulars::NodeCreated { node_type, state }),
+                _ => None,
+            },
+            EDGE_CREATED => match (text("edge_type"), text("from_node_id"), text("to_node_id")) {
+                (Some(t), Some(f), Some(to)) => {
+                    EdgeType::parse(t)
+                        .ok()
+                        .map(|edge_type| Particulars::EdgeCreated {
+                            edge_type,
+                            from: Arc::from(f),
+                            to: Arc::from(to),
+                        })
+                }
+                _ => None,
+            },
+            STATE_CHANGED => match (text("from"), text("to")) {
+                (Some(f), Some(t)) => State::parse(f)
+                    .ok()
+                    .zip(State::parse(t).ok())
+                    .map(|(from, to)| Particulars::StateChanged { from, to }),
+                _ => None,
+            },
+            LEAF_REPAIRED => {
+                text("leaf_node_id").map(|l| Particulars::LeafRepaired { leaf: Arc::from(l) })
+            }
+            _ => None,
+        };
+        let particulars = match typed {
+            Some(p) if p.value() == particulars => p,
+            _ => Particulars::Other {
+                event_type: event_type.into(),
+                particulars: Box::new(particulars),
+            },
+        };
+        Event {
+            subject_id,
+            particulars,
+            created_at,
+        }
+    }
 }
 
 pub(crate) fn obj(pairs: Vec<(&str, Value)>) -> Value {
@@ -29,6 +163,14 @@ impl Dag {
         &self.events
     }
 
+    pub(crate) fn record_typed(&mut self, subject: &Arc<str>, particulars: Particulars, at: f64) {
+        self.events.push(Event {
+            subject_id: subject.clone(),
+            particulars,
+            created_at: at,
+        });
+    }
+
     pub(crate) fn record(
         &mut self,
         event_type: &str,
@@ -36,19 +178,92 @@ impl Dag {
         particulars: Value,
         at: f64,
     ) {
-        self.events.push(Event {
-            event_type: event_type.to_owned(),
-            subject_id: subject.clone(),
-            particulars,
-            created_at: at,
-        });
+        let p = Particulars::Other {
+            event_type: event_type.into(),
+            particulars: Box::new(particulars),
+        };
+        self.record_typed(subject, p, at);
     }
 
     pub(crate) fn record_state_change(&mut self, id: &Arc<str>, from: State, to: State, at: f64) {
-        let p = obj(vec![
-            ("from", Value::Str(from.as_str().into())),
-            ("to", Value::Str(to.as_str().into())),
+        self.record_typed(id, Particulars::StateChanged { from, to }, at);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(p: Particulars) -> Event {
+        Event {
+            subject_id: Arc::from("s"),
+            particulars: p,
+            created_at: 1.5,
+        }
+    }
+
+    #[test]
+    fn typed_events_are_small() {
+        assert!(std::mem::size_of::<Event>() <= 64);
+    }
+
+    #[test]
+    fn typed_particulars_render_and_load_back_typed() {
+        let all = [
+            Particulars::NodeCreated {
+                node_type: NodeType::Task,
+                state: State::Pending,
+            },
+            Particulars::EdgeCreated {
+                edge_type: EdgeType::Branch,
+                from: Arc::from("a"),
+                to: Arc::from("b"),
+            },
+            Particulars::StateChanged {
+                from: State::Running,
+                to: State::Errored,
+            },
+            Particulars::LeafRepaired {
+                leaf: Arc::from("l"),
+            },
+        ];
+        for p in all {
+            let e = event(p);
+            let back = Event::loaded(
+                e.event_type(),
+                e.subject_id.clone(),
+                e.particulars_value(),
+                e.created_at,
+            );
+            assert_eq!(back, e);
+        }
+    }
+
+    #[test]
+    fn other_shapes_load_as_they_are() {
+        // A known type with an extra key, keys in another order, an unknown word: kept verbatim.
+        let extra = obj(vec![
+            ("from", Value::Str("pending".into())),
+            ("to", Value::Str("running".into())),
+            ("why", Value::Int(1)),
         ]);
-        self.record("node_state_changed", id, p, at);
+        let swapped = obj(vec![
+            ("state", Value::Str("pending".into())),
+            ("node_type", Value::Str("task".into())),
+        ]);
+        let unknown = obj(vec![
+            ("node_type", Value::Str("robot".into())),
+            ("state", Value::Str("pending".into())),
+        ]);
+        for (t, p) in [
+            (STATE_CHANGED, extra),
+            (NODE_CREATED, swapped),
+            (NODE_CREATED, unknown),
+            ("custom", Value::Int(3)),
+        ] {
+            let e = Event::loaded(t, Arc::from("s"), p.clone(), 0.0);
+            assert!(matches!(e.particulars, Particulars::Other { .. }));
+            assert_eq!((e.event_type(), e.particulars_value()), (t, p));
+        }
     }
 }

@@ -100,6 +100,17 @@ impl Dag {
             .iter()
             .map(|n| (n.blockers, n.failed_deps, n.out_blocking))
             .collect();
+        for node in &self.nodes {
+            let held = [&self.ready, &self.doomed, &self.leaf_set, &self.bad_leaves]
+                .iter()
+                .enumerate()
+                .fold(0u8, |bits, (i, set)| {
+                    bits | u8::from(set.contains(&node.id)) << i
+                });
+            if held != node.in_sets {
+                return Err(format!("set membership bits are stale on {}", node.id));
+            }
+        }
         let sets = (
             self.ready.clone(),
             self.doomed.clone(),

@@ -1,7 +1,7 @@
 //! Leaf detection and repair (docs/dag-rules.md §5): every active causal leaf is an agent_message or still in flight.
 
 use super::arena::Dag;
-use super::events::obj;
+use super::events::{obj, Particulars};
 use super::types::{EdgeType, NodeType, State};
 use crate::clock::now;
 use crate::value::Value;
@@ -29,6 +29,25 @@ impl Dag {
             .collect();
         ids.sort_unstable();
         ids.into_iter().map(str::to_owned).collect()
+    }
+
+    pub fn leaf_repair(&self) -> bool {
+        self.leaf_repair
+    }
+
+    /// Turns the automatic repair of `commit` and `apply_outcome` on or off; `repair_leaves` itself always
+    /// repairs when called.
+    pub fn set_leaf_repair(&mut self, on: bool) {
+        self.leaf_repair = on;
+    }
+
+    /// The repair run at the end of an outermost `commit` and of `apply_outcome`: none when it is turned off.
+    pub(crate) fn auto_repair(&mut self) -> Vec<String> {
+        if self.leaf_repair {
+            self.repair_leaves()
+        } else {
+            Vec::new()
+        }
     }
 
     /// Appends a pending agent_message after every invalid leaf; returns the new ids (ascending by leaf id).
@@ -59,12 +78,7 @@ impl Dag {
             );
             self.push_edge(edge);
             let child_id = self.nodes[child as usize].id.clone();
-            self.record(
-                "leaf_invariant_repaired",
-                &child_id,
-                obj(vec![("leaf_node_id", Value::Str(leaf_id.to_string()))]),
-                at,
-            );
+            self.record_typed(&child_id, Particulars::LeafRepaired { leaf: leaf_id }, at);
             added.push(child_id.to_string());
         }
         self.flush();

@@ -29,7 +29,7 @@ pub use crate::value::{Map, Value};
 pub use arena::{Dag, Edge, Node};
 pub use create::NodeSpec;
 pub use error::{DagError, DagResult, ErrorKind};
-pub use events::Event;
+pub use events::{Event, Particulars};
 pub use mermaid::label as mermaid_label;
 pub use outcome::{Applied, Outcome};
 pub use state::FinishPayload;
@@ -37,3 +37,5 @@ pub use types::{EdgeType, NodeType, State};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_workflow;

@@ -53,7 +53,7 @@ impl Dag {
             }
         };
         let skipped = self.propagate_failures();
-        let repaired = self.repair_leaves();
+        let repaired = self.auto_repair();
         Ok(Applied {
             changed,
             skipped,

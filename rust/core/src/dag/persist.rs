@@ -132,6 +132,10 @@ impl Dag {
         json::write_i64(&mut w.out, VERSION);
         w.out.extend_from_slice(b",\"graph_id\":");
         json::write_str(&mut w.out, &self.graph_id, COMPACT);
+        // Written only when off, so the files of conversation graphs (the default) are unchanged.
+        if !self.leaf_repair {
+            w.out.extend_from_slice(b",\"leaf_repair\":false");
+        }
         w.out.extend_from_slice(b",\"nodes\":");
         w.array(&self.nodes, |w, n| self.visit_node(n, w));
         w.out.extend_from_slice(b",\"edges\":");
@@ -151,6 +155,11 @@ impl Dag {
             return Err(bad("unsupported version"));
         }
         let mut dag = Dag::new(Some(string(&mut doc, "graph_id")?));
+        dag.leaf_repair = match doc.get("leaf_repair") {
+            None => true,
+            Some(Value::Bool(on)) => *on,
+            Some(_) => return Err(bad("\"leaf_repair\" must be a boolean")),
+        };
         for mut rec in array(&mut doc, "nodes")? {
             let id = string(&mut rec, "node_id")?;
             if dag.node_index.contains_key(id.as_str()) {
@@ -173,6 +182,7 @@ impl Dag {
                 blockers: 0,
                 failed_deps: 0,
                 out_blocking: 0,
+                in_sets: 0,
             };
             dag.push_node(node);
         }
@@ -202,12 +212,12 @@ impl Dag {
             dag.push_edge(edge);
         }
         for mut rec in array(&mut doc, "events")? {
-            dag.events.push(Event {
-                event_type: string(&mut rec, "event_type")?,
-                subject_id: Arc::from(string(&mut rec, "subject_id")?),
-                particulars: field(&mut rec, "particulars")?,
-                created_at: time(&mut rec, "created_at")?,
-            });
+            dag.events.push(Event::loaded(
+                &string(&mut rec, "event_type")?,
+                Arc::from(string(&mut rec, "subject_id")?),
+                field(&mut rec, "particulars")?,
+                time(&mut rec, "created_at")?,
+            ));
         }
         if !dag.active_is_acyclic() {
             return Err(bad("the active graph has a cycle"));

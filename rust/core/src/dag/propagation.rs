@@ -3,6 +3,8 @@
 //! The doomed set (pending executables with a failed live dependency parent) is kept up to date by the
 //! bookkeeping, so a round is "skip the whole current set"; it only ever reads start-of-round states.
 
+use std::sync::Arc;
+
 use super::arena::Dag;
 use super::events::obj;
 use super::types::{EdgeType, State};
@@ -11,6 +13,15 @@ use crate::value::Value;
 
 impl Dag {
     pub fn propagate_failures(&mut self) -> Vec<String> {
+        self.propagate_failures_shared()
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    }
+
+    /// `propagate_failures` returning the graph's own id strings (the bindings copy them straight into
+    /// Python strings, with no intermediate Rust copy).
+    pub fn propagate_failures_shared(&mut self) -> Vec<Arc<str>> {
         self.flush();
         let mut skipped = Vec::new();
         let at = now();
@@ -30,7 +41,7 @@ impl Dag {
                 self.set_state(n, State::Skipped, at);
             }
             self.flush();
-            skipped.extend(round.iter().map(|s| s.to_string()));
+            skipped.extend(round);
         }
         skipped
     }

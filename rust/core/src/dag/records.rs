@@ -75,9 +75,9 @@ impl Dag {
     }
 
     pub fn visit_event(event: &Event, s: &mut impl RecordSink) {
-        s.field("event_type", Field::Str(&event.event_type));
+        s.field("event_type", Field::Str(event.event_type()));
         s.field("subject_id", Field::Str(&event.subject_id));
-        s.field("particulars", Field::Value(&event.particulars));
+        s.field("particulars", Field::Value(&event.particulars_value()));
         s.field("created_at", Field::Float(event.created_at));
     }
 
@@ -93,23 +93,39 @@ impl Dag {
         record(4, |s| Dag::visit_event(event, s))
     }
 
-    /// Records sorted by id; the active view hides archived nodes and edges that are not live.
-    pub fn node_records(&self, include_compressed: bool) -> Vec<Value> {
-        let mut nodes: Vec<&Node> = self
-            .nodes
-            .iter()
-            .filter(|n| include_compressed || n.is_active())
+    /// Arena indexes of the nodes `nodes()` lists, sorted by id; the active view hides archived nodes.
+    pub fn node_order(&self, include_compressed: bool) -> Vec<u32> {
+        let mut nodes: Vec<u32> = (0..self.nodes.len() as u32)
+            .filter(|&n| include_compressed || self.node_active[n as usize])
             .collect();
-        nodes.sort_unstable_by(|a, b| a.id.cmp(&b.id));
-        nodes.into_iter().map(|n| self.node_record(n)).collect()
+        // While `ids_in_order` holds, arena order is id order: no string comparisons needed.
+        if !self.ids_in_order {
+            nodes.sort_unstable_by(|&a, &b| {
+                self.nodes[a as usize].id.cmp(&self.nodes[b as usize].id)
+            });
+        }
+        nodes
     }
 
-    pub fn edge_records(&self, include_compressed: bool) -> Vec<Value> {
+    /// Arena indexes of the edges `edges()` lists, sorted by id; the active view keeps live edges only.
+    pub fn edge_order(&self, include_compressed: bool) -> Vec<u32> {
         let mut edges: Vec<u32> = (0..self.edges.len() as u32)
             .filter(|&e| include_compressed || self.is_live(e))
             .collect();
         edges.sort_unstable_by(|&a, &b| self.edges[a as usize].id.cmp(&self.edges[b as usize].id));
         edges
+    }
+
+    /// Records sorted by id; the active view hides archived nodes and edges that are not live.
+    pub fn node_records(&self, include_compressed: bool) -> Vec<Value> {
+        self.node_order(include_compressed)
+            .into_iter()
+            .map(|n| self.node_record(&self.nodes[n as usize]))
+            .collect()
+    }
+
+    pub fn edge_records(&self, include_compressed: bool) -> Vec<Value> {
+        self.edge_order(include_compressed)
             .into_iter()
             .map(|e| self.edge_record(&self.edges[e as usize]))
             .collect()

@@ -174,7 +174,7 @@ fn leaf_repair_appends_agent_messages() {
     );
     assert_eq!(g.leaves(false), added);
     assert_eq!(
-        g.events().last().unwrap().event_type,
+        g.events().last().unwrap().event_type(),
         "leaf_invariant_repaired"
     );
     assert!(g.repair_leaves().is_empty());
@@ -273,10 +273,13 @@ fn regenerate_and_edit() {
     let replaced = g
         .events()
         .iter()
-        .rfind(|e| e.event_type == "node_replaced")
+        .rfind(|e| e.event_type() == "node_replaced")
         .unwrap();
     assert_eq!(
-        replaced.particulars.get("archived_node_ids").unwrap(),
+        replaced
+            .particulars_value()
+            .get("archived_node_ids")
+            .unwrap(),
         &Value::Array(vec![Value::Str(a2.clone()), Value::Str("u".into()),])
     );
     assert_eq!(g.repair_leaves().len(), 1);

@@ -96,10 +96,11 @@ impl Dag {
         self.txn.saved_edges.insert(e, id);
     }
 
-    /// Keeps the innermost savepoint's changes; the outermost commit runs leaf repair first (docs/design.md §7).
+    /// Keeps the innermost savepoint's changes; the outermost commit runs leaf repair first (docs/design.md §7)
+    /// unless the graph was made without it.
     pub fn commit(&mut self) -> Vec<String> {
         let repaired = if self.txn.depth() == 1 {
-            self.repair_leaves()
+            self.auto_repair()
         } else {
             Vec::new()
         };
@@ -153,8 +154,11 @@ impl Dag {
                     }
                     touched.extend([edge.from, edge.to]);
                 }
-                Undo::NodeSaved(n, node) => {
+                Undo::NodeSaved(n, mut node) => {
                     self.node_active[n as usize] = node.is_active();
+                    // Set membership is not part of the pre-image: the sets themselves are not rolled back
+                    // here, and the refresh below brings both back together.
+                    node.in_sets = self.nodes[n as usize].in_sets;
                     self.nodes[n as usize] = *node;
                     touched.push(n);
                 }

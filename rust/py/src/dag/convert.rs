@@ -1,10 +1,9 @@
 //! The DAG's arguments: payloads through the bindings' one converter under the DAG's [`Rules`], and
 //! the text / count arguments. Only JSON-shaped data is accepted, so the graph never holds a Python object.
 
-use chainwarden_core::dag::{Node, Value};
-use pyo3::intern;
+use chainwarden_core::dag::Value;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyInt, PyString};
+use pyo3::types::{PyBool, PyInt, PyString};
 
 use super::errors::invalid;
 use crate::convert::{self, Rules};
@@ -74,35 +73,4 @@ pub fn count(obj: &Bound<'_, PyAny>, what: &str, min: usize) -> PyResult<usize> 
         }
     }
     Err(invalid(obj.py(), format!("{what} must be an int >= {min}")))
-}
-
-/// One context entry, built straight from the node so payloads are not cloned on the way; the shape is the
-/// one `Dag::context_entry` defines (docs/dag-rules.md §4.3).
-pub fn context_entry<'py>(
-    py: Python<'py>,
-    node: &Node,
-    full: bool,
-) -> PyResult<Bound<'py, PyDict>> {
-    let payload = PyDict::new(py);
-    payload.set_item(intern!(py, "input"), to_py(py, &node.input)?)?;
-    payload.set_item(
-        intern!(py, "output_preview"),
-        to_py(py, &node.output_preview)?,
-    )?;
-    if full {
-        payload.set_item(intern!(py, "output"), to_py(py, &node.output)?)?;
-    }
-    let entry = PyDict::new(py);
-    entry.set_item(intern!(py, "node_id"), &*node.id)?;
-    entry.set_item(
-        intern!(py, "node_type"),
-        PyString::intern(py, node.node_type.as_str()),
-    )?;
-    entry.set_item(
-        intern!(py, "state"),
-        PyString::intern(py, node.state.as_str()),
-    )?;
-    entry.set_item(intern!(py, "payload"), payload)?;
-    entry.set_item(intern!(py, "metadata"), to_py(py, &node.metadata)?)?;
-    Ok(entry)
 }

@@ -1,6 +1,6 @@
 //! `DagEngine`: the native graph, one lock per graph, the GIL released around traversals.
 
-use chainwarden_core::dag::{Dag, DagResult, Outcome, Value};
+use chainwarden_core::dag::{Dag, DagResult, Outcome};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
@@ -59,15 +59,33 @@ impl DagEngine {
 #[pymethods]
 impl DagEngine {
     #[new]
-    #[pyo3(signature = (graph_id=None))]
-    fn new(py: Python<'_>, graph_id: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    #[pyo3(signature = (graph_id=None, *, leaf_repair=None))]
+    fn new(
+        py: Python<'_>,
+        graph_id: Option<&Bound<'_, PyAny>>,
+        leaf_repair: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
         let graph_id = optional_text(graph_id, "graph_id")?;
         if graph_id.as_deref() == Some("") {
             return Err(invalid(py, "graph_id must be a non-empty string"));
         }
+        let leaf_repair = match leaf_repair {
+            None => true,
+            Some(v) => v
+                .cast::<pyo3::types::PyBool>()
+                .map_err(|_| invalid(py, "leaf_repair must be a bool"))?
+                .is_true(),
+        };
+        let mut dag = Dag::new(graph_id);
+        dag.set_leaf_repair(leaf_repair);
         Ok(DagEngine {
-            inner: Mutex::new(Dag::new(graph_id)),
+            inner: Mutex::new(dag),
         })
+    }
+
+    #[getter]
+    fn leaf_repair(&self, py: Python<'_>) -> bool {
+        self.locked(py, |g| g.leaf_repair())
     }
 
     #[getter]
@@ -313,7 +331,8 @@ impl DagEngine {
     }
 
     fn propagate_failures<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        strings(py, self.detached(py, |g| g.propagate_failures()))
+        let skipped = self.detached(py, |g| g.propagate_failures_shared());
+        PyList::new(py, skipped.iter().map(|s| py_str(py, s)))
     }
 
     fn repair_leaves<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
@@ -368,8 +387,7 @@ impl DagEngine {
         py: Python<'py>,
         include_compressed: bool,
     ) -> PyResult<Bound<'py, PyList>> {
-        let all = include_compressed;
-        to_py_list(py, &self.detached(py, |g| g.node_records(all)))
+        self.locked(py, |g| super::records::nodes(py, g, include_compressed))
     }
 
     #[pyo3(signature = (*, include_compressed=false))]
@@ -402,14 +420,7 @@ impl DagEngine {
         };
         // The graph stays locked while the dicts are built, with the GIL held throughout (never re-acquired
         // under the lock), so no thread can wait on one while holding the other.
-        self.locked(py, |g| {
-            let order = g.context_order(&id);
-            let list = PyList::empty(py);
-            for n in order {
-                list.append(super::convert::context_entry(py, g.node_by_index(n), full)?)?;
-            }
-            Ok(list)
-        })
+        self.locked(py, |g| super::records::context(py, g, &id, full))
     }
 
     fn context_ids_for<'py>(
@@ -426,9 +437,7 @@ impl DagEngine {
     }
 
     fn events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let records: Vec<Value> =
-            self.detached(py, |g| g.events().iter().map(Dag::event_record).collect());
-        to_py_list(py, &records)
+        self.locked(py, |g| super::records::events(py, g))
     }
 
     #[pyo3(signature = (*, include_compressed, max_label_chars))]

@@ -4,6 +4,7 @@ mod args;
 mod convert;
 mod engine;
 mod errors;
+mod records;
 
 use pyo3::prelude::*;
 

@@ -240,10 +240,10 @@ fn node_dict<'py>(
 
 /// Pauses the cyclic collector while a large acyclic tree is built: every dict allocation
 /// would otherwise count towards a collection that can find nothing to free.
-struct GcPause(bool);
+pub(crate) struct GcPause(bool);
 
 impl GcPause {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         // SAFETY: called with the interpreter attached; the previous state is restored on drop.
         GcPause(unsafe { pyo3::ffi::PyGC_Disable() } != 0)
     }

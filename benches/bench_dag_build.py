@@ -1,0 +1,183 @@
+"""DAG building and bulk reads (issue 10), side by side with rustworkx / networkx where they do the same work.
+
+    .venv/bin/pytest benches/bench_dag_build.py --benchmark-only -q -p no:randomly
+
+Building: every implementation adds the same nodes and edges one call at a time from Python (chainwarden
+inside one `mutate()` block, as a caller building a graph does); the reference libraries store a small payload
+dict per node so they hold what the node carries. `extra_info["nodes"]` lets `benches/report.py` print the
+time per node.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+import pytest
+import rustworkx as rx
+
+from chainwarden.dag import Graph
+
+FAN_OUT = 40_000
+CHAT_NODES = 200_000
+READ_TURNS = 20_000
+PROPAGATE_FAN_OUT = 10_000
+
+
+def cw_fan_out(n: int) -> Graph:
+    g = Graph()
+    with g.mutate() as m:
+        root = m.create_node("task")
+        for _ in range(n):
+            m.create_edge(root, m.create_node("task"), "dependency")
+    return g
+
+
+def rx_fan_out(n: int) -> rx.PyDiGraph:
+    g = rx.PyDiGraph()
+    root = g.add_node({"node_type": "task"})
+    for _ in range(n):
+        g.add_edge(root, g.add_node({"node_type": "task"}), "dependency")
+    return g
+
+
+def nx_fan_out(n: int) -> nx.DiGraph:
+    g = nx.DiGraph()
+    g.add_node(0, node_type="task")
+    for i in range(1, n + 1):
+        g.add_node(i, node_type="task")
+        g.add_edge(0, i, edge_type="dependency")
+    return g
+
+
+def cw_chat(n: int) -> Graph:
+    g = Graph()
+    with g.mutate() as m:
+        previous = m.create_node("user_message", "finished", content="question 0")
+        for i in range(1, n):
+            if i % 2:
+                node = m.create_node("agent_message", "finished", content=f"answer {i}")
+            else:
+                node = m.create_node("user_message", "finished", content=f"question {i}")
+            m.create_edge(previous, node, "sequence")
+            previous = node
+    return g
+
+
+def rx_chat(n: int) -> rx.PyDiGraph:
+    g = rx.PyDiGraph()
+    previous = g.add_node({"node_type": "user_message", "content": "question 0"})
+    for i in range(1, n):
+        if i % 2:
+            node = g.add_node({"node_type": "agent_message", "content": f"answer {i}"})
+        else:
+            node = g.add_node({"node_type": "user_message", "content": f"question {i}"})
+        g.add_edge(previous, node, "sequence")
+        previous = node
+    return g
+
+
+def nx_chat(n: int) -> nx.DiGraph:
+    g = nx.DiGraph()
+    g.add_node(0, node_type="user_message", content="question 0")
+    for i in range(1, n):
+        if i % 2:
+            g.add_node(i, node_type="agent_message", content=f"answer {i}")
+        else:
+            g.add_node(i, node_type="user_message", content=f"question {i}")
+        g.add_edge(i - 1, i, edge_type="sequence")
+    return g
+
+
+FAN_OUT_IMPLS = {"chainwarden": cw_fan_out, "rustworkx": rx_fan_out, "networkx": nx_fan_out}
+CHAT_IMPLS = {"chainwarden": cw_chat, "rustworkx": rx_chat, "networkx": nx_chat}
+
+
+@pytest.mark.benchmark(group="build-fan-out-40k")
+@pytest.mark.parametrize("impl", list(FAN_OUT_IMPLS))
+def test_build_fan_out(benchmark: Any, impl: str) -> None:
+    benchmark.extra_info["nodes"] = FAN_OUT
+    g = benchmark.pedantic(FAN_OUT_IMPLS[impl], args=(FAN_OUT,), rounds=5, iterations=1)
+    assert len(g) == FAN_OUT + 1
+
+
+@pytest.mark.benchmark(group="build-chat-200k")
+@pytest.mark.parametrize("impl", list(CHAT_IMPLS))
+def test_build_chat(benchmark: Any, impl: str) -> None:
+    benchmark.extra_info["nodes"] = CHAT_NODES
+    g = benchmark.pedantic(CHAT_IMPLS[impl], args=(CHAT_NODES,), rounds=3, iterations=1)
+    assert len(g) == CHAT_NODES
+
+
+@pytest.fixture(scope="module")
+def read_chat() -> Graph:
+    """A 40,000-node chat whose agent messages went pending -> running -> finished (2 more events a turn)."""
+    g = Graph()
+    with g.mutate() as m:
+        previous: str | None = None
+        for turn in range(READ_TURNS):
+            user = m.create_node("user_message", "finished", content=f"question {turn}")
+            if previous is not None:
+                m.create_edge(previous, user, "sequence")
+            previous = m.create_node("agent_message", "pending")
+            m.create_edge(user, previous, "sequence")
+    for node_id in g.claim(READ_TURNS):
+        g.mark_finished(node_id, content="answer")
+    return g
+
+
+@pytest.mark.benchmark(group="read-events-chat-40k")
+def test_events(benchmark: Any, read_chat: Graph) -> None:
+    count = len(read_chat.events())
+    benchmark.extra_info["nodes"] = count  # per item = per event
+    result = benchmark.pedantic(read_chat.events, rounds=10, iterations=1)
+    assert len(result) == count
+
+
+@pytest.mark.benchmark(group="read-nodes-chat-40k")
+def test_nodes(benchmark: Any, read_chat: Graph) -> None:
+    benchmark.extra_info["nodes"] = 2 * READ_TURNS
+    result = benchmark.pedantic(read_chat.nodes, rounds=10, iterations=1)
+    assert len(result) == 2 * READ_TURNS
+
+
+def rx_propagate(g: rx.PyDiGraph, root: int) -> list[int]:
+    """The baseline a caller would write: every descendant of the failed node marked skipped one by one, with
+    the reason and the failed parent recorded as `propagate_failures` records them."""
+    skipped = sorted(rx.descendants(g, root))
+    parent = g[root]
+    for i in skipped:
+        node = g[i]
+        node["state"] = "skipped"
+        node["metadata"]["reason"] = "blocked_by_failed_dependencies"
+        node["metadata"]["blocked_by"] = [
+            {"node_id": parent["node_id"], "state": parent["state"], "edge_id": i}
+        ]
+    return skipped
+
+
+@pytest.mark.benchmark(group="propagate-fan-out-10k-vs-rustworkx")
+@pytest.mark.parametrize("impl", ["chainwarden", "rustworkx"])
+def test_propagate_vs_rustworkx(benchmark: Any, impl: str) -> None:
+    benchmark.extra_info["nodes"] = PROPAGATE_FAN_OUT
+
+    def setup_cw() -> tuple[tuple[Graph], dict[str, Any]]:
+        g = cw_fan_out(PROPAGATE_FAN_OUT)
+        (root,) = g.claim(1)
+        g.mark_errored(root, "boom")
+        return (g,), {}
+
+    def setup_rx() -> tuple[tuple[rx.PyDiGraph, int], dict[str, Any]]:
+        g = rx.PyDiGraph()
+        root = g.add_node({"node_id": "root", "state": "errored", "metadata": {}})
+        for i in range(PROPAGATE_FAN_OUT):
+            g.add_edge(
+                root, g.add_node({"node_id": f"c{i}", "state": "pending", "metadata": {}}), "dependency"
+            )
+        return (g, root), {}
+
+    if impl == "chainwarden":
+        result = benchmark.pedantic(Graph.propagate_failures, setup=setup_cw, rounds=10, iterations=1)
+    else:
+        result = benchmark.pedantic(rx_propagate, setup=setup_rx, rounds=10, iterations=1)
+    assert len(result) == PROPAGATE_FAN_OUT

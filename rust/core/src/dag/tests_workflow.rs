@@ -1,0 +1,99 @@
+//! Task workflows without leaf repair, and the delta bookkeeping of large fan-outs.
+
+use super::*;
+
+fn task(g: &mut Dag, id: &str) -> String {
+    let spec = NodeSpec {
+        node_id: Some(id.into()),
+        ..NodeSpec::default()
+    };
+    g.create_node("task", "pending", spec).unwrap()
+}
+
+fn agent_messages(g: &Dag) -> usize {
+    (0..g.node_count() as u32)
+        .filter(|&i| g.node_by_index(i).node_type == NodeType::AgentMessage)
+        .count()
+}
+
+#[test]
+fn without_leaf_repair_finished_tasks_stay_leaves() {
+    let mut g = Dag::new(None);
+    g.set_leaf_repair(false);
+    g.begin();
+    task(&mut g, "a");
+    task(&mut g, "b");
+    g.create_edge("a", "b", "dependency", None, None).unwrap();
+    assert!(g.commit().is_empty());
+    assert_eq!(g.claim(10), vec!["a"]);
+    let done = g
+        .apply_outcome("a", Outcome::Finished(FinishPayload::default()))
+        .unwrap();
+    assert!(done.repaired.is_empty());
+    assert_eq!(g.claim(10), vec!["b"]);
+    let done = g
+        .apply_outcome("b", Outcome::Finished(FinishPayload::default()))
+        .unwrap();
+    assert!(done.repaired.is_empty());
+    g.begin();
+    assert!(g.commit().is_empty());
+    assert_eq!(g.leaves(false), vec!["b"]);
+    assert_eq!(agent_messages(&g), 0);
+    assert!(!g.leaves_valid());
+    g.check_invariants().unwrap();
+    // An explicit call still repairs: only the automatic repair is off.
+    assert_eq!(g.repair_leaves().len(), 1);
+    assert_eq!(agent_messages(&g), 1);
+}
+
+#[test]
+fn leaf_repair_is_on_by_default_and_survives_json() {
+    let mut on = Dag::new(None);
+    task(&mut on, "t");
+    assert!(on.leaf_repair());
+    assert!(!on.to_json().contains("leaf_repair"));
+    assert!(Dag::from_json(&on.to_json()).unwrap().leaf_repair());
+
+    let mut off = Dag::new(None);
+    off.set_leaf_repair(false);
+    task(&mut off, "t");
+    let text = off.to_json();
+    let back = Dag::from_json(&text).unwrap();
+    assert!(!back.leaf_repair());
+    assert_eq!(back.to_json(), text);
+
+    let wrong = text.replace("\"leaf_repair\":false", "\"leaf_repair\":0");
+    assert_ne!(wrong, text);
+    let err = Dag::from_json(&wrong).err().unwrap();
+    assert!(err.message.contains("leaf_repair"), "{}", err.message);
+}
+
+#[test]
+fn fan_out_counts_by_delta_and_rolls_back() {
+    let mut g = Dag::new(None);
+    task(&mut g, "root");
+    for i in 0..300 {
+        let child = task(&mut g, &format!("c{i:03}"));
+        g.create_edge("root", &child, "dependency", None, None)
+            .unwrap();
+    }
+    g.check_invariants().unwrap();
+    assert_eq!(g.leaves(false).len(), 300);
+    g.begin();
+    for i in 300..310 {
+        let child = task(&mut g, &format!("c{i:03}"));
+        g.create_edge("root", &child, "sequence", None, None)
+            .unwrap();
+        g.create_edge(&format!("c{:03}", i - 300), &child, "branch", None, None)
+            .unwrap();
+    }
+    g.check_invariants().unwrap();
+    g.rollback();
+    g.check_invariants().unwrap();
+    assert_eq!(g.leaves(false).len(), 300);
+    assert_eq!(g.claim(1), vec!["root"]);
+    g.mark_errored("root", "boom").unwrap();
+    g.check_invariants().unwrap();
+    assert_eq!(g.propagate_failures().len(), 300);
+    g.check_invariants().unwrap();
+}
