@@ -41,9 +41,9 @@ def violations(relative: str, source: str) -> list[str]:
                 found.append(f"{relative}:{line}: writes a ledger table outside {LEDGER_MODULE}")
     if relative not in COMMITTERS:
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and node.attr == "commit_usage_fact":
+            if isinstance(node, ast.Attribute) and node.attr in ("commit_usage_fact", "commit_usage_facts"):
                 found.append(f"{relative}:{node.lineno}: commits usage outside {sorted(COMMITTERS)}")
-            if isinstance(node, ast.Name) and node.id == "commit_usage_fact":
+            if isinstance(node, ast.Name) and node.id in ("commit_usage_fact", "commit_usage_facts"):
                 found.append(f"{relative}:{node.lineno}: commits usage outside {sorted(COMMITTERS)}")
     return found
 

@@ -85,6 +85,8 @@ class PostgresLedger(Ledger):
     first attempt landed.
     """
 
+    _writable_ctes = True
+
     def __init__(
         self,
         dsn: str,
