@@ -394,12 +394,9 @@ class Ledger(abc.ABC):
         if single and self._writable_ctes:
             # PostgreSQL: the debit and its ledger entry in one statement (one round trip fewer).
             charged, reference = entries[0]
-            cursor.execute(
-                self._sql(_DEBIT_WITH_ENTRY),
-                # The upsert's five parameters, then its entry's.
-                (account, -charged, now, charged, charged - MAX_CREDITS, account, -charged, REASON_CHARGE)
-                + (reference, now),
-            )
+            upsert = (account, -charged, now, charged, charged - MAX_CREDITS)
+            entry = (account, -charged, REASON_CHARGE, reference, now)
+            cursor.execute(self._sql(_DEBIT_WITH_ENTRY), (*upsert, *entry))
         else:
             cursor.execute(self._sql(_UPSERT_DEBIT), (account, -total, now, total, total - MAX_CREDITS))
         found = cursor.fetchone()
