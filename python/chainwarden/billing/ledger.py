@@ -486,6 +486,20 @@ class Ledger(abc.ABC):
         before anything is written, its error naming `facts[i]`; an error inside the transaction (a store
         refusal, a balance out of range) rolls the whole batch back. Retrying a batch is always safe.
         """
+        committed = self._commit_usage_facts(
+            facts, pricing=pricing, call_indexes=call_indexes, ingress_request_id=ingress_request_id
+        )
+        return [receipt for receipt, _ in committed]
+
+    def _commit_usage_facts(
+        self,
+        facts: Sequence[UsageFact],
+        *,
+        pricing: Pricing,
+        call_indexes: Sequence[int] | None = None,
+        ingress_request_id: str | None = None,
+    ) -> list[tuple[ChargeReceipt, bool]]:
+        """`commit_usage_facts`, each receipt with whether this call charged it (False: a duplicate)."""
         if isinstance(facts, str | bytes) or not isinstance(facts, Sequence):
             raise TypeError(f"facts must be a sequence of UsageFact, got {type(facts).__name__}")
         if not isinstance(pricing, Pricing):
@@ -517,7 +531,9 @@ class Ledger(abc.ABC):
             unique.setdefault(charge.ident, charge)
         now = self._encode_time(created_at)
 
-        def body(cursor: Any) -> tuple[dict[tuple[str, str], ChargeReceipt], dict[str, tuple[int, bool]]]:
+        def body(
+            cursor: Any,
+        ) -> tuple[dict[tuple[str, str], ChargeReceipt], set[tuple[str, str]], dict[str, tuple[int, bool]]]:
             inserted: set[tuple[str, str]] = set()
             rows = [c.row for c in unique.values()]
             for chunk in _chunks(rows, _RECEIPT_CHUNK):
@@ -538,12 +554,21 @@ class Ledger(abc.ABC):
                 accounts[account] = (balances[-1], created)
             receipts = {i: receipt for i, (receipt, _) in stored.items()}
             receipts.update((i, unique[i].receipt) for i in inserted)
-            return receipts, accounts
+            ours = inserted | {i for i, (_, own) in stored.items() if own}
+            return receipts, ours, accounts
 
-        receipts, accounts = self._run_write(body)
+        receipts, ours, accounts = self._run_write(body)
         for account, (balance_after, created) in accounts.items():
             self._log_charge(account, "batch", balance_after, created)
-        return [receipts[charge.ident] for charge in charges]
+        result = []
+        charged: set[tuple[str, str]] = set()
+        for charge in charges:
+            ident = charge.ident
+            # The first occurrence of a key this call committed is its charge; a repeat is a duplicate.
+            new = ident in ours and ident not in charged
+            charged.add(ident)
+            result.append((receipts[ident], new))
+        return result
 
     def _stored_receipts(
         self, cursor: Any, idents: list[tuple[str, str]], commit_id: str
