@@ -165,3 +165,46 @@ def test_a_killed_batch_writer_leaves_whole_batches_and_a_retry_completes_it(sto
         total = sum(r.charged_credits for r in ledger.receipts())
         assert sum(ledger.balance(f"acct-{i}") for i in range(3)) == -total
         assert sum(len(ledger.ledger_entries(f"acct-{i}")) for i in range(3)) == (done + 1) * size
+
+
+def test_the_delivery_commits_a_written_ahead_batch_and_one_refused_fact_parks_alone(
+    store: Store, tmp_path: Path
+) -> None:
+    from chainwarden.billing.delivery import BillingDelivery  # noqa: PLC0415
+    from chainwarden.billing.outbox import Outbox  # noqa: PLC0415
+
+    with store.open() as ledger:
+        store.fail_inserts("charge_receipts", "usage_unit_id", "poison")
+        outbox = Outbox(tmp_path / "outbox.sqlite3")
+        delivery = BillingDelivery(ledger, outbox)
+        try:
+            good = [(fact(f"g{i}"), i) for i in range(5)]
+            journaled = delivery.write_ahead(good, pricing=PRICING, ingress_request_id=None)
+            assert len({j.seq for j in journaled}) == 5  # one outbox transaction wrote them all
+            outcomes = delivery.commit(journaled, pricing=PRICING, ingress_request_id=None)
+            assert [o.receipt is not None for o in outcomes] == [True] * 5
+            assert outbox.pending(ledger.identity) == []
+            # Replayed: duplicates (receipt None), nothing charged twice, the rows settled.
+            again = delivery.commit(
+                delivery.write_ahead(good, pricing=PRICING, ingress_request_id=None),
+                pricing=PRICING,
+                ingress_request_id=None,
+            )
+            assert [o.receipt for o in again] == [None] * 5
+            # The store refuses one fact: the batch is rolled back and the facts go one by one.
+            mixed = [(fact("m0"), 0), (fact("poison"), 1), (fact("m2"), 2)]
+            outcomes = delivery.commit(
+                delivery.write_ahead(mixed, pricing=PRICING, ingress_request_id=None),
+                pricing=PRICING,
+                ingress_request_id=None,
+            )
+            assert [(o.receipt is not None, o.parked) for o in outcomes] == [
+                (True, False),
+                (False, True),
+                (True, False),
+            ]
+            assert outbox.pending(ledger.identity) == ["run-1/0/poison"]
+            assert ledger.balance("acct-1") == -7 * 200
+        finally:
+            delivery.close()
+            outbox.close()

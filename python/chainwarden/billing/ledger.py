@@ -109,8 +109,7 @@ _SELECT_ENTRIES = (
 )
 
 
-_RECEIPT_CHUNK = 500  # rows per multi-row INSERT: 19 parameters each, far below both stores' bounds
-_ENTRY_CHUNK = 2_000
+_RECEIPT_CHUNK = 500  # rows per multi-row INSERT: at most 19 parameters each, far below SQLite's bound
 _IN_CHUNK = 2_000
 
 
@@ -135,6 +134,20 @@ def _insert_entries(rows: int) -> str:
         "INSERT INTO credit_ledger (billing_account_id, amount, balance_after, reason, reference, "
         f"created_at) VALUES {values}"
     )
+
+
+# PostgreSQL: a batch's rows as one array per column (see Ledger._insert_many).
+_UNNEST_RECEIPTS = (
+    f"INSERT INTO charge_receipts ({_RECEIPT_COLUMNS}) SELECT * FROM unnest("
+    "%s::text[], %s::text[], %s::text[], %s::int[], %s::text[], %s::text[], %s::text[], %s::text[], "
+    "%s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[], "
+    "%s::numeric[], %s::text[], %s::text[], %s::timestamptz[]) "
+    "ON CONFLICT (source_system, source_reference) DO NOTHING RETURNING source_system, source_reference"
+)
+_UNNEST_ENTRIES = (
+    "INSERT INTO credit_ledger (billing_account_id, amount, balance_after, reason, reference, created_at) "
+    "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::timestamptz[])"
+)
 
 
 @dataclass(frozen=True)
@@ -165,6 +178,9 @@ class Ledger(abc.ABC):
     # Whether the store runs INSERT/UPDATE inside WITH (PostgreSQL does, SQLite does not): then a charge
     # and its ledger entry are one statement.
     _writable_ctes = False
+    # Whether many rows go in as one array per column (PostgreSQL's unnest) rather than as multi-row VALUES
+    # lists (see `_insert_many`).
+    _unnest_arrays = False
 
     def __init__(self, *, retry_timeout_s: float) -> None:
         self._closed = False
@@ -416,9 +432,35 @@ class Ledger(abc.ABC):
                 (account, -charged, after, REASON_CHARGE, reference, now)
                 for (charged, reference), after in zip(entries, balances, strict=True)
             ]
-            for chunk in _chunks(rows, _ENTRY_CHUNK):
-                cursor.execute(self._sql(_insert_entries(len(chunk))), [v for r in chunk for v in r])
+            self._insert_many(cursor, _insert_entries, _UNNEST_ENTRIES, rows, returning=False)
         return balances, created
+
+    def _insert_many(
+        self,
+        cursor: Any,
+        multi_row: Callable[[int], str],
+        unnest: str,
+        rows: Sequence[tuple[Any, ...]],
+        *,
+        returning: bool,
+    ) -> list[Any]:
+        """Inserts many rows; with `returning`, the rows the statement returns.
+
+        PostgreSQL: one statement over one array per column (`unnest`): one round trip and one execution
+        on the server, and a short query text (psycopg splits a query's placeholders in Python, which for a
+        500-row VALUES list costs more than the insert). SQLite: multi-row VALUES lists, one per chunk.
+        """
+        found: list[Any] = []
+        if not rows:
+            return found
+        if self._unnest_arrays:
+            cursor.execute(unnest, [list(column) for column in zip(*rows, strict=True)])
+            return list(cursor.fetchall()) if returning else found
+        for chunk in _chunks(rows, _RECEIPT_CHUNK):
+            cursor.execute(self._sql(multi_row(len(chunk))), [v for r in chunk for v in r])
+            if returning:
+                found.extend(cursor.fetchall())
+        return found
 
     def commit_usage_fact(
         self,
@@ -534,11 +576,9 @@ class Ledger(abc.ABC):
         def body(
             cursor: Any,
         ) -> tuple[dict[tuple[str, str], ChargeReceipt], set[tuple[str, str]], dict[str, tuple[int, bool]]]:
-            inserted: set[tuple[str, str]] = set()
             rows = [c.row for c in unique.values()]
-            for chunk in _chunks(rows, _RECEIPT_CHUNK):
-                cursor.execute(self._sql(_insert_receipts(len(chunk))), [v for r in chunk for v in r])
-                inserted.update((r[0], r[1]) for r in cursor.fetchall())
+            found = self._insert_many(cursor, _insert_receipts, _UNNEST_RECEIPTS, rows, returning=True)
+            inserted = {(r[0], r[1]) for r in found}
             stored = self._stored_receipts(cursor, [i for i in unique if i not in inserted], commit_id)
             # A retry whose first attempt landed finds its own rows (commit_id): charged then, with the rest.
             per_account: dict[str, list[tuple[int, str]]] = {}

@@ -86,6 +86,7 @@ class PostgresLedger(Ledger):
     """
 
     _writable_ctes = True
+    _unnest_arrays = True
 
     def __init__(
         self,
