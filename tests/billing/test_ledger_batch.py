@@ -208,3 +208,39 @@ def test_the_delivery_commits_a_written_ahead_batch_and_one_refused_fact_parks_a
         finally:
             delivery.close()
             outbox.close()
+
+
+def test_concurrent_overlapping_batches_charge_each_fact_once(store: Store) -> None:
+    """Three writers with their own connections commit the same facts, in different orders, at once."""
+    import random  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    facts = [fact(f"u{i}", billing_account_id=f"acct-{i % 2}") for i in range(60)]
+    with store.open():
+        pass  # the schema, before the writers race
+    results: dict[int, list[ChargeReceipt]] = {}
+    errors: list[BaseException] = []
+    start = threading.Barrier(3)
+
+    def writer(n: int) -> None:
+        order = facts[:]
+        random.Random(n).shuffle(order)
+        try:
+            with store.open() as ledger:
+                start.wait(timeout=5)
+                results[n] = ledger.commit_usage_facts(order, pricing=PRICING)
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert errors == []
+    by_key = [{r.source_reference: r for r in results[n]} for n in range(3)]
+    assert by_key[0] == by_key[1] == by_key[2]  # every writer got the one committed receipt of each key
+    with store.open() as ledger:
+        assert len(ledger.receipts()) == 60
+        assert ledger.balance("acct-0") == ledger.balance("acct-1") == -30 * 200
+        assert len(ledger.ledger_entries("acct-0")) == 30
