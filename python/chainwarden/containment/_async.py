@@ -115,11 +115,13 @@ async def wrap_async(
         return failed(s, asyncio.CancelledError(), node, opts)
     loop = task.get_loop()
     call = _InFlight(task)
-    s.track(call, loop)
-    limit_s, per_call = _deadline_s(s, opts)
+    tasks = s.tasks
+    tasks[call] = loop  # ChainState.track, inlined: this runs on every async call
     timer = None
-    if limit_s is not None:
-        timer = loop.call_later(limit_s, call.expire, _CALL_LIMIT if per_call else _CHAIN_LIMIT)
+    if s.config.timeout_ms > 0 or opts.timeout_ms:
+        limit_s, per_call = _deadline_s(s, opts)
+        if limit_s is not None:
+            timer = loop.call_later(limit_s, call.expire, _CALL_LIMIT if per_call else _CHAIN_LIMIT)
     # Wraps and report_cost inside the call find it through these context variables.
     parent = s.current.set(node)
     bound = CURRENT_CALL.set(bind(core, node))
@@ -136,7 +138,7 @@ async def wrap_async(
         call.active = False
         if timer is not None:
             timer.cancel()
-        s.untrack(call)
+        tasks.pop(call, None)
         CURRENT_CALL.reset(bound)
         s.current.reset(parent)
     cause = call.cause
