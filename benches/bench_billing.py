@@ -8,6 +8,7 @@ Run: .venv/bin/pytest benches/bench_billing.py --benchmark-only -p no:randomly
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import uuid
@@ -171,4 +172,105 @@ def test_write_ahead_alone(benchmark: Any, tmp_path: Path, batch: int) -> None:
 
     assert benchmark.pedantic(write_and_remove, rounds=10, iterations=1) == 0
     outbox.close()
+    benchmark.extra_info["facts_per_second"] = round(FACTS_PER_ROUND / benchmark.stats.stats.mean)
+
+
+# -- the batch API and the per-fact floor (issue 10) -------------------------------------------------------
+
+BATCH_FACTS = 1_000
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_batch_commits(benchmark: Any, targets: Targets, kind: str) -> None:
+    """`commit_usage_facts` of 1,000 new facts: one transaction (compare per fact with
+    `test_single_writer_commits`)."""
+    facts = make_facts(BATCH_FACTS)
+    opened: list[Any] = []
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        ledger = open_ledger(kind, targets.new(kind))
+        opened.append(ledger)
+        return (ledger,), {}
+
+    def commit_batch(ledger: Any) -> int:
+        return len(ledger.commit_usage_facts(facts, pricing=PRICING))
+
+    committed = benchmark.pedantic(commit_batch, setup=setup, rounds=5, iterations=1)
+    for ledger in opened:
+        assert len(ledger.receipts()) == BATCH_FACTS
+        ledger.close()
+    assert committed == BATCH_FACTS
+    benchmark.extra_info["facts_per_second"] = round(BATCH_FACTS / benchmark.stats.stats.mean)
+
+
+def _raw_sqlite_commits(path: str, facts: list[Any]) -> int:
+    """The per-fact floor: plain sqlite3 running the statements one SqliteLedger commit runs (BEGIN
+    IMMEDIATE, the receipt insert, the upsert-debit, the entry insert, COMMIT) on the same schema and
+    settings (WAL, synchronous=FULL), with the values precomputed."""
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    from chainwarden.billing.ledger import _INSERT_RECEIPT, _UPSERT_DEBIT, _insert_entries  # noqa: PLC0415
+
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA synchronous=FULL")
+    insert, upsert, entry = (
+        s.replace("%s", "?") for s in (_INSERT_RECEIPT, _UPSERT_DEBIT, _insert_entries(1))
+    )
+    now = datetime.now(UTC).isoformat()
+    rows = [
+        (
+            f.source,
+            f"{f.run_id}/0/{f.usage_unit_id}",
+            f.run_id,
+            0,
+            f.usage_unit_id,
+            f.billing_account_id,
+            f.virtual_key_id,
+            None,
+            None,
+            f.model,
+            f.input_tokens,
+            f.output_tokens,
+            None,
+            None,
+            26,
+            "0.0000026",
+            None,
+            "c",
+            now,
+        )
+        for f in facts
+    ]
+    committed = 0
+    for row in rows:
+        cur = conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        cur.execute(insert, row)
+        cur.execute(upsert, (row[5], -26, now, 26, 26 - 2**63 + 1))
+        balance = cur.fetchone()[0]
+        cur.execute(entry, (row[5], -26, balance, "charge_receipt", row[1], now))
+        cur.execute("COMMIT")
+        committed += 1
+    conn.close()
+    return committed
+
+
+@pytest.mark.parametrize("impl", ["ledger", "raw-sqlite3"])
+def test_sqlite_per_fact_floor(benchmark: Any, tmp_path: Path, impl: str) -> None:
+    """Per-fact SQLite commits against raw sqlite3 doing the same statements: the ledger's overhead."""
+    facts = make_facts(FACTS_PER_ROUND)
+    paths: list[str] = []
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        path = str(tmp_path / f"{uuid.uuid4().hex}.sqlite3")
+        open_ledger("sqlite", path).close()  # the schema (and WAL mode), untimed for both
+        paths.append(path)
+        return (path,), {}
+
+    def ledger_commits(path: str) -> int:
+        with open_ledger("sqlite", path) as ledger:
+            return sum(ledger.commit_usage_fact(f, call_index=0, pricing=PRICING) is not None for f in facts)
+
+    run = ledger_commits if impl == "ledger" else lambda path: _raw_sqlite_commits(path, facts)
+    assert benchmark.pedantic(run, setup=setup, rounds=10, iterations=1) == FACTS_PER_ROUND
     benchmark.extra_info["facts_per_second"] = round(FACTS_PER_ROUND / benchmark.stats.stats.mean)

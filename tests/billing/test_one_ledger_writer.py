@@ -12,6 +12,7 @@ LEDGER_MODULE = "billing/ledger.py"
 # Who may call commit_usage_fact: the billing delivery (commit-or-park and the outbox drainer, which the
 # runtime's billing subscriber uses) and the ledger's own definition.
 COMMITTERS = {"billing/delivery.py", LEDGER_MODULE}
+COMMIT_NAMES = {"commit_usage_fact", "commit_usage_facts", "_commit_usage_facts"}
 WRITE_SQL = re.compile(
     r"\b(INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE|DELETE\s+FROM|REPLACE\s+INTO|TRUNCATE(\s+TABLE)?)\s+"
     r"(\w+\.)?(charge_receipts|credit_ledger|billing_accounts)\b",
@@ -41,9 +42,9 @@ def violations(relative: str, source: str) -> list[str]:
                 found.append(f"{relative}:{line}: writes a ledger table outside {LEDGER_MODULE}")
     if relative not in COMMITTERS:
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and node.attr == "commit_usage_fact":
+            if isinstance(node, ast.Attribute) and node.attr in COMMIT_NAMES:
                 found.append(f"{relative}:{node.lineno}: commits usage outside {sorted(COMMITTERS)}")
-            if isinstance(node, ast.Name) and node.id == "commit_usage_fact":
+            if isinstance(node, ast.Name) and node.id in COMMIT_NAMES:
                 found.append(f"{relative}:{node.lineno}: commits usage outside {sorted(COMMITTERS)}")
     return found
 

@@ -1,4 +1,4 @@
-"""Async wraps: the coroutine runs in a task that a timeout or abort cancels mid-flight."""
+"""Async wraps: the coroutine is awaited in the caller's task, which a timeout or abort cancels mid-flight."""
 
 import asyncio
 import threading
@@ -177,3 +177,77 @@ async def test_concurrent_tasks_nest_under_their_own_call() -> None:
     children = [n for n in nodes if n.kind == "tool"]
     assert len(children) == 8
     assert all(n.parent_id == outer_ids[n.operation_name[-1]] for n in children)
+
+
+# The call is awaited in the caller's own task (docs/design.md §6): our cancellations must be taken
+# back before the caller goes on, and anyone else's must reach the caller unchanged.
+
+
+async def test_per_call_timeout_leaves_the_caller_task_uncancelled() -> None:
+    ctx = ExecutionContext(config())
+
+    async def slow() -> None:
+        await asyncio.sleep(3600)
+
+    assert await ctx.wrap_llm_call_async(slow, WrapOptions("slow", timeout_ms=10)) is Decision.HALT
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+    await asyncio.sleep(0.02)  # would raise CancelledError if a cancellation were still pending
+
+    async def quick() -> None:
+        await asyncio.sleep(0)
+
+    assert await ctx.wrap_llm_call_async(quick, WrapOptions(timeout_ms=1000)) is Decision.ALLOW
+
+
+async def test_abort_after_the_call_ended_does_not_cancel_the_caller() -> None:
+    ctx = ExecutionContext(config())
+
+    async def quick() -> str:
+        await asyncio.sleep(0)
+        return "done"
+
+    assert await ctx.wrap_llm_call_async(quick) is Decision.ALLOW
+    thread = threading.Thread(target=ctx.abort, args=("later",))
+    thread.start()
+    thread.join(timeout=5)
+    await asyncio.sleep(0.02)  # the abort must not land in this task's later awaits
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+    assert ctx.get_snapshot().nodes[-1].status == "ok"
+
+
+async def test_an_outer_timeout_passes_through_the_wrap() -> None:
+    ctx = ExecutionContext(config())
+
+    async def slow() -> None:
+        await asyncio.sleep(3600)
+
+    # The caller's own deadline is not ours to swallow, even with a per-call limit pending.
+    try:
+        async with asyncio.timeout(0.02):
+            await ctx.wrap_llm_call_async(slow, WrapOptions("slow", timeout_ms=60_000))
+    except TimeoutError:
+        pass
+    else:
+        raise AssertionError("the outer timeout was swallowed")
+    snap = ctx.get_snapshot()
+    assert (snap.nodes[-1].status, snap.retries_used, snap.aborted) == ("error", 0, False)
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+
+
+async def test_swallowed_timeout_still_ends_the_call_as_a_timeout() -> None:
+    ctx = ExecutionContext(config())
+
+    async def stubborn() -> str:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            return "ignored the cancellation"
+        return "slept"
+
+    assert await ctx.wrap_llm_call_async(stubborn, WrapOptions("s", timeout_ms=10)) is Decision.HALT
+    assert ctx.get_snapshot().nodes[-1].status == "timeout"
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0

@@ -145,16 +145,26 @@ class BillingDelivery:
     def commit(
         self, journaled: Sequence[Journaled], *, pricing: Pricing, ingress_request_id: str | None
     ) -> list[Delivered]:
-        """Step 2: commits written-ahead facts in order; removes the committed ones' rows in one statement
-        and releases the failed ones to the drainer (parked). Never raises."""
+        """Step 2: commits written-ahead facts, all in one ledger transaction when there are several; removes
+        the committed ones' rows in one statement and releases the failed ones to the drainer (parked).
+        Never raises."""
         outcomes: list[Delivered] = []
         done: list[int] = []
         failed: dict[str, list[int]] = {}
+        batched = self._commit_batch(journaled, pricing, ingress_request_id)
         for item in journaled:
             if item.seq is None:
                 outcomes.append(self._deliver_unjournaled(item, pricing, ingress_request_id))
                 continue
             key = item.key
+            if item.seq in batched:
+                outcome = batched[item.seq]
+                if outcome.parked:
+                    failed.setdefault(_describe(outcome.error or self._away()), []).append(item.seq)
+                else:
+                    done.append(item.seq)
+                outcomes.append(outcome)
+                continue
             if self._ledger_down:
                 away = self._away()
                 failed.setdefault(str(away), []).append(item.seq)
@@ -197,6 +207,43 @@ class BillingDelivery:
             self._start()
             self._wake.set()
         return outcomes
+
+    def _commit_batch(
+        self, journaled: Sequence[Journaled], pricing: Pricing, ingress_request_id: str | None
+    ) -> dict[int, Delivered]:
+        """The written-ahead facts committed in ONE ledger transaction, by outbox row; {} when there is one
+        or none, or when the batch failed for another reason than availability (then each fact is tried on
+        its own, so one fact the ledger refuses does not hold back the others)."""
+        items = [item for item in journaled if item.seq is not None]
+        if len(items) < 2 or self._ledger_down:
+            return {}
+        try:
+            committed = self.ledger._commit_usage_facts(
+                [item.fact for item in items],
+                pricing=pricing,
+                call_indexes=[item.call_index for item in items],
+                ingress_request_id=ingress_request_id,
+            )
+        except LedgerUnavailable as error:
+            self._ledger_down = True
+            logger.error(
+                "billing: commit of %d facts failed (%s); they wait in the outbox", len(items), error
+            )
+            return {
+                item.seq: Delivered(key=item.key, receipt=None, parked=True, error=error)
+                for item in items
+                if item.seq is not None
+            }
+        except Exception as error:
+            logger.warning(
+                "billing: batch commit of %d facts failed (%s); committing them one by one", len(items), error
+            )
+            return {}
+        return {
+            item.seq: Delivered(key=item.key, receipt=receipt if new else None, parked=False)
+            for item, (receipt, new) in zip(items, committed, strict=True)
+            if item.seq is not None
+        }
 
     def _away(self) -> LedgerUnavailable:
         return LedgerUnavailable(

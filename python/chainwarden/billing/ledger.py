@@ -11,8 +11,9 @@ import abc
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from enum import Enum
@@ -62,24 +63,31 @@ _INSERT_RECEIPT = (
     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
     "ON CONFLICT (source_system, source_reference) DO NOTHING"
 )
-_SELECT_COMMIT_ID = "SELECT commit_id FROM charge_receipts WHERE source_system = %s AND source_reference = %s"
-_SELECT_CHARGE_BALANCE = (
-    "SELECT balance_after FROM credit_ledger WHERE billing_account_id = %s AND reference = %s "
-    "AND reason = %s ORDER BY id LIMIT 1"
-)
-_ENSURE_ACCOUNT = (
-    "INSERT INTO billing_accounts (id, balance_credits, created_at) VALUES (%s, 0, %s) "
-    "ON CONFLICT (id) DO NOTHING"
+# A duplicate in `commit_usage_fact`: whose row it is (commit_id) and, when it is this call's own row from an
+# attempt that landed before the connection broke, the balance its entry left.
+_SELECT_LANDED = (
+    "SELECT commit_id, (SELECT balance_after FROM credit_ledger WHERE billing_account_id = %s "
+    "AND reference = %s AND reason = %s ORDER BY id LIMIT 1) "
+    "FROM charge_receipts WHERE source_system = %s AND source_reference = %s"
 )
 _CREATE_ACCOUNT = (
     "INSERT INTO billing_accounts (id, balance_credits, created_at) VALUES (%s, %s, %s) "
     "ON CONFLICT (id) DO NOTHING"
 )
-# The guard keeps the balance inside the 64-bit column on both stores (PostgreSQL would raise, SQLite would
-# silently turn the column into a float): a debit that would leave it changes nothing and is refused.
-_DEBIT = (
-    "UPDATE billing_accounts SET balance_credits = balance_credits - %s "
-    "WHERE id = %s AND balance_credits >= %s"
+# Ensure + debit + read back in one statement: an unknown account is created owing the charge, a known one is
+# debited. The guard keeps the balance inside the 64-bit column on both stores (PostgreSQL would raise, SQLite
+# would silently turn the column into a float): a debit that would leave it returns no row and is refused.
+_UPSERT_DEBIT = (
+    "INSERT INTO billing_accounts (id, balance_credits, created_at) VALUES (%s, %s, %s) "
+    "ON CONFLICT (id) DO UPDATE SET balance_credits = billing_accounts.balance_credits - %s "
+    "WHERE billing_accounts.balance_credits >= %s RETURNING balance_credits, created_at"
+)
+# The same with its ledger entry, for stores with data-modifying WITH (PostgreSQL): one round trip.
+_DEBIT_WITH_ENTRY = (
+    f"WITH account AS ({_UPSERT_DEBIT}), entry AS ("
+    "INSERT INTO credit_ledger (billing_account_id, amount, balance_after, reason, reference, created_at) "
+    "SELECT %s, %s, balance_credits, %s, %s, %s FROM account RETURNING 1) "
+    "SELECT balance_credits, created_at FROM account"
 )
 _READ_BALANCE = "SELECT balance_credits FROM billing_accounts WHERE id = %s"
 _INSERT_ENTRY = (
@@ -89,12 +97,69 @@ _INSERT_ENTRY = (
 _SELECT_RECEIPTS = (
     "SELECT source_system, source_reference, run_id, attempt, billing_account_id, virtual_key_id, "
     "request_id, provider, model, input_tokens, output_tokens, charged_credits, response_cost_usd, "
-    "created_at, usage_raw FROM charge_receipts"
+    "created_at, usage_raw"
+)
+_SELECT_RECEIPTS_BY_KEY = (
+    _SELECT_RECEIPTS
+    + ", commit_id FROM charge_receipts WHERE source_system = %s AND source_reference IN ({marks})"
 )
 _SELECT_ENTRIES = (
     "SELECT billing_account_id, amount, balance_after, reason, reference, created_at FROM credit_ledger "
     "WHERE billing_account_id = %s ORDER BY id"
 )
+
+
+_RECEIPT_CHUNK = 500  # rows per multi-row INSERT: at most 19 parameters each, far below SQLite's bound
+_IN_CHUNK = 2_000
+
+
+def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _insert_receipts(rows: int) -> str:
+    # RETURNING names the rows this statement inserted; a key committed before (or by a concurrent writer)
+    # is skipped by ON CONFLICT and not returned.
+    values = ", ".join(["(" + ", ".join(["%s"] * 19) + ")"] * rows)
+    return (
+        f"INSERT INTO charge_receipts ({_RECEIPT_COLUMNS}) VALUES {values} "
+        "ON CONFLICT (source_system, source_reference) DO NOTHING RETURNING source_system, source_reference"
+    )
+
+
+def _insert_entries(rows: int) -> str:
+    values = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * rows)
+    return (
+        "INSERT INTO credit_ledger (billing_account_id, amount, balance_after, reason, reference, "
+        f"created_at) VALUES {values}"
+    )
+
+
+# PostgreSQL: a batch's rows as one array per column (see Ledger._insert_many).
+_UNNEST_RECEIPTS = (
+    f"INSERT INTO charge_receipts ({_RECEIPT_COLUMNS}) SELECT * FROM unnest("
+    "%s::text[], %s::text[], %s::text[], %s::int[], %s::text[], %s::text[], %s::text[], %s::text[], "
+    "%s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[], "
+    "%s::numeric[], %s::text[], %s::text[], %s::timestamptz[]) "
+    "ON CONFLICT (source_system, source_reference) DO NOTHING RETURNING source_system, source_reference"
+)
+_UNNEST_ENTRIES = (
+    "INSERT INTO credit_ledger (billing_account_id, amount, balance_after, reason, reference, created_at) "
+    "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::timestamptz[])"
+)
+
+
+@dataclass(frozen=True)
+class _Charge:
+    """One fact ready to commit: the receipt it gets and its charge_receipts row."""
+
+    receipt: ChargeReceipt
+    row: tuple[Any, ...]
+
+    @property
+    def ident(self) -> tuple[str, str]:
+        return (self.receipt.source_system, self.receipt.source_reference)
 
 
 def _check_account_id(billing_account_id: object) -> str:
@@ -109,6 +174,13 @@ class Ledger(abc.ABC):
     Thread-safe; usable as a context manager. Every call retries what is safe to retry within one budget
     (`retry_timeout_s`) and then raises `LedgerUnavailable`.
     """
+
+    # Whether the store runs INSERT/UPDATE inside WITH (PostgreSQL does, SQLite does not): then a charge
+    # and its ledger entry are one statement.
+    _writable_ctes = False
+    # Whether many rows go in as one array per column (PostgreSQL's unnest) rather than as multi-row VALUES
+    # lists (see `_insert_many`).
+    _unnest_arrays = False
 
     def __init__(self, *, retry_timeout_s: float) -> None:
         self._closed = False
@@ -257,24 +329,16 @@ class Ledger(abc.ABC):
 
         self._run_write(body)
 
-    def commit_usage_fact(
+    def _prepare(  # noqa: PLR0917  (one argument per field it fills)
         self,
         fact: UsageFact,
-        *,
         call_index: int,
         pricing: Pricing,
-        ingress_request_id: str | None = None,
-    ) -> ChargeReceipt | None:
-        """Commits one fact as receipt + debit + ledger entry in one transaction; None when it is a duplicate.
-
-        Post-call billing never refuses: an unknown account is created at 0 (logged at WARNING and counted)
-        and a balance may go negative. A commit retried after a lost connection whose first attempt did land
-        returns the receipt (it is this call's), never a second charge. `LedgerUnavailable` when the store
-        stays away: committing the same fact again later is safe.
-        """
-        if not isinstance(pricing, Pricing):
-            raise TypeError(f"pricing must be a Pricing, got {type(pricing).__name__}")
-        check_text("ingress_request_id", ingress_request_id, optional=True)
+        ingress_request_id: str | None,
+        created_at: datetime,
+        commit_id: str,
+    ) -> _Charge:
+        """Everything about one fact that needs no database: its key, price, receipt and row."""
         fact = with_usage_unit_id(fact, call_index)
         key = compute_idempotency_key(fact)
         cost = fact.cost_decimal
@@ -285,7 +349,6 @@ class Ledger(abc.ABC):
             user_cost, charged = None, 0
         else:
             user_cost, charged = pricing.user_cost_usd(cost), pricing.credits_for(cost)
-        created_at = datetime.now(UTC)
         receipt = ChargeReceipt(
             source_system=fact.source,
             source_reference=key,
@@ -303,10 +366,6 @@ class Ledger(abc.ABC):
             created_at=created_at,
             usage_raw=decode_usage_raw(fact.usage_raw_json),
         )
-        now = self._encode_time(created_at)
-        # Identifies this call's row: after a connection broke during COMMIT, a retry that finds the key
-        # taken can tell "my first attempt landed" from "someone else billed it".
-        commit_id = uuid.uuid4().hex
         row = (
             fact.source,
             key,
@@ -326,57 +385,258 @@ class Ledger(abc.ABC):
             self._encode_decimal(user_cost),
             fact.usage_raw_json,
             commit_id,
-            now,
+            self._encode_time(created_at),
         )
+        return _Charge(receipt, row)
+
+    def _debit(
+        self, cursor: Any, account: str, entries: Sequence[tuple[int, str]], now: Any
+    ) -> tuple[list[int], bool]:
+        """Debits `(charged, reference)` entries from one account (created at 0 when unknown) and appends
+        their ledger entries; returns each entry's balance_after and whether the account was created.
+
+        One upsert per account whatever the number of entries: the row lock it takes is held to COMMIT,
+        so the balances after each entry follow from the final one. `now` is the new account's created_at:
+        a returned created_at equal to it means this statement created the row.
+        """
+        total = sum(charged for charged, _ in entries)
+        if total > MAX_CREDITS:
+            # One upsert's parameter must fit 64 bits: split (no real batch gets here).
+            half = len(entries) // 2
+            first, created = self._debit(cursor, account, entries[:half], now)
+            second, _ = self._debit(cursor, account, entries[half:], now)
+            return first + second, created
+        single = len(entries) == 1
+        if single and self._writable_ctes:
+            # PostgreSQL: the debit and its ledger entry in one statement (one round trip fewer).
+            charged, reference = entries[0]
+            upsert = (account, -charged, now, charged, charged - MAX_CREDITS)
+            entry = (account, -charged, REASON_CHARGE, reference, now)
+            cursor.execute(self._sql(_DEBIT_WITH_ENTRY), (*upsert, *entry))
+        else:
+            cursor.execute(self._sql(_UPSERT_DEBIT), (account, -total, now, total, total - MAX_CREDITS))
+        found = cursor.fetchone()
+        if found is None:
+            raise ValueError(
+                f"charging {total} credits would take the balance of {account!r} below the ledger's "
+                "64-bit range"
+            )
+        final, created = int(found[0]), self._decode_time(found[1]) == self._decode_time(now)
+        balances = []
+        running = final + total
+        for charged, _ in entries:
+            running -= charged
+            balances.append(running)
+        if not (single and self._writable_ctes):
+            rows = [
+                (account, -charged, after, REASON_CHARGE, reference, now)
+                for (charged, reference), after in zip(entries, balances, strict=True)
+            ]
+            self._insert_many(cursor, _insert_entries, _UNNEST_ENTRIES, rows, returning=False)
+        return balances, created
+
+    def _insert_many(
+        self,
+        cursor: Any,
+        multi_row: Callable[[int], str],
+        unnest: str,
+        rows: Sequence[tuple[Any, ...]],
+        *,
+        returning: bool,
+    ) -> list[Any]:
+        """Inserts many rows; with `returning`, the rows the statement returns.
+
+        PostgreSQL: one statement over one array per column (`unnest`): one round trip and one execution
+        on the server, and a short query text (psycopg splits a query's placeholders in Python, which for a
+        500-row VALUES list costs more than the insert). SQLite: multi-row VALUES lists, one per chunk.
+        """
+        found: list[Any] = []
+        if not rows:
+            return found
+        if self._unnest_arrays:
+            cursor.execute(unnest, [list(column) for column in zip(*rows, strict=True)])
+            return list(cursor.fetchall()) if returning else found
+        for chunk in _chunks(rows, _RECEIPT_CHUNK):
+            cursor.execute(self._sql(multi_row(len(chunk))), [v for r in chunk for v in r])
+            if returning:
+                found.extend(cursor.fetchall())
+        return found
+
+    def commit_usage_fact(
+        self,
+        fact: UsageFact,
+        *,
+        call_index: int,
+        pricing: Pricing,
+        ingress_request_id: str | None = None,
+    ) -> ChargeReceipt | None:
+        """Commits one fact as receipt + debit + ledger entry in one transaction; None when it is a duplicate.
+
+        Post-call billing never refuses: an unknown account is created at 0 (logged at WARNING and counted)
+        and a balance may go negative. A commit retried after a lost connection whose first attempt did land
+        returns the receipt (it is this call's), never a second charge. `LedgerUnavailable` when the store
+        stays away: committing the same fact again later is safe.
+        """
+        if not isinstance(pricing, Pricing):
+            raise TypeError(f"pricing must be a Pricing, got {type(pricing).__name__}")
+        check_text("ingress_request_id", ingress_request_id, optional=True)
+        created_at = datetime.now(UTC)
+        # Identifies this call's row: after a connection broke during COMMIT, a retry that finds the key
+        # taken can tell "my first attempt landed" from "someone else billed it".
+        commit_id = uuid.uuid4().hex
+        charge = self._prepare(fact, call_index, pricing, ingress_request_id, created_at, commit_id)
+        receipt = charge.receipt
+        account, key = receipt.billing_account_id, receipt.source_reference
+        now = charge.row[-1]
 
         def body(cursor: Any) -> tuple[int, bool] | None:
             # The receipt goes first: its unique key decides duplicates before any lock on the account is
-            # taken, so concurrent writers never wait on each other in opposite orders.
-            cursor.execute(self._sql(_INSERT_RECEIPT), row)
+            # taken, so concurrent writers never wait on each other in opposite orders. On PostgreSQL the
+            # whole commit is four round trips: BEGIN, this insert, the debit with its entry, COMMIT.
+            cursor.execute(self._sql(_INSERT_RECEIPT), charge.row)
             if cursor.rowcount != 1:
-                cursor.execute(self._sql(_SELECT_COMMIT_ID), (fact.source, key))
+                cursor.execute(
+                    self._sql(_SELECT_LANDED), (account, key, REASON_CHARGE, receipt.source_system, key)
+                )
                 found = cursor.fetchone()
                 if found is None or found[0] != commit_id:
                     return None
-                cursor.execute(
-                    self._sql(_SELECT_CHARGE_BALANCE), (fact.billing_account_id, key, REASON_CHARGE)
-                )
-                return int(cursor.fetchone()[0]), False
-            cursor.execute(self._sql(_ENSURE_ACCOUNT), (fact.billing_account_id, now))
-            created = cursor.rowcount == 1
-            cursor.execute(self._sql(_DEBIT), (charged, fact.billing_account_id, charged - MAX_CREDITS))
-            if cursor.rowcount != 1:
-                raise ValueError(
-                    f"charging {charged} credits would take the balance of {fact.billing_account_id!r} "
-                    "below the ledger's 64-bit range"
-                )
-            cursor.execute(self._sql(_READ_BALANCE), (fact.billing_account_id,))
-            balance_after = int(cursor.fetchone()[0])
-            cursor.execute(
-                self._sql(_INSERT_ENTRY),
-                (fact.billing_account_id, -charged, balance_after, REASON_CHARGE, key, now),
-            )
-            return balance_after, created
+                return int(found[1]), False
+            balances, created = self._debit(cursor, account, [(receipt.charged_credits, key)], now)
+            return balances[0], created
 
         outcome = self._run_write(body)
         if outcome is None:
             return None
         balance_after, created = outcome
+        self._log_charge(account, key, balance_after, created)
+        return receipt
+
+    def commit_usage_facts(
+        self,
+        facts: Sequence[UsageFact],
+        *,
+        pricing: Pricing,
+        call_indexes: Sequence[int] | None = None,
+        ingress_request_id: str | None = None,
+    ) -> list[ChargeReceipt]:
+        """Commits many facts in ONE transaction: all of them or none; one receipt per fact, in order.
+
+        Exactly-once as `commit_usage_fact`, per fact: a fact whose key is already committed (or that
+        repeats an earlier fact of the batch) gets the original receipt back, and is not charged again.
+        `call_indexes[i]` resolves a missing usage_unit_id of `facts[i]` (default: `i`). A bad fact raises
+        before anything is written, its error naming `facts[i]`; an error inside the transaction (a store
+        refusal, a balance out of range) rolls the whole batch back. Retrying a batch is always safe.
+        """
+        committed = self._commit_usage_facts(
+            facts, pricing=pricing, call_indexes=call_indexes, ingress_request_id=ingress_request_id
+        )
+        return [receipt for receipt, _ in committed]
+
+    def _commit_usage_facts(
+        self,
+        facts: Sequence[UsageFact],
+        *,
+        pricing: Pricing,
+        call_indexes: Sequence[int] | None = None,
+        ingress_request_id: str | None = None,
+    ) -> list[tuple[ChargeReceipt, bool]]:
+        """`commit_usage_facts`, each receipt with whether this call charged it (False: a duplicate)."""
+        if isinstance(facts, str | bytes) or not isinstance(facts, Sequence):
+            raise TypeError(f"facts must be a sequence of UsageFact, got {type(facts).__name__}")
+        if not isinstance(pricing, Pricing):
+            raise TypeError(f"pricing must be a Pricing, got {type(pricing).__name__}")
+        check_text("ingress_request_id", ingress_request_id, optional=True)
+        if call_indexes is None:
+            indexes: Sequence[int] = range(len(facts))
+        elif isinstance(call_indexes, str | bytes) or not isinstance(call_indexes, Sequence):
+            raise TypeError(
+                f"call_indexes must be a sequence of int or None, got {type(call_indexes).__name__}"
+            )
+        elif len(call_indexes) != len(facts):
+            raise ValueError(f"call_indexes has {len(call_indexes)} items for {len(facts)} facts")
+        else:
+            indexes = call_indexes
+        created_at = datetime.now(UTC)
+        commit_id = uuid.uuid4().hex
+        charges: list[_Charge] = []
+        for i, (fact, call_index) in enumerate(zip(facts, indexes, strict=True)):
+            try:
+                charges.append(
+                    self._prepare(fact, call_index, pricing, ingress_request_id, created_at, commit_id)
+                )
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"facts[{i}]: {error}") from error
+        # One row per key, first occurrence wins (a second commit of a key is a duplicate).
+        unique: dict[tuple[str, str], _Charge] = {}
+        for charge in charges:
+            unique.setdefault(charge.ident, charge)
+        now = self._encode_time(created_at)
+
+        def body(
+            cursor: Any,
+        ) -> tuple[dict[tuple[str, str], ChargeReceipt], set[tuple[str, str]], dict[str, tuple[int, bool]]]:
+            rows = [c.row for c in unique.values()]
+            found = self._insert_many(cursor, _insert_receipts, _UNNEST_RECEIPTS, rows, returning=True)
+            inserted = {(r[0], r[1]) for r in found}
+            stored = self._stored_receipts(cursor, [i for i in unique if i not in inserted], commit_id)
+            # A retry whose first attempt landed finds its own rows (commit_id): charged then, with the rest.
+            per_account: dict[str, list[tuple[int, str]]] = {}
+            for ident, charge in unique.items():
+                if ident in inserted:
+                    per_account.setdefault(charge.receipt.billing_account_id, []).append(
+                        (charge.receipt.charged_credits, charge.receipt.source_reference)
+                    )
+            accounts: dict[str, tuple[int, bool]] = {}
+            # Accounts in one order for every writer: two batches never wait on each other crosswise.
+            for account in sorted(per_account):
+                balances, created = self._debit(cursor, account, per_account[account], now)
+                accounts[account] = (balances[-1], created)
+            receipts = {i: receipt for i, (receipt, _) in stored.items()}
+            receipts.update((i, unique[i].receipt) for i in inserted)
+            ours = inserted | {i for i, (_, own) in stored.items() if own}
+            return receipts, ours, accounts
+
+        receipts, ours, accounts = self._run_write(body)
+        for account, (balance_after, created) in accounts.items():
+            self._log_charge(account, "batch", balance_after, created)
+        result = []
+        charged: set[tuple[str, str]] = set()
+        for charge in charges:
+            ident = charge.ident
+            # The first occurrence of a key this call committed is its charge; a repeat is a duplicate.
+            new = ident in ours and ident not in charged
+            charged.add(ident)
+            result.append((receipts[ident], new))
+        return result
+
+    def _stored_receipts(
+        self, cursor: Any, idents: list[tuple[str, str]], commit_id: str
+    ) -> dict[tuple[str, str], tuple[ChargeReceipt, bool]]:
+        """The committed receipts of these keys, and whether each is this commit's own (`commit_id`)."""
+        found: dict[tuple[str, str], tuple[ChargeReceipt, bool]] = {}
+        by_source: dict[str, list[str]] = {}
+        for source, key in idents:
+            by_source.setdefault(source, []).append(key)
+        for source, keys in by_source.items():
+            for chunk in _chunks(keys, _IN_CHUNK):
+                marks = ", ".join(["%s"] * len(chunk))
+                cursor.execute(self._sql(_SELECT_RECEIPTS_BY_KEY.format(marks=marks)), (source, *chunk))
+                for r in cursor.fetchall():
+                    found[(r[0], r[1])] = (self._receipt(r), r[15] == commit_id)
+        return found
+
+    def _log_charge(self, account: str, key: str, balance_after: int, created: bool) -> None:
         if created:
             METRICS.increment("billing.unknown_account_created")
             logger.warning(
-                "billing.unknown_account_created billing_account_id=%s source_reference=%s",
-                fact.billing_account_id,
-                key,
+                "billing.unknown_account_created billing_account_id=%s source_reference=%s", account, key
             )
         if balance_after < 0:
             METRICS.increment("billing.negative_balance")
             logger.warning(
-                "billing.negative_balance billing_account_id=%s balance=%s",
-                fact.billing_account_id,
-                balance_after,
+                "billing.negative_balance billing_account_id=%s balance=%s", account, balance_after
             )
-        return receipt
 
     # --- reads -----------------------------------------------------------------------------------------
     def _read(self, statement: str, params: tuple[Any, ...]) -> list[Any]:
@@ -393,31 +653,33 @@ class Ledger(abc.ABC):
     def receipts(self, *, run_id: str | None = None) -> list[ChargeReceipt]:
         """Receipts in commit order, optionally for one run."""
         if run_id is None:
-            rows = self._read(_SELECT_RECEIPTS + " ORDER BY id", ())
+            rows = self._read(_SELECT_RECEIPTS + " FROM charge_receipts ORDER BY id", ())
         elif isinstance(run_id, str):
-            rows = self._read(_SELECT_RECEIPTS + " WHERE run_id = %s ORDER BY id", (run_id,))
+            rows = self._read(
+                _SELECT_RECEIPTS + " FROM charge_receipts WHERE run_id = %s ORDER BY id", (run_id,)
+            )
         else:
             raise TypeError(f"run_id must be a str or None, got {type(run_id).__name__}")
-        return [
-            ChargeReceipt(
-                source_system=r[0],
-                source_reference=r[1],
-                run_id=r[2],
-                attempt=int(r[3]),
-                billing_account_id=r[4],
-                virtual_key_id=r[5],
-                ingress_request_id=r[6],
-                provider=r[7],
-                model=r[8],
-                input_tokens=r[9],
-                output_tokens=r[10],
-                charged_credits=int(r[11]),
-                response_cost_usd=self._decode_decimal(r[12]),
-                created_at=self._decode_time(r[13]),
-                usage_raw=decode_usage_raw(r[14]),
-            )
-            for r in rows
-        ]
+        return [self._receipt(r) for r in rows]
+
+    def _receipt(self, r: Any) -> ChargeReceipt:
+        return ChargeReceipt(
+            source_system=r[0],
+            source_reference=r[1],
+            run_id=r[2],
+            attempt=int(r[3]),
+            billing_account_id=r[4],
+            virtual_key_id=r[5],
+            ingress_request_id=r[6],
+            provider=r[7],
+            model=r[8],
+            input_tokens=r[9],
+            output_tokens=r[10],
+            charged_credits=int(r[11]),
+            response_cost_usd=self._decode_decimal(r[12]),
+            created_at=self._decode_time(r[13]),
+            usage_raw=decode_usage_raw(r[14]),
+        )
 
     def balance(self, billing_account_id: str) -> int:
         """The account's balance in credits; `KeyError` for an unknown account."""

@@ -85,6 +85,9 @@ class PostgresLedger(Ledger):
     first attempt landed.
     """
 
+    _writable_ctes = True
+    _unnest_arrays = True
+
     def __init__(
         self,
         dsn: str,

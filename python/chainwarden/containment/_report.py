@@ -35,7 +35,11 @@ CURRENT_CALL: Final[ContextVar[Binding | None]] = ContextVar("chainwarden_call",
 
 
 def bind(core: ChainCore, node: int) -> Binding:
-    return Binding(core, node, get_ident(), open_sync_calls()[0])
+    # tuple.__new__ directly: a NamedTuple's own __new__ is Python code, and this runs per async call.
+    return _new_tuple(Binding, (core, node, get_ident(), open_sync_calls()[0]))
+
+
+_new_tuple: Final = tuple.__new__
 
 
 def _number(value: object, name: str) -> float:

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from contextvars import ContextVar
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from chainwarden._core import ChainCore, StopCause
 from chainwarden.containment._events import EventLog, stop_event
@@ -22,7 +22,13 @@ from chainwarden.containment.types import CancellationToken, ChainMetadata, Cont
 from chainwarden.shield.event import SafetyEvent
 from chainwarden.shield.types import Decision
 
-__all__ = ["ChainState", "StopNote"]
+__all__ = ["Cancellable", "ChainState", "StopNote"]
+
+
+class Cancellable(Protocol):
+    """An async call in flight (``_async._InFlight``): ``cancel`` runs on its own loop's thread."""
+
+    def cancel(self) -> object: ...
 
 
 class StopNote(threading.local):
@@ -100,7 +106,7 @@ class ChainState:
         self.async_used = False
         self.note = StopNote()
         self.lock = threading.Lock()
-        self.tasks: dict[asyncio.Task[Any], asyncio.AbstractEventLoop] = {}
+        self.tasks: dict[Cancellable, asyncio.AbstractEventLoop] = {}
         self.stop_snapshot: ContextSnapshot | None = None
 
     # -- snapshots -------------------------------------------------------------------------
@@ -177,18 +183,18 @@ class ChainState:
         """Signals the token and cancels the async calls in flight."""
         self.token.cancel()
         with self.lock:
-            tasks = list(self.tasks.items())
+            tasks = list(self.tasks.copy().items())  # copy(): one atomic read of the dict
         for task, loop in tasks:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(task.cancel)
 
-    def track(self, task: asyncio.Task[Any], loop: asyncio.AbstractEventLoop) -> None:
-        with self.lock:
-            self.tasks[task] = loop
+    # One dict operation each, atomic on its own (the dict locks itself on free-threaded builds):
+    # no lock, they run twice per async call. cancel_all copies the items under the lock.
+    def track(self, task: Cancellable, loop: asyncio.AbstractEventLoop) -> None:
+        self.tasks[task] = loop
 
-    def untrack(self, task: asyncio.Task[Any]) -> None:
-        with self.lock:
-            self.tasks.pop(task, None)
+    def untrack(self, task: Cancellable) -> None:
+        self.tasks.pop(task, None)
 
     # -- nesting ---------------------------------------------------------------------------
 

@@ -232,9 +232,10 @@ class ExecutionContext:
     async def wrap_llm_call_async(
         self, fn: Callable[[], Awaitable[Any]] | Callable[[], Any], options: WrapOptions | None = None
     ) -> Decision:
-        """As ``wrap_llm_call`` for a coroutine function. The coroutine runs in a task that is
-        cancelled on abort, on the chain timeout or on ``options.timeout_ms``; a plain callable
-        runs in a worker thread (``asyncio.to_thread``)."""
+        """As ``wrap_llm_call`` for a coroutine function. The coroutine is awaited in the caller's
+        task and cancelled on abort, on the chain timeout or on ``options.timeout_ms`` (the caller
+        then gets HALT, not CancelledError); a plain callable runs in a worker thread
+        (``asyncio.to_thread``). Must be awaited inside an asyncio task."""
         return await wrap_async(self._s, fn, CallKind.LLM, options)
 
     async def wrap_tool_call_async(

@@ -1,0 +1,61 @@
+"""A per-fact commit on PostgreSQL costs at most four round trips (BEGIN, receipt, debit + entry, COMMIT),
+counted on the real server from libpq's protocol trace of the ledger's own connection."""
+
+from __future__ import annotations
+
+import tempfile
+from decimal import Decimal
+from pathlib import Path
+
+from psycopg.pq import Trace
+from stores import PostgresSchema, postgres_dsn
+
+from chainwarden.billing import PostgresLedger, Pricing, UsageFact
+
+PRICING = Pricing(markup=2.0)
+
+
+def fact(unit: str) -> UsageFact:
+    return UsageFact(
+        run_id="run-rt",
+        attempt=0,
+        source="litellm",
+        billing_account_id="acct-rt",
+        virtual_key_id="vk",
+        usage_unit_id=unit,
+        cost_usd=Decimal("0.0001"),
+    )
+
+
+def round_trips(trace: str) -> int:
+    # Each wait for the server ends a frontend message the server answers: Sync (extended protocol) or
+    # Query (simple protocol).
+    fields = [line.split("\t") for line in trace.splitlines()]
+    return sum(1 for f in fields if len(f) > 2 and f[0] == "F" and f[2] in ("Sync", "Query"))
+
+
+def test_a_fact_commits_in_at_most_four_round_trips() -> None:
+    with PostgresSchema(postgres_dsn()) as store, PostgresLedger(store.target, pool_size=1) as ledger:
+        # Past psycopg's prepare threshold (5 executions), so the steady state is what is counted.
+        for i in range(8):
+            assert ledger.commit_usage_fact(fact(f"warm-{i}"), call_index=0, pricing=PRICING) is not None
+        pool = ledger._pool  # one connection (pool_size=1): the one every commit below uses
+        conn = pool.getconn()
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "trace"
+            with path.open("w") as out:
+                conn.pgconn.trace(out.fileno())
+                conn.pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS)
+                pool.putconn(conn)
+                counts = []
+                for i in range(5):
+                    before = path.stat().st_size
+                    assert ledger.commit_usage_fact(fact(f"u{i}"), call_index=0, pricing=PRICING) is not None
+                    out.flush()
+                    counts.append(round_trips(path.read_text()[before:]))
+                conn.pgconn.untrace()
+        print("round trips per commit:", counts)
+        assert counts and max(counts) <= 4, counts
+        assert min(counts) >= 3  # the trace really saw the commits
+        # A duplicate also stays within four.
+        assert ledger.commit_usage_fact(fact("u0"), call_index=0, pricing=PRICING) is None
