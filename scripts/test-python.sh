@@ -13,4 +13,8 @@ fi
 # Debian's chromium for the HTML report's browser test (installed with apt-get when missing, like PostgreSQL).
 CHAINWARDEN_CHROMIUM="$(scripts/chromium-path.sh)"
 export CHAINWARDEN_CHROMIUM
+# Debian's redis-server for the shared-budget tests, which start their own servers on unix sockets (installed with
+# apt-get when missing, like PostgreSQL).
+CHAINWARDEN_REDIS_SERVER="$(scripts/redis-path.sh)"
+export CHAINWARDEN_REDIS_SERVER
 .venv/bin/pytest -q "$@"
