@@ -119,4 +119,4 @@ def test_fail_open_lets_calls_run_on_the_local_limits_with_a_warning(
     assert ctx.last_stop_reason == "budget_exceeded"  # the core's own ceiling still holds
     assert "budget_backend_fail_open" in caplog.text
     events = ctx.get_snapshot().events
-    assert [(e.event_type, e.decision) for e in events][0] == ("budget_backend_unavailable", Decision.ALLOW)
+    assert (events[0].event_type, events[0].decision) == ("budget_backend_unavailable", Decision.ALLOW)

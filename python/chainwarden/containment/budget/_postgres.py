@@ -67,7 +67,9 @@ class PostgresBudgetBackend:
             import psycopg  # noqa: PLC0415  (the optional `postgres` extra)
             from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415
         except ImportError as err:  # pragma: no cover - the dev environment has it
-            raise ImportError("PostgresBudgetBackend needs psycopg: pip install 'chainwarden[postgres]'") from err
+            raise ImportError(
+                "PostgresBudgetBackend needs psycopg: pip install 'chainwarden[postgres]'"
+            ) from err
         try:
             conninfo_to_dict(dsn)
         except psycopg.ProgrammingError as err:
@@ -113,7 +115,9 @@ class PostgresBudgetBackend:
                         "INSERT INTO chainwarden_budget (key) VALUES (%s) ON CONFLICT (key) DO NOTHING",
                         (self._key,),
                     )
-                    cur.execute("SELECT spent FROM chainwarden_budget WHERE key = %s FOR UPDATE", (self._key,))
+                    cur.execute(
+                        "SELECT spent FROM chainwarden_budget WHERE key = %s FOR UPDATE", (self._key,)
+                    )
                     cur.execute(
                         "DELETE FROM chainwarden_budget_hold WHERE key = %s AND expires_at <= now()",
                         (self._key,),
@@ -131,18 +135,22 @@ class PostgresBudgetBackend:
         return float(cur.fetchone()[0])
 
     def _held(self, cur: Any) -> float:
-        cur.execute("SELECT coalesce(sum(amount), 0) FROM chainwarden_budget_hold WHERE key = %s", (self._key,))
+        cur.execute(
+            "SELECT coalesce(sum(amount), 0) FROM chainwarden_budget_hold WHERE key = %s", (self._key,)
+        )
         return max(0.0, float(cur.fetchone()[0]))
 
     def _charge(self, cur: Any, amount: float) -> float:
         cur.execute(
-            "UPDATE chainwarden_budget SET spent = spent + %s WHERE key = %s RETURNING spent", (amount, self._key)
+            "UPDATE chainwarden_budget SET spent = spent + %s WHERE key = %s RETURNING spent",
+            (amount, self._key),
         )
         return float(cur.fetchone()[0])
 
     def _release(self, cur: Any, rid: str) -> float | None:
         cur.execute(
-            "DELETE FROM chainwarden_budget_hold WHERE key = %s AND id = %s RETURNING amount", (self._key, rid)
+            "DELETE FROM chainwarden_budget_hold WHERE key = %s AND id = %s RETURNING amount",
+            (self._key, rid),
         )
         row = cur.fetchone()
         return None if row is None else float(row[0])

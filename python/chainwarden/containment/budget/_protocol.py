@@ -20,7 +20,7 @@ __all__ = [
 
 # A killed process never settles: its hold is released by the backend after this long.
 DEFAULT_RESERVATION_TTL_S: Final = 60.0
-# Float totals compared with a ceiling (9.999999999999998 must not slip under 10.0, nor exact sums be refused).
+# Float totals against a ceiling: 9.999999999999998 must not slip under 10.0, nor an exact sum be refused.
 EPSILON: Final = 1e-9
 _METHODS: Final = ("add", "get", "reset", "close", "reserve", "commit", "rollback", "get_reserved")
 

@@ -83,7 +83,7 @@ _RESERVED: Final = _PURGE + "return fmt(held_total())"
 
 
 class RedisBudgetBackend:
-    """A chain budget shared through Redis: ``ExecutionConfig(budget_backend=RedisBudgetBackend(url, key=...))``.
+    """A chain budget shared through Redis: ``ExecutionConfig(budget_backend=RedisBudgetBackend(url, key=k))``
 
     ``url`` is a redis-py URL (``redis://host:port/db``, ``rediss://…``, ``unix:///path/redis.sock``);
     ``key`` names the budget (every process using the same key shares it). A reservation not settled
@@ -148,7 +148,9 @@ class RedisBudgetBackend:
         try:
             return op()
         except self._errors as err:
-            raise BudgetBackendUnavailable(f"Redis budget backend {self._url!r} {what} failed: {err}") from err
+            raise BudgetBackendUnavailable(
+                f"Redis budget backend {self._url!r} {what} failed: {err}"
+            ) from err
 
     # -- veronica-core's protocol ----------------------------------------------------------
 
