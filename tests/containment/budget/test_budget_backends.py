@@ -185,3 +185,26 @@ def test_veronicas_own_local_backend_works_through_the_protocol() -> None:
     assert ctx.wrap_llm_call(lambda: None, WrapOptions("over", 0.05)) is Decision.HALT
     assert ctx.last_stop_reason == "budget_exceeded"
     assert (backend.get(), backend.get_reserved()) == (pytest.approx(0.98), 0.0)
+
+
+async def test_async_wraps_and_blocks_hold_and_settle_too(backend: Any) -> None:
+    ctx = ctx_on(backend)
+
+    async def call() -> str:
+        assert backend.get_reserved() == pytest.approx(0.1)  # held while it runs
+        report_cost(0.15)
+        return "ok"
+
+    assert await ctx.wrap_llm_call_async(call, WrapOptions("async", 0.1)) is Decision.ALLOW
+    with ctx.llm_call("block", cost=0.05):
+        report_cost(0.02)
+    assert (backend.get(), backend.get_reserved()) == (pytest.approx(0.17), 0.0)
+    backend.add(0.83)
+    ran: list[int] = []
+
+    async def refused() -> None:
+        ran.append(1)
+
+    assert await ctx.wrap_llm_call_async(refused, WrapOptions("over", 0.1)) is Decision.HALT
+    assert ctx.last_stop_reason == "budget_exceeded"
+    assert ran == []
