@@ -23,6 +23,9 @@ from chainwarden.containment import (
 )
 from chainwarden.shield.types import Decision
 
+# Each call is well under a second; the first PostgreSQL case also creates its own server (initdb).
+pytestmark = pytest.mark.timeout(60)
+
 
 class Switchable:
     """A real server the test may stop and start, with a backend on it."""
