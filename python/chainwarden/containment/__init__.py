@@ -4,6 +4,12 @@ from chainwarden._core import ExecutionGraph, NodeEvent
 from chainwarden.containment._blocks import CallRefused
 from chainwarden.containment._events import STOP_REASONS
 from chainwarden.containment._report import report_cost
+from chainwarden.containment.budget import (
+    BudgetBackend,
+    BudgetBackendUnavailable,
+    PostgresBudgetBackend,
+    RedisBudgetBackend,
+)
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.containment.types import (
     CancellationToken,
@@ -16,6 +22,8 @@ from chainwarden.containment.types import (
 
 __all__ = [
     "STOP_REASONS",
+    "BudgetBackend",
+    "BudgetBackendUnavailable",
     "CallRefused",
     "CancellationToken",
     "ChainMetadata",
@@ -25,6 +33,8 @@ __all__ = [
     "ExecutionGraph",
     "NodeEvent",
     "NodeRecord",
+    "PostgresBudgetBackend",
+    "RedisBudgetBackend",
     "WrapOptions",
     "report_cost",
 ]

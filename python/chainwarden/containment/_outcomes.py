@@ -40,6 +40,9 @@ def refuse(s: ChainState, stop: StopCause, opts: WrapOptions) -> Decision:
 
 
 def refusal_detail(s: ChainState, stop: StopCause, opts: WrapOptions) -> str:
+    detail = getattr(stop, "detail", None)  # the shared budget's refusal says why (budget/_gate.py)
+    if isinstance(detail, str):
+        return detail
     cfg = s.config
     if stop == StopCause.BUDGET:
         cost = s.core.counters()[1]

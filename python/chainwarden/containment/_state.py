@@ -13,11 +13,12 @@ import threading
 from collections.abc import Callable
 from contextvars import ContextVar
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from chainwarden._core import ChainCore, StopCause
 from chainwarden.containment._events import EventLog, stop_event
 from chainwarden.containment._records import NodeRecordView
+from chainwarden.containment.budget._gate import BudgetedCore, SharedBudget
 from chainwarden.containment.types import CancellationToken, ChainMetadata, ContextSnapshot, ExecutionConfig
 from chainwarden.shield.event import SafetyEvent
 from chainwarden.shield.types import Decision
@@ -45,6 +46,7 @@ class ChainState:
         "__weakref__",
         "async_used",
         "breaker",
+        "budget",
         "config",
         "core",
         "cost_of",
@@ -91,6 +93,10 @@ class ChainState:
             metadata.chain_id,
             max_nodes,
         )
+        self.budget = _shared_budget(config, parent)
+        if self.budget is not None:
+            # The shared budget gates every call besides the core's own limits (docs/design.md §20).
+            self.core = cast(ChainCore, BudgetedCore(self.core, self.budget, self._let_through))
         self.token = CancellationToken()
         self.events = EventLog()
         # The enclosing async call of this chain, inherited by the tasks it creates. Sync nesting
@@ -108,6 +114,18 @@ class ChainState:
         self.lock = threading.Lock()
         self.tasks: dict[Cancellable, asyncio.AbstractEventLoop] = {}
         self.stop_snapshot: ContextSnapshot | None = None
+
+    def _let_through(self, detail: str) -> None:
+        self.events.append(
+            SafetyEvent(
+                event_type="budget_backend_unavailable",
+                decision=Decision.ALLOW,
+                reason=detail,
+                hook="ExecutionContext",
+                request_id=self.metadata.request_id,
+                metadata={"fail_open": True},
+            )
+        )
 
     # -- snapshots -------------------------------------------------------------------------
 
@@ -212,3 +230,10 @@ class ChainState:
 
     def remaining_budget(self) -> float:
         return max(0.0, self.config.max_cost_usd - self.core.counters()[1])
+
+
+def _shared_budget(config: ExecutionConfig, parent: ChainState | None) -> SharedBudget | None:
+    """The config's backend against its own ceiling; else the parent's, so a child spends from it too."""
+    if config.budget_backend is not None:
+        return SharedBudget(config.budget_backend, config.max_cost_usd, config.budget_backend_fail_open)
+    return parent.budget if parent is not None else None

@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from chainwarden.containment._validate import MAX_COUNT, MAX_TIMEOUT_MS
+from chainwarden.containment.budget._protocol import check_backend
 from chainwarden.shield._validate import finite_non_negative, strict_int
 from chainwarden.shield.event import SafetyEvent
 
@@ -86,18 +87,29 @@ class ExecutionConfig:
     """Hard limits of one chain. Zero is a valid limit (it refuses every call); ``timeout_ms=0``
     disables the timeout. Bounds, checked here (docs/containment.md, "Limits and validation"):
     ``max_cost_usd`` finite and >= 0; ``max_steps`` and ``max_retries_total`` ints in [0, 2**63 - 1];
-    ``timeout_ms`` an int in [0, MAX_TIMEOUT_MS] (one year)."""
+    ``timeout_ms`` an int in [0, MAX_TIMEOUT_MS] (one year).
+
+    ``budget_backend`` shares the ceiling with every chain using the same backend (docs/containment.md,
+    "Shared budgets"); when it is unreachable calls are refused (``budget_backend_unavailable``) unless
+    ``budget_backend_fail_open`` lets them run on the local limits alone."""
 
     max_cost_usd: float
     max_steps: int
     max_retries_total: int
     timeout_ms: int = 0
+    budget_backend: Any = None
+    budget_backend_fail_open: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "max_cost_usd", finite_non_negative(self.max_cost_usd, "max_cost_usd"))
         strict_int(self.max_steps, "max_steps", maximum=MAX_COUNT)
         strict_int(self.max_retries_total, "max_retries_total", maximum=MAX_COUNT)
         strict_int(self.timeout_ms, "timeout_ms", maximum=MAX_TIMEOUT_MS)
+        if self.budget_backend is not None:
+            check_backend(self.budget_backend)
+        if not isinstance(self.budget_backend_fail_open, bool):
+            name = type(self.budget_backend_fail_open).__name__
+            raise TypeError(f"budget_backend_fail_open must be a bool, got {name}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,201 @@
+"""The shared budget as an extra gate around the chain's ``ChainCore`` (docs/design.md §20).
+
+The core keeps deciding every rule of its own chain (limits, its local reservation, what a call is
+charged). When the config names a ``budget_backend``, each admitted call also holds its estimate in
+the backend before it runs, and the cost the core charged is settled there afterwards; a failed or
+refused call releases its hold. This module only forwards those amounts."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, Final
+
+from chainwarden._core import CallKind, CallStatus, ChainCore, StopCause
+
+__all__ = ["BackendStop", "BudgetedCore", "SharedBudget"]
+
+logger = logging.getLogger("chainwarden.containment")
+
+UNAVAILABLE: Final = "budget_backend_unavailable"
+EXCEEDED: Final = "budget_exceeded"
+
+
+class BackendStop:
+    """What ``begin`` returns, in place of a ``StopCause``, when the backend refused the call."""
+
+    __slots__ = ("detail", "reason")
+
+    def __init__(self, reason: str, detail: str) -> None:
+        self.reason = reason
+        self.detail = detail
+
+    def __repr__(self) -> str:
+        return f"BackendStop({self.reason!r}, {self.detail!r})"
+
+
+class SharedBudget:
+    """One backend and the ceiling every chain sharing it reserves against. A child chain uses its
+    parent's, so its spending counts in the shared budget too."""
+
+    __slots__ = ("backend", "ceiling", "fail_open", "settles")
+
+    def __init__(self, backend: Any, ceiling: float, fail_open: bool) -> None:
+        self.backend = backend
+        self.ceiling = ceiling
+        self.fail_open = fail_open
+        self.settles = callable(getattr(backend, "settle", None))
+
+
+# A node's hold: the backend's reservation id (None when nothing was reserved) and the amount held.
+_Hold = tuple[str | None, float]
+
+
+class BudgetedCore:
+    """The chain's ``ChainCore`` with the shared-budget gate: everything not defined here is the core's."""
+
+    __slots__ = ("_budget", "_core", "_holds", "_lock", "_on_open")
+
+    def __init__(self, core: ChainCore, budget: SharedBudget, on_open: Callable[[str], None]) -> None:
+        self._core = core
+        self._budget = budget
+        self._holds: dict[int, _Hold] = {}
+        self._lock = threading.Lock()
+        self._on_open = on_open  # reports a call let through while the backend is unreachable
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._core, name)
+
+    @property
+    def shared_budget(self) -> SharedBudget:
+        return self._budget
+
+    # -- admission ---------------------------------------------------------------------------
+
+    def begin(  # noqa: PLR0917  (the core's signature)
+        self,
+        fn: object,
+        parent_hint: int | None,
+        kind: CallKind,
+        name: str,
+        model: str | None,
+        cost_estimate: float,
+        dispatch: bool,
+        nest: bool,
+    ) -> int | StopCause | BackendStop:
+        node = self._core.begin(fn, parent_hint, kind, name, model, cost_estimate, dispatch, nest)
+        if not isinstance(node, int):
+            return node
+        try:
+            stop = self._hold(node, cost_estimate)
+        except BaseException:
+            self._core.fail(node, name != "", cost_estimate, False, CallStatus.ERROR, "BudgetBackendError")
+            raise
+        if stop is not None:
+            # Refused before it ran: the node closes halted, nothing is charged anywhere.
+            self._core.fail(node, name != "", cost_estimate, False, CallStatus.HALTED, "", stop.reason)
+        return stop if stop is not None else node
+
+    def _hold(self, node: int, estimate: float) -> BackendStop | None:
+        b = self._budget
+        try:
+            if estimate > 0.0:
+                rid: str | None = b.backend.reserve(estimate, b.ceiling)
+            else:
+                # veronica's backends refuse to reserve 0: a free call only needs budget left.
+                rid = None
+                spent = float(b.backend.get())
+                if spent >= b.ceiling:
+                    raise OverflowError(f"shared budget spent ${spent:.6f} >= ceiling ${b.ceiling:.6f}")
+        except OverflowError as err:
+            return BackendStop(EXCEEDED, str(err))
+        except Exception as err:
+            detail = f"budget backend unreachable: {type(err).__name__}: {err}"
+            if not b.fail_open:
+                logger.warning("%s; the call is refused (fail closed)", detail)
+                return BackendStop(UNAVAILABLE, detail)
+            logger.warning("%s; the call runs without a shared hold (budget_backend_fail_open)", detail)
+            self._on_open(detail)
+            rid = None
+        with self._lock:
+            self._holds[node] = (rid, estimate)
+        return None
+
+    # -- settlement --------------------------------------------------------------------------
+
+    def settle(self, node: int, named: bool, cost_estimate: float) -> None:
+        # The fast path's settle: charged what the call reported, else its estimate.
+        report = self._core.take_report(node)
+        actual, tokens_in, tokens_out = report if report is not None else (None, None, None)
+        self.succeed(node, named, cost_estimate, actual, tokens_in, tokens_out)
+
+    def succeed(  # noqa: PLR0917  (the core's signature)
+        self,
+        node: int,
+        named: bool,
+        cost_estimate: float,
+        actual_cost: float | None = None,
+        tokens_in: int | None = None,
+        tokens_out: int | None = None,
+    ) -> float:
+        cost = self._core.succeed(node, named, cost_estimate, actual_cost, tokens_in, tokens_out)
+        self._release(node, cost)
+        return cost
+
+    def fail(  # noqa: PLR0917  (the core's signature)
+        self,
+        node: int,
+        named: bool,
+        cost_estimate: float,
+        retry: bool,
+        status: CallStatus,
+        error_class: str,
+        halt_reason: str | None = None,
+        error_message: str | None = None,
+    ) -> str | None:
+        try:
+            return self._core.fail(
+                node, named, cost_estimate, retry, status, error_class, halt_reason, error_message
+            )
+        finally:
+            self._release(node, None)
+
+    def _release(self, node: int, cost: float | None) -> None:
+        """Settles ``cost`` (None: charge nothing) against the node's hold. A backend that fails here
+        cannot undo a call that already ran: logged; an unsettled hold expires on its own."""
+        with self._lock:
+            hold = self._holds.pop(node, None)
+        if hold is None:
+            return
+        rid, estimate = hold
+        backend = self._budget.backend
+        try:
+            if rid is None:
+                if cost:
+                    backend.add(cost)
+            elif cost is None:
+                backend.rollback(rid)
+            elif self._budget.settles:
+                backend.settle(rid, cost)
+            else:
+                self._commit(rid, estimate, cost)
+        except Exception as err:
+            logger.warning(
+                "budget backend could not settle a call (%s: %s); $%s is missing from the shared "
+                "budget and its hold expires on its own",
+                type(err).__name__,
+                err,
+                "0" if cost is None else f"{cost:.6f}",
+            )
+
+    def _commit(self, rid: str, estimate: float, cost: float) -> None:
+        # veronica's protocol has no settle: commit the estimate, then add the difference.
+        backend = self._budget.backend
+        try:
+            backend.commit(rid)
+        except KeyError:  # the hold expired: the call's cost was never charged
+            backend.add(cost)
+            return
+        if cost != estimate:
+            backend.add(cost - estimate)

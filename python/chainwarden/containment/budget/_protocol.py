@@ -1,0 +1,94 @@
+"""The shared-budget backend protocol (veronica-core's, plus ``settle``) and its argument checks.
+
+See docs/containment.md "Shared budgets" and docs/design.md §20 (reserve then settle)."""
+
+from __future__ import annotations
+
+import math
+from typing import Final, Protocol, runtime_checkable
+
+__all__ = [
+    "DEFAULT_RESERVATION_TTL_S",
+    "BudgetBackend",
+    "BudgetBackendUnavailable",
+    "SettlingBudgetBackend",
+    "check_amount",
+    "check_backend",
+    "check_reservation_id",
+    "check_ttl",
+]
+
+# A killed process never settles: its hold is released by the backend after this long.
+DEFAULT_RESERVATION_TTL_S: Final = 60.0
+# Float totals against a ceiling: 9.999999999999998 must not slip under 10.0, nor an exact sum be refused.
+EPSILON: Final = 1e-9
+_METHODS: Final = ("add", "get", "reset", "close", "reserve", "commit", "rollback", "get_reserved")
+
+
+class BudgetBackendUnavailable(ConnectionError):
+    """The backend's server could not be reached (or answered with an error); nothing was changed."""
+
+
+@runtime_checkable
+class BudgetBackend(Protocol):
+    """veronica-core's reservable budget backend: every backend written for it works here."""
+
+    def add(self, amount: float) -> float: ...
+    def get(self) -> float: ...
+    def reset(self) -> None: ...
+    def close(self) -> None: ...
+    def reserve(self, amount: float, ceiling: float) -> str: ...
+    def commit(self, reservation_id: str) -> float: ...
+    def rollback(self, reservation_id: str) -> None: ...
+    def get_reserved(self) -> float: ...
+
+
+@runtime_checkable
+class SettlingBudgetBackend(BudgetBackend, Protocol):
+    """Ours add ``settle``: release a hold and charge the actual cost in one atomic step."""
+
+    def settle(self, reservation_id: str, actual_usd: float) -> float: ...
+
+
+def check_backend(value: object) -> None:
+    missing = [name for name in _METHODS if not callable(getattr(value, name, None))]
+    if missing:
+        raise TypeError(
+            f"budget_backend must implement the budget backend protocol ({', '.join(_METHODS)}); "
+            f"{type(value).__name__} lacks {', '.join(missing)}"
+        )
+
+
+def check_amount(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    try:
+        result = float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be finite, got an int beyond the float range") from None
+    if not math.isfinite(result) or result < 0:
+        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+    return result
+
+
+def check_ttl(value: object) -> float:
+    ttl = check_amount(value, "reservation_ttl_s")
+    if ttl <= 0:
+        raise ValueError(f"reservation_ttl_s must be > 0, got {value!r}")
+    return ttl
+
+
+def check_reservation_id(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"reservation_id must be a str, got {type(value).__name__}")
+    if not value or len(value) > 128:
+        raise ValueError(f"reservation_id must be 1 to 128 characters, got {len(value)}")
+    return value
+
+
+def check_name(value: object, name: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    if not value or len(value) > 512 or "\x00" in value:
+        raise ValueError(f"{name} must be 1 to 512 characters without NUL, got {value!r}")
+    return value

@@ -1,0 +1,89 @@
+"""Real servers for the shared-budget tests: a throwaway redis-server on a unix socket in a temp dir (Debian's
+package, found or installed by scripts/redis-path.sh), and the PostgreSQL server of `make test`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chainwarden.containment import PostgresBudgetBackend, RedisBudgetBackend
+
+SCRIPTS = Path(__file__).resolve().parents[3] / "scripts"
+
+
+def redis_binary() -> str:
+    for candidate in (os.environ.get("CHAINWARDEN_REDIS_SERVER", ""), "/usr/bin/redis-server"):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    pytest.fail("no redis-server: run the tests through scripts/test-python.sh, which installs it")
+
+
+class RedisServer:
+    """One redis-server process; ``stop`` and ``start`` take it away and bring it back on the same socket."""
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="cw-redis.")
+        self.socket = f"{self.dir}/redis.sock"
+        self.url = f"unix://{self.socket}"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        if self._proc is not None:
+            return
+        self._proc = subprocess.Popen(
+            [
+                redis_binary(),
+                "--port", "0",
+                "--unixsocket", self.socket,
+                "--unixsocketperm", "700",
+                "--dir", self.dir,
+                "--save", "",
+                "--appendonly", "no",
+                "--daemonize", "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 10
+        while not os.path.exists(self.socket):
+            if self._proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        if self._proc is None:
+            return
+        self._proc.terminate()
+        self._proc.wait(timeout=10)
+        self._proc = None
+        Path(self.socket).unlink(missing_ok=True)
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def postgres_dsn() -> str:
+    dsn = os.environ.get("CHAINWARDEN_TEST_POSTGRES_DSN")
+    if dsn:
+        return dsn
+    if os.environ.get("CHAINWARDEN_NO_POSTGRES") == "1":
+        pytest.skip("CHAINWARDEN_NO_POSTGRES=1: PostgreSQL tests skipped")
+    pytest.fail("CHAINWARDEN_TEST_POSTGRES_DSN is not set: run the tests through scripts/test-python.sh")
+
+
+def fresh_key() -> str:
+    return f"budget-{uuid.uuid4().hex[:12]}"
+
+
+def make_backend(kind: str, url: str, key: str, **kwargs: Any) -> Any:
+    cls = RedisBudgetBackend if kind == "redis" else PostgresBudgetBackend
+    return cls(url, key=key, **kwargs)
