@@ -28,7 +28,7 @@ pub mod value;
 
 pub use arena::{Dag, Edge, Node};
 pub use create::NodeSpec;
-pub use error::{DagError, DagResult, ErrorKind};
+pub use error::{DagCode, DagError, DagResult, ErrorKind, BASE_CLASS, BASE_CODE, BASE_DOC};
 pub use events::Event;
 pub use ids::{now, uuid7};
 pub use mermaid::label as mermaid_label;
