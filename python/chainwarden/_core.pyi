@@ -6,10 +6,10 @@ from typing import Any, ClassVar, Final, Literal, final
 from typing_extensions import disjoint_base
 
 __all__ = [
+    "DAG_ERROR_CODES",
     "STOP_REASONS",
     "CallKind",
     "CallStatus",
-    "DAG_ERROR_CODES",
     "ChainCore",
     "DagEdgeError",
     "DagEngine",

@@ -123,7 +123,7 @@ def test_from_json_bad_data(data: object, message: str) -> None:
 
 
 def test_bad_graph_id() -> None:
-    with pytest.raises(DagInvalidArgumentError, match="^graph_id must be a string"):
+    with pytest.raises(DagInvalidArgumentError, match=r"^graph_id must be a string"):
         DagEngine(graph_id=1)  # type: ignore[arg-type]
 
 
@@ -136,9 +136,9 @@ def test_reason_is_any_object_stored_as_its_str() -> None:
 
 def test_public_graph_raises_the_same() -> None:
     g = Graph()
-    with pytest.raises(DagInvalidArgumentError, match="^limit must be an int >= 0"):
+    with pytest.raises(DagInvalidArgumentError, match=r"^limit must be an int >= 0"):
         g.claim("3")  # type: ignore[arg-type]
-    with pytest.raises(DagInvalidArgumentError, match="^node_id must be a string"):
+    with pytest.raises(DagInvalidArgumentError, match=r"^node_id must be a string"):
         g.node(3)  # type: ignore[arg-type]
 
 
