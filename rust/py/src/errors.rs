@@ -2,6 +2,7 @@
 //! returns `Result<T>` and uses `?`; the conversion to a Python exception happens once, here
 //! (docs/design.md §28).
 
+use chainwarden_core::containment::ContainmentError;
 use chainwarden_core::dag::DagError;
 use chainwarden_core::recorder::RecorderError;
 use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyValueError};
@@ -11,6 +12,7 @@ use pyo3::{PyErr, Python};
 pub enum Error {
     Py(PyErr),
     Recorder(RecorderError),
+    Containment(ContainmentError),
     Dag(DagError),
 }
 
@@ -40,6 +42,12 @@ impl From<RecorderError> for Error {
     }
 }
 
+impl From<ContainmentError> for Error {
+    fn from(e: ContainmentError) -> Self {
+        Error::Containment(e)
+    }
+}
+
 impl From<DagError> for Error {
     fn from(e: DagError) -> Self {
         Error::Dag(e)
@@ -51,6 +59,7 @@ impl From<Error> for PyErr {
         match e {
             Error::Py(e) => e,
             Error::Recorder(e) => recorder(e),
+            Error::Containment(e) => containment(e),
             Error::Dag(e) => Python::attach(|py| crate::dag::errors::to_py(py, e)),
         }
     }
@@ -79,5 +88,17 @@ fn recorder(e: RecorderError) -> PyErr {
         RecorderError::InvalidNumber { .. }
         | RecorderError::InvalidMetadata(_)
         | RecorderError::InvalidSnapshot(_) => PyValueError::new_err(e.to_string()),
+    }
+}
+
+/// Containment raises what the recorder would: `KeyError` for a call that is not open, `ValueError` for a
+/// bad number (docs/containment.md).
+fn containment(e: ContainmentError) -> PyErr {
+    match e {
+        ContainmentError::NotOpen(id) => {
+            PyKeyError::new_err(format!("Node not found: {}", py_repr(&id)))
+        }
+        ContainmentError::InvalidNumber { .. } => PyValueError::new_err(e.to_string()),
+        ContainmentError::Graph(e) => recorder(e),
     }
 }
