@@ -34,7 +34,7 @@ test-py: build
 
 lint: build
 	cargo fmt --all -- --check
-	cargo clippy --workspace --all-targets --release -- -D warnings
+	cargo clippy --workspace --all-targets --all-features --release -- -D warnings
 	$(VENV)/bin/ruff check python tests benches scripts
 	$(VENV)/bin/ruff format --check python tests benches scripts
 	$(VENV)/bin/mypy
@@ -50,7 +50,10 @@ wheels:
 wheels-check:
 	@VIRTUAL_ENV= PYO3_PYTHON= scripts/wheels-check.sh dist
 
-bench: build
+# The benches also need `_BenchFloor` (the empty-native-call floor), compiled only with the `bench-floor`
+# feature: never in wheels nor in the `make test` build.
+bench: venv
+	$(VENV)/bin/maturin develop --release --quiet --extras cli --features bench-floor
 	mkdir -p .benchmarks
 	$(VENV)/bin/pytest $(or $(BENCH_ARGS),benches) -q --benchmark-only --benchmark-columns=min,median,rounds \
 		--benchmark-json=.benchmarks/latest.json

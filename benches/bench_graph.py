@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from veronica_core.containment import ExecutionGraph as VeronicaGraph
 
+import chainwarden._core
 from chainwarden import ExecutionGraph
-from chainwarden._core import _BenchFloor
 
 N_NODES = 100_000
 SNAPSHOT_NODES = 10_000
@@ -25,6 +25,17 @@ CAPPED_NODES = 2_000_000
 CAP = 1000
 
 IMPLS: dict[str, Callable[[], Any]] = {"chainwarden": ExecutionGraph, "veronica": VeronicaGraph}
+
+
+def bench_floor() -> Any:
+    """`_BenchFloor` exists only in a `make bench` build (cargo feature `bench-floor`)."""
+    cls = getattr(chainwarden._core, "_BenchFloor", None)
+    if cls is None:
+        pytest.fail(
+            "chainwarden._core._BenchFloor is missing: this build lacks the `bench-floor` cargo feature; "
+            "run `make bench` (maturin develop --release --features bench-floor)"
+        )
+    return cls()
 
 
 def lifecycle_loop(g: Any, root: str, n: int) -> None:
@@ -46,7 +57,7 @@ def filled(factory: Callable[[], Any], n: int) -> Any:
 def test_per_node_lifecycle(benchmark: Any, impl: str) -> None:
     def setup() -> tuple[tuple[Any, str], dict[str, Any]]:
         if impl == "floor":
-            return (_BenchFloor(), "n000001"), {}
+            return (bench_floor(), "n000001"), {}
         g = IMPLS[impl]()
         return (g, g.create_root("run")), {}
 

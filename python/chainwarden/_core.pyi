@@ -1,11 +1,12 @@
 """Typed stub of the native module (checked against the binary by mypy.stubtest)."""
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Final, Literal, final
 
 from typing_extensions import disjoint_base
 
 __all__ = [
+    "DAG_ERROR_CODES",
     "STOP_REASONS",
     "CallKind",
     "CallStatus",
@@ -19,7 +20,6 @@ __all__ = [
     "ExecutionGraph",
     "NodeEvent",
     "StopCause",
-    "_BenchFloor",
     "__version__",
     "open_sync_calls",
 ]
@@ -158,28 +158,6 @@ class ExecutionGraph:
     def aggregates(self) -> dict[str, Any]: ...
     def node(self, node_id: str) -> dict[str, Any]: ...
 
-@final
-class _BenchFloor:
-    """Three native methods that do nothing: the floor for per-call benchmarks."""
-
-    def __new__(cls) -> _BenchFloor: ...
-    def begin_node(
-        self,
-        parent_id: object,
-        kind: object,
-        name: object,
-        model: object = None,
-        metadata: object = None,
-    ) -> str: ...
-    def mark_running(self, node_id: object) -> None: ...
-    def mark_success(
-        self,
-        node_id: object,
-        cost_usd: object,
-        tokens_in: object = None,
-        tokens_out: object = None,
-    ) -> None: ...
-
 # --- dag ---
 # The DAG engine (chainwarden.dag wraps it). Appended section: keep other sections above/below intact.
 
@@ -187,9 +165,14 @@ class DagError(Exception):
     code: str
 
 class DagNotFoundError(DagError, LookupError): ...
-class DagInvalidArgumentError(DagError, ValueError): ...
+
+class DagInvalidArgumentError(DagError, ValueError):
+    code: str
+
 class DagEdgeError(DagError): ...
 class DagPreconditionError(DagError): ...
+
+DAG_ERROR_CODES: Final[Mapping[str, type[DagError]]]
 
 @final
 class DagEngine:
@@ -204,7 +187,7 @@ class DagEngine:
     def create_node(
         self,
         node_type: str,
-        state: str = "pending",
+        state: str | None = None,
         *,
         content: Any = None,
         input: dict[str, Any] | None = None,
@@ -226,7 +209,7 @@ class DagEngine:
         from_id: str,
         node_type: str,
         *,
-        state: str = "pending",
+        state: str | None = None,
         content: Any = None,
         input: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
@@ -269,12 +252,12 @@ class DagEngine:
     def claim(self, limit: int) -> list[str]: ...
     def propagate_failures(self) -> list[str]: ...
     def repair_leaves(self) -> list[str]: ...
-    def leaves(self, *, include_compressed: bool = False) -> list[str]: ...
+    def leaves(self, *, include_compressed: bool | None = None) -> list[str]: ...
     def node(self, node_id: str) -> dict[str, Any]: ...
     def edge(self, edge_id: str) -> dict[str, Any]: ...
-    def nodes(self, *, include_compressed: bool = False) -> list[dict[str, Any]]: ...
-    def edges(self, *, include_compressed: bool = False) -> list[dict[str, Any]]: ...
-    def context_for(self, node_id: str, *, mode: str = "preview") -> list[dict[str, Any]]: ...
+    def nodes(self, *, include_compressed: bool | None = None) -> list[dict[str, Any]]: ...
+    def edges(self, *, include_compressed: bool | None = None) -> list[dict[str, Any]]: ...
+    def context_for(self, node_id: str, *, mode: str | None = None) -> list[dict[str, Any]]: ...
     def context_ids_for(self, node_id: str) -> list[str]: ...
     def events(self) -> list[dict[str, Any]]: ...
     def to_mermaid(self, *, include_compressed: bool, max_label_chars: int) -> str: ...

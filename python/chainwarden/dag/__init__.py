@@ -4,6 +4,7 @@
 """
 
 from chainwarden.dag.errors import (
+    DAG_ERROR_CODES,
     DagEdgeError,
     DagError,
     DagInvalidArgumentError,
@@ -16,6 +17,7 @@ from chainwarden.dag.runner import Executor, Runner, RunStats
 from chainwarden.dag.vocabulary import EXECUTABLE, TERMINAL, EdgeType, NodeType, State
 
 __all__ = [
+    "DAG_ERROR_CODES",
     "EXECUTABLE",
     "TERMINAL",
     "DagEdgeError",

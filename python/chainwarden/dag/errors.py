@@ -1,6 +1,10 @@
-"""The DagError family, created by the native module so the engine raises them directly."""
+"""The DagError family, created by the native module so the engine raises them directly.
+
+`DAG_ERROR_CODES` is the core's registry (every code -> its class); codes are never written here
+(docs/design.md §28)."""
 
 from chainwarden._core import (
+    DAG_ERROR_CODES,
     DagEdgeError,
     DagError,
     DagInvalidArgumentError,
@@ -9,6 +13,7 @@ from chainwarden._core import (
 )
 
 __all__ = [
+    "DAG_ERROR_CODES",
     "DagEdgeError",
     "DagError",
     "DagInvalidArgumentError",
@@ -18,7 +23,5 @@ __all__ = [
 
 
 def invalid_argument(message: str) -> DagInvalidArgumentError:
-    """The error the Python layer raises for its own argument checks, same code as the engine's."""
-    err = DagInvalidArgumentError(message)
-    err.code = "dag.invalid_argument"
-    return err
+    """The error the Python layer raises for its own argument checks; the class carries its only code."""
+    return DagInvalidArgumentError(message)

@@ -1,5 +1,6 @@
 //! The benchmark floor: three native methods that do nothing, called like the recorder's
-//! hot path, to show how much of a per-node cost is the Python→native call itself.
+//! hot path, to show how much of a per-node cost is the Python→native call itself. Compiled only with
+//! the `bench-floor` feature (`make bench`), so it never ships in a wheel.
 
 use pyo3::prelude::*;
 use pyo3::types::PyString;

@@ -21,7 +21,7 @@ use std::cell::RefCell;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyFunction, PyList, PyTuple};
 
-use crate::errors::recorder_err;
+use crate::errors;
 
 type RecordTuple = (
     String,
@@ -272,11 +272,12 @@ impl ChainCore {
         timeout_ms: u64,
         chain_id: &str,
         max_nodes: usize,
-    ) -> PyResult<Self> {
+    ) -> errors::Result<Self> {
         if !max_cost_usd.is_finite() || max_cost_usd < 0.0 {
             return Err(PyValueError::new_err(format!(
                 "max_cost_usd must be finite and >= 0, got {max_cost_usd}"
-            )));
+            ))
+            .into());
         }
         let limits = Limits {
             max_cost_usd,
@@ -284,7 +285,7 @@ impl ChainCore {
             max_retries_total,
             timeout_ms,
         };
-        let inner = Contained::new(limits, chain_id, max_nodes).map_err(recorder_err)?;
+        let inner = Contained::new(limits, chain_id, max_nodes)?;
         Ok(ChainCore { inner })
     }
 
@@ -315,23 +316,19 @@ impl ChainCore {
         cost_estimate: f64,
         dispatch: bool,
         nest: bool,
-    ) -> PyResult<Py<PyAny>> {
+    ) -> errors::Result<Py<PyAny>> {
         if nest {
             check_sync_callable(py, r#fn)?;
         }
-        let begun = slf
-            .get()
-            .inner
-            .begin(
-                parent_hint,
-                kind.into(),
-                name,
-                model,
-                cost_estimate,
-                dispatch,
-                nest,
-            )
-            .map_err(recorder_err)?;
+        let begun = slf.get().inner.begin(
+            parent_hint,
+            kind.into(),
+            name,
+            model,
+            cost_estimate,
+            dispatch,
+            nest,
+        )?;
         Ok(match begun {
             Ok(node) => {
                 if nest {
@@ -343,8 +340,8 @@ impl ChainCore {
         })
     }
 
-    fn dispatch(&self, node: NodeId) -> PyResult<()> {
-        self.inner.dispatch(node).map_err(recorder_err)
+    fn dispatch(&self, node: NodeId) -> errors::Result<()> {
+        Ok(self.inner.dispatch(node)?)
     }
 
     /// Adds usage the open call `node` reports about itself (ValueError on a bad value,
@@ -356,10 +353,8 @@ impl ChainCore {
         cost_usd: f64,
         tokens_in: Option<i64>,
         tokens_out: Option<i64>,
-    ) -> PyResult<()> {
-        self.inner
-            .report(node, cost_usd, tokens_in, tokens_out)
-            .map_err(recorder_err)
+    ) -> errors::Result<()> {
+        Ok(self.inner.report(node, cost_usd, tokens_in, tokens_out)?)
     }
 
     /// Removes and returns what the open call `node` reported: (cost_usd, tokens_in,
@@ -372,12 +367,12 @@ impl ChainCore {
 
     /// The fast path's `succeed`: settles a completed call at what it reported, else its
     /// estimate (three positional arguments: no optional-argument parsing per call).
-    fn settle(&self, node: NodeId, named: bool, cost_estimate: f64) -> PyResult<()> {
+    fn settle(&self, node: NodeId, named: bool, cost_estimate: f64) -> errors::Result<()> {
         pop_sync_call(self, node);
-        self.inner
+        Ok(self
+            .inner
             .succeed(node, named, cost_estimate, None)
-            .map(|_| ())
-            .map_err(recorder_err)
+            .map(|_| ())?)
     }
 
     /// Settles a completed call (docs/design.md §20) and returns the cost charged: `actual_cost`
@@ -391,7 +386,7 @@ impl ChainCore {
         actual_cost: Option<f64>,
         tokens_in: Option<i64>,
         tokens_out: Option<i64>,
-    ) -> PyResult<f64> {
+    ) -> errors::Result<f64> {
         let as_u64 = |t: Option<i64>| t.map(|v| u64::try_from(v).unwrap_or(0));
         let actual = actual_cost.map(|cost_usd| Reported {
             cost_usd,
@@ -399,9 +394,7 @@ impl ChainCore {
             tokens_out: as_u64(tokens_out),
         });
         pop_sync_call(self, node);
-        self.inner
-            .succeed(node, named, cost_estimate, actual)
-            .map_err(recorder_err)
+        Ok(self.inner.succeed(node, named, cost_estimate, actual)?)
     }
 
     /// Closes a failed or stopped call admitted with `cost_estimate`. Returns the stop reason
@@ -419,7 +412,7 @@ impl ChainCore {
         error_class: &str,
         halt_reason: Option<&str>,
         error_message: Option<&str>,
-    ) -> PyResult<Option<&'static str>> {
+    ) -> errors::Result<Option<&'static str>> {
         let failure = Failure {
             cost_estimate,
             retry,
@@ -428,7 +421,7 @@ impl ChainCore {
             message: error_message,
         };
         pop_sync_call(self, node);
-        self.inner.fail(node, named, failure).map_err(recorder_err)
+        Ok(self.inner.fail(node, named, failure)?)
     }
 
     fn abort(&self, reason: &str) -> bool {
@@ -461,8 +454,8 @@ impl ChainCore {
 
     /// Adds a child chain's cost. Returns (new total, whether this pushed the chain to its
     /// ceiling and made the budget its cancellation cause).
-    fn add_cost(&self, cost_usd: f64) -> PyResult<(f64, bool)> {
-        self.inner.chain().add_cost(cost_usd).map_err(recorder_err)
+    fn add_cost(&self, cost_usd: f64) -> errors::Result<(f64, bool)> {
+        Ok(self.inner.chain().add_cost(cost_usd)?)
     }
 
     /// (step_count, cost_usd, retries_used, aborted, abort_reason, elapsed_ms, record_count)

@@ -2,6 +2,7 @@
 
 use pyo3::prelude::*;
 
+#[cfg(feature = "bench-floor")]
 mod bench_floor;
 mod containment;
 mod convert;
@@ -14,6 +15,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     recorder::register(m)?;
     dag::register(m)?;
+    #[cfg(feature = "bench-floor")]
     bench_floor::register(m)?;
     containment::register(m)?;
     Ok(())

@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
+use super::error::ContainmentError;
 use super::record::{Record, Status};
 use crate::ids::NodeId;
-use crate::recorder::RecorderError;
 
 /// Accumulated float costs (ten calls of 0.1) must still reach a ceiling of 1.0.
 pub const BUDGET_EPSILON: f64 = 1e-9;
@@ -99,15 +99,15 @@ pub struct Reported {
 /// Largest token count a report may carry (strict JSON integers, docs/design.md §23).
 pub const MAX_TOKENS: u64 = i64::MAX as u64;
 
-fn invalid(field: &'static str, reason: String) -> RecorderError {
-    RecorderError::InvalidNumber { field, reason }
+fn invalid(field: &'static str, reason: String) -> ContainmentError {
+    ContainmentError::InvalidNumber { field, reason }
 }
 
 fn add_tokens(
     field: &'static str,
     a: Option<u64>,
     b: Option<u64>,
-) -> Result<Option<u64>, RecorderError> {
+) -> Result<Option<u64>, ContainmentError> {
     match (a, b) {
         (Some(x), Some(y)) => match x.checked_add(y).filter(|&s| s <= MAX_TOKENS) {
             Some(s) => Ok(Some(s)),
@@ -122,7 +122,7 @@ fn add_tokens(
 
 impl Reported {
     /// `self + more`, or an error naming the field that would overflow.
-    pub fn plus(self, more: Reported) -> Result<Reported, RecorderError> {
+    pub fn plus(self, more: Reported) -> Result<Reported, ContainmentError> {
         let cost_usd = self.cost_usd + more.cost_usd;
         if !cost_usd.is_finite() {
             return Err(invalid(
@@ -280,7 +280,7 @@ impl Chain {
     }
 
     /// Adds a report to an open call's usage. Nothing changes on error.
-    pub fn report(&self, node: NodeId, more: Reported) -> Result<(), RecorderError> {
+    pub fn report(&self, node: NodeId, more: Reported) -> Result<(), ContainmentError> {
         let mut c = self.counters.lock();
         match c.reports.iter_mut().find(|(n, _)| *n == node) {
             Some((_, total)) => *total = total.plus(more)?,
@@ -306,7 +306,7 @@ impl Chain {
         node: NodeId,
         cost_estimate: f64,
         actual: Option<Reported>,
-    ) -> Result<Reported, RecorderError> {
+    ) -> Result<Reported, ContainmentError> {
         let mut c = self.counters.lock();
         let reported = c.take_report(node);
         let settled = actual.or(reported).unwrap_or(Reported {
@@ -377,7 +377,7 @@ impl Chain {
 
     /// Adds cost spent elsewhere (a child chain). Returns the new total and whether this call
     /// pushed the chain to its ceiling and made the budget the chain's cancellation cause.
-    pub fn add_cost(&self, cost_usd: f64) -> Result<(f64, bool), RecorderError> {
+    pub fn add_cost(&self, cost_usd: f64) -> Result<(f64, bool), ContainmentError> {
         let mut c = self.counters.lock();
         let total = c.cost_usd + cost_usd;
         if !total.is_finite() || cost_usd < 0.0 {

@@ -5,10 +5,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::chain::{Chain, CounterSnapshot, Limits, Reported, RetryVerdict, Stop};
+use super::error::ContainmentError;
 use super::nesting;
 use super::record::{cut_message, Record, Status};
 use crate::ids::{format_id, NodeId};
-use crate::recorder::{AggregatesView, Config, Graph, Kind, RecorderError};
+use crate::recorder::{AggregatesView, Config, Graph, Kind};
 
 /// Graph label of a call without an operation name.
 pub const UNNAMED: &str = "unnamed";
@@ -48,8 +49,8 @@ fn with_id<T>(node: NodeId, f: impl FnOnce(&str) -> T) -> T {
     f(format_id(node, &mut [0; 24]))
 }
 
-fn not_open(node: NodeId) -> RecorderError {
-    RecorderError::NodeNotFound(with_id(node, str::to_owned))
+fn not_open(node: NodeId) -> ContainmentError {
+    ContainmentError::NotOpen(with_id(node, str::to_owned))
 }
 
 impl Contained {
@@ -58,7 +59,7 @@ impl Contained {
         limits: Limits,
         chain_id: &str,
         max_nodes: usize,
-    ) -> Result<Contained, RecorderError> {
+    ) -> Result<Contained, ContainmentError> {
         let config = Config {
             max_nodes,
             ..Config::default()
@@ -102,7 +103,7 @@ impl Contained {
         cost_estimate: f64,
         dispatch: bool,
         nest: bool,
-    ) -> Result<Result<NodeId, Stop>, RecorderError> {
+    ) -> Result<Result<NodeId, Stop>, ContainmentError> {
         // Both candidates are open ancestors of the caller; ids grow with creation, so the
         // larger one is the deeper (e.g. an async call inside a sync call's event loop).
         let parent = match (nesting::innermost(self.key), parent_hint) {
@@ -124,7 +125,7 @@ impl Contained {
                     // Give back the reservation of a call that never got a node.
                     self.chain.release(cost_estimate);
                 }
-                return Err(e);
+                return Err(e.into());
             }
         };
         match admitted {
@@ -175,8 +176,9 @@ impl Contained {
     }
 
     /// `created → running` for a call admitted without `dispatch` once its gates passed.
-    pub fn dispatch(&self, node: NodeId) -> Result<(), RecorderError> {
-        with_id(node, |id| self.graph.mark_running(id, false)).map(|_| ())
+    pub fn dispatch(&self, node: NodeId) -> Result<(), ContainmentError> {
+        with_id(node, |id| self.graph.mark_running(id, false))?;
+        Ok(())
     }
 
     /// Adds usage an open call reports about itself (docs/design.md §20). Validated first;
@@ -187,7 +189,7 @@ impl Contained {
         cost_usd: f64,
         tokens_in: Option<i64>,
         tokens_out: Option<i64>,
-    ) -> Result<(), RecorderError> {
+    ) -> Result<(), ContainmentError> {
         let cost_usd = crate::recorder::error::non_negative_finite("cost_usd", cost_usd)?;
         let tokens_in = crate::recorder::error::non_negative_int("tokens_in", tokens_in)?;
         let tokens_out = crate::recorder::error::non_negative_int("tokens_out", tokens_out)?;
@@ -219,7 +221,7 @@ impl Contained {
         named: bool,
         cost_estimate: f64,
         actual: Option<Reported>,
-    ) -> Result<f64, RecorderError> {
+    ) -> Result<f64, ContainmentError> {
         if !self.is_open(node) {
             return Err(not_open(node));
         }
@@ -255,7 +257,7 @@ impl Contained {
         named: bool,
         cost_estimate: f64,
         class: &str,
-    ) -> Result<(), RecorderError> {
+    ) -> Result<(), ContainmentError> {
         let failure = Failure {
             cost_estimate,
             retry: false,
@@ -275,7 +277,7 @@ impl Contained {
         node: NodeId,
         named: bool,
         failure: Failure<'_>,
-    ) -> Result<Option<&'static str>, RecorderError> {
+    ) -> Result<Option<&'static str>, ContainmentError> {
         if !self.is_open(node) {
             return Err(not_open(node));
         }

@@ -4,6 +4,7 @@
 
 mod chain;
 mod contained;
+mod error;
 mod nesting;
 mod record;
 
@@ -12,6 +13,7 @@ pub use chain::{
     MAX_TOKENS,
 };
 pub use contained::{Contained, Failure, GraphEnd, UNNAMED};
+pub use error::ContainmentError;
 pub use record::{cut_message, Record, Status, MAX_ERROR_MESSAGE, STOP_REASONS};
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::arena::Dag;
-use super::error::{DagError, DagResult};
+use super::error::{DagCode, DagError, DagResult};
 use super::events::{obj, str_list};
 use super::preview::derive;
 use super::types::{EdgeType, NodeType, State};
@@ -44,8 +44,8 @@ impl Dag {
             .iter()
             .find(|&&n| !self.nodes[n as usize].is_active())
         {
-            return Err(DagError::precondition(
-                "dag.compress.already_compressed",
+            return Err(DagError::new(
+                DagCode::CompressAlreadyCompressed,
                 format!("{:?} is already inactive", &*self.nodes[n as usize].id),
             ));
         }
@@ -54,8 +54,8 @@ impl Dag {
             .find(|&&n| self.nodes[n as usize].state != State::Finished)
         {
             let node = &self.nodes[n as usize];
-            return Err(DagError::precondition(
-                "dag.compress.not_finished",
+            return Err(DagError::new(
+                DagCode::CompressNotFinished,
                 format!("{:?} is {}", &*node.id, node.state.as_str()),
             ));
         }
@@ -82,8 +82,8 @@ impl Dag {
             .iter()
             .any(|&e| self.edges[e as usize].edge_type.is_blocking())
         {
-            return Err(DagError::precondition(
-                "dag.compress.summary_would_be_leaf",
+            return Err(DagError::new(
+                DagCode::CompressSummaryWouldBeLeaf,
                 "no blocking edge leaves the compressed set",
             ));
         }
@@ -96,8 +96,8 @@ impl Dag {
             .collect();
         self.flush();
         if self.reaches_any(&exits, |n| inside.contains(&n)) {
-            return Err(DagError::edge(
-                "dag.edge.cycle",
+            return Err(DagError::new(
+                DagCode::EdgeCycle,
                 "a path leaves the compressed set and re-enters it; the summary would close a cycle",
             ));
         }

@@ -1,7 +1,7 @@
 //! Creating nodes and edges (the primitive mutations).
 
 use super::arena::Dag;
-use super::error::{DagError, DagResult};
+use super::error::{DagCode, DagError, DagResult};
 use super::events::Particulars;
 use super::state::content_key;
 use super::types::{EdgeType, NodeType, State};
@@ -139,15 +139,15 @@ impl Dag {
         let from = self.idx(from_id)?;
         let to = self.idx(to_id)?;
         if from == to {
-            return Err(DagError::edge(
-                "dag.edge.self_loop",
+            return Err(DagError::new(
+                DagCode::EdgeSelfLoop,
                 format!("edge {from_id:?} -> itself"),
             ));
         }
         for (n, id) in [(from, from_id), (to, to_id)] {
             if !self.nodes[n as usize].is_active() {
-                return Err(DagError::edge(
-                    "dag.edge.inactive_endpoint",
+                return Err(DagError::new(
+                    DagCode::EdgeInactiveEndpoint,
                     format!("node {id:?} is inactive"),
                 ));
             }
@@ -157,8 +157,8 @@ impl Dag {
         }
         self.flush();
         if self.would_cycle(from, to) {
-            return Err(DagError::edge(
-                "dag.edge.cycle",
+            return Err(DagError::new(
+                DagCode::EdgeCycle,
                 format!("edge {from_id:?} -> {to_id:?} would close a cycle"),
             ));
         }

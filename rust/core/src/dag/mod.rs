@@ -28,7 +28,7 @@ pub use crate::ids::uuid7;
 pub use crate::value::{Map, Value};
 pub use arena::{Dag, Edge, Node};
 pub use create::NodeSpec;
-pub use error::{DagError, DagResult, ErrorKind};
+pub use error::{DagCode, DagError, DagResult, ErrorKind, BASE_CLASS, BASE_CODE, BASE_DOC};
 pub use events::{Event, Particulars};
 pub use mermaid::label as mermaid_label;
 pub use outcome::{Applied, Outcome};

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::arena::Dag;
 use super::create::{check_required_payload, NodeSpec};
-use super::error::{DagError, DagResult};
+use super::error::{DagCode, DagError, DagResult};
 use super::events::{obj, str_list};
 use super::types::{EdgeType, NodeType, State};
 use crate::clock::now;
@@ -65,14 +65,14 @@ impl Dag {
         let from = self.idx(from_id)?;
         let source = &self.nodes[from as usize];
         if !source.is_active() {
-            return Err(DagError::precondition(
-                "dag.fork.source_inactive",
+            return Err(DagError::new(
+                DagCode::ForkSourceInactive,
                 format!("{from_id:?} is inactive"),
             ));
         }
         if !source.state.is_terminal() {
-            return Err(DagError::precondition(
-                "dag.fork.source_not_terminal",
+            return Err(DagError::new(
+                DagCode::ForkSourceNotTerminal,
                 format!("{from_id:?} is {}", source.state.as_str()),
             ));
         }
@@ -90,8 +90,8 @@ impl Dag {
         let old = self.active_idx(id)?;
         let node = &self.nodes[old as usize];
         if !node.node_type.is_executable() {
-            return Err(DagError::precondition(
-                "dag.retry.not_retriable",
+            return Err(DagError::new(
+                DagCode::RetryNotRetriable,
                 format!("{id:?} is a {}", node.node_type.as_str()),
             ));
         }
@@ -99,8 +99,8 @@ impl Dag {
             node.state,
             State::Errored | State::Rejected | State::Cancelled
         ) {
-            return Err(DagError::precondition(
-                "dag.retry.bad_state",
+            return Err(DagError::new(
+                DagCode::RetryBadState,
                 format!("{id:?} is {}", node.state.as_str()),
             ));
         }
@@ -110,8 +110,8 @@ impl Dag {
             .find(|&d| self.nodes[d as usize].state != State::Pending)
         {
             let d = &self.nodes[d as usize];
-            return Err(DagError::precondition(
-                "dag.retry.downstream_not_pending",
+            return Err(DagError::new(
+                DagCode::RetryDownstreamNotPending,
                 format!("descendant {:?} is {}", &*d.id, d.state.as_str()),
             ));
         }
@@ -139,8 +139,8 @@ impl Dag {
         self.flush();
         let node = &self.nodes[old as usize];
         if node.node_type != NodeType::AgentMessage || node.state != State::Finished {
-            return Err(DagError::precondition(
-                "dag.regenerate.bad_state",
+            return Err(DagError::new(
+                DagCode::RegenerateBadState,
                 format!(
                     "{id:?} is a {} in state {}",
                     node.node_type.as_str(),
@@ -149,8 +149,8 @@ impl Dag {
             ));
         }
         if node.out_blocking > 0 {
-            return Err(DagError::precondition(
-                "dag.regenerate.not_leaf",
+            return Err(DagError::new(
+                DagCode::RegenerateNotLeaf,
                 format!("{id:?} has causal children"),
             ));
         }
@@ -176,8 +176,8 @@ impl Dag {
         let old = self.active_idx(id)?;
         let node = &self.nodes[old as usize];
         if node.node_type != NodeType::UserMessage || node.state != State::Finished {
-            return Err(DagError::precondition(
-                "dag.edit.bad_state",
+            return Err(DagError::new(
+                DagCode::EditBadState,
                 format!(
                     "{id:?} is a {} in state {}",
                     node.node_type.as_str(),
@@ -192,8 +192,8 @@ impl Dag {
             )
         }) {
             let d = &self.nodes[d as usize];
-            return Err(DagError::precondition(
-                "dag.edit.downstream_active",
+            return Err(DagError::new(
+                DagCode::EditDownstreamActive,
                 format!("descendant {:?} is {}", &*d.id, d.state.as_str()),
             ));
         }

@@ -1,5 +1,6 @@
-//! Recorder errors. The bindings map each variant to the Python exception type the
-//! reference raises (KeyError, RuntimeError, ValueError).
+//! The recorder's error registry: each variant has one stable code in the naming scheme every engine shares
+//! (`<engine>.<reason>`, `<engine>.<operation>.<reason>`: docs/design.md §28). The bindings map each variant to
+//! the Python exception type the reference raises (KeyError, RuntimeError, ValueError).
 
 use std::fmt;
 
@@ -21,6 +22,29 @@ pub enum RecorderError {
     InvalidMetadata(String),
     /// A snapshot given to `from_snapshot` that is not one this recorder wrote.
     InvalidSnapshot(String),
+}
+
+impl RecorderError {
+    /// Every code, in the order of the variants.
+    pub const CODES: &'static [&'static str] = &[
+        "recorder.node_not_found",
+        "recorder.begin_node.parent_not_found",
+        "recorder.create_root.root_exists",
+        "recorder.invalid_number",
+        "recorder.invalid_metadata",
+        "recorder.from_snapshot.invalid_snapshot",
+    ];
+
+    pub fn code(&self) -> &'static str {
+        Self::CODES[match self {
+            RecorderError::NodeNotFound(_) => 0,
+            RecorderError::ParentNotFound(_) => 1,
+            RecorderError::RootExists(_) => 2,
+            RecorderError::InvalidNumber { .. } => 3,
+            RecorderError::InvalidMetadata(_) => 4,
+            RecorderError::InvalidSnapshot(_) => 5,
+        }]
+    }
 }
 
 impl fmt::Display for RecorderError {

@@ -92,10 +92,11 @@ impl State {
 
 /// Runs a blocking wait. Embedders with a global interpreter lock pass a function that
 /// releases it around the call, so a thread waiting for the graph never stalls the thread
-/// that holds it.
-pub type BlockingSection = fn(&mut dyn FnMut());
+/// that holds it. The wait only blocks until the lock is free (it returns no guard), so it is
+/// `Sync` and can run on whatever the embedder's release mechanism requires.
+pub type BlockingSection = fn(&(dyn Fn() + Sync));
 
-fn run_inline(f: &mut dyn FnMut()) {
+fn run_inline(f: &(dyn Fn() + Sync)) {
     f();
 }
 
@@ -161,12 +162,12 @@ impl Graph {
     /// Every access goes through here: uncontended it is one CAS, contended the wait runs
     /// inside the embedder's blocking section.
     pub fn lock(&self) -> MutexGuard<'_, State> {
-        if let Some(guard) = self.state.try_lock() {
-            return guard;
+        loop {
+            if let Some(guard) = self.state.try_lock() {
+                return guard;
+            }
+            (self.blocking)(&|| drop(self.state.lock()));
         }
-        let mut guard = None;
-        (self.blocking)(&mut || guard = Some(self.state.lock()));
-        guard.expect("blocking section ran the wait")
     }
 
     pub fn chain_id(&self) -> &str {

@@ -1,39 +1,170 @@
-//! Building the engine's argument structs from Python call arguments.
+//! Typed arguments of `DagEngine`: each type converts one Python argument and, when it is the wrong type or
+//! value, raises `DagInvalidArgumentError` whose message starts with the argument's name (docs/dag.md
+//! "Events and export"), before the engine is touched. The name is a type parameter (`Text<name::NodeId>`)
+//! because PyO3 does not pass the argument's name to `FromPyObject`.
 
-use chainwarden_core::dag::{FinishPayload, NodeSpec};
+use std::marker::PhantomData;
+
+use chainwarden_core::dag::{FinishPayload, NodeSpec, Value};
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyBool, PyBytes, PyList, PyString};
 
-use super::convert::{optional_dict, optional_text, optional_value};
+use super::convert::{count, optional_dict, text, to_value, utf8};
+use super::errors::invalid;
+
+/// An argument's name, as the caller wrote it.
+pub trait ArgName {
+    const NAME: &'static str;
+}
+
+/// Marker types naming the arguments.
+pub mod name {
+    macro_rules! names {
+        ($($ty:ident = $name:literal),* $(,)?) => {
+            $(
+                pub enum $ty {}
+                impl super::ArgName for $ty {
+                    const NAME: &'static str = $name;
+                }
+            )*
+        };
+    }
+
+    names! {
+        Content = "content", Data = "data", EdgeId = "edge_id", EdgeType = "edge_type", FromId = "from_id",
+        GraphId = "graph_id", IncludeCompressed = "include_compressed", Input = "input", LeafRepair = "leaf_repair",
+        Limit = "limit",
+        MaxLabelChars = "max_label_chars", Metadata = "metadata", Mode = "mode", NewInput = "new_input",
+        NewNodeId = "new_node_id", NodeId = "node_id", NodeIds = "node_ids", NodeType = "node_type",
+        Outcome = "outcome", Output = "output", State = "state", SummaryContent = "summary_content",
+        ToId = "to_id",
+    }
+}
+
+/// Implements `FromPyObject` for a `Wrapper<A>` from a function of the object and the argument's name.
+macro_rules! typed_arg {
+    ($(#[$doc:meta])* $ty:ident($inner:ty) $(, const $c:ident: $ct:ty)? => $conv:expr) => {
+        $(#[$doc])*
+        pub struct $ty<A: ArgName $(, const $c: $ct)?>(pub $inner, PhantomData<A>);
+
+        impl<'a, 'py, A: ArgName $(, const $c: $ct)?> FromPyObject<'a, 'py> for $ty<A $(, $c)?> {
+            type Error = PyErr;
+
+            fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+                let f: fn(&Bound<'py, PyAny>, &'static str $(, $ct)?) -> PyResult<$inner> = $conv;
+                f(&obj, A::NAME $(, $c)?).map(|v| $ty(v, PhantomData))
+            }
+        }
+    };
+}
+
+typed_arg! {
+    /// A `str` (no lone surrogates: the graph stores UTF-8).
+    Text(String) => text
+}
+
+typed_arg! {
+    /// Any JSON-shaped value (docs/design.md §23).
+    Json(Value) => to_value
+}
+
+typed_arg! {
+    /// A JSON dict; `None` is taken by `Option<JsonDict<_>>`.
+    JsonDict(Value) => |obj, what| {
+        Ok(optional_dict(Some(obj), what)?.unwrap_or(Value::Object(Vec::new())))
+    }
+}
+
+typed_arg! {
+    /// An `int >= MIN`, never a `bool`.
+    Count(usize), const MIN: usize => count
+}
+
+typed_arg! {
+    /// A `bool` exactly: a truthy object is more likely a misplaced argument than a flag.
+    Flag(bool) => |obj, what| match obj.cast::<PyBool>() {
+        Ok(b) => Ok(b.is_true()),
+        Err(_) => Err(invalid(obj.py(), format!("{what} must be a bool"))),
+    }
+}
+
+typed_arg! {
+    /// An iterable of ids, not a string (a string is an iterable of one-character ids: always a mistake).
+    Ids(Vec<String>) => |obj, what| {
+        if obj.cast::<PyString>().is_ok() {
+            return Err(invalid(obj.py(), format!("{what} must be a list of ids, not a string")));
+        }
+        let items = obj
+            .try_iter()
+            .map_err(|_| invalid(obj.py(), format!("{what} must be an iterable of ids")))?;
+        let item_name = format!("{what} item");
+        items.map(|item| text(&item?, &item_name)).collect()
+    }
+}
+
+typed_arg! {
+    /// Graph JSON as `bytes` (UTF-8) or `str`.
+    JsonText(String) => |obj, what| {
+        if let Ok(b) = obj.cast::<PyBytes>() {
+            return std::str::from_utf8(b.as_bytes())
+                .map(str::to_owned)
+                .map_err(|_| invalid(obj.py(), format!("{what} is not UTF-8")));
+        }
+        match obj.cast::<PyString>() {
+            Ok(s) => utf8(s, what),
+            Err(_) => Err(invalid(obj.py(), format!("{what} must be bytes or str"))),
+        }
+    }
+}
+
+/// A reason or error stored as `str(obj)`: any object is accepted (the reference does the same).
+pub struct Reason(pub String);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Reason {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(Reason(obj.str()?.to_string()))
+    }
+}
+
+/// The inner value of an optional text argument.
+pub fn opt_text<A: ArgName>(arg: Option<Text<A>>) -> Option<String> {
+    arg.map(|a| a.0)
+}
+
+pub fn dict<A: ArgName>(arg: Option<JsonDict<A>>) -> Option<Value> {
+    arg.map(|a| a.0)
+}
 
 pub fn node_spec(
-    content: Option<&Bound<'_, PyAny>>,
-    input: Option<&Bound<'_, PyAny>>,
-    output: Option<&Bound<'_, PyAny>>,
-    metadata: Option<&Bound<'_, PyAny>>,
-    node_id: Option<&Bound<'_, PyAny>>,
-) -> PyResult<NodeSpec> {
-    Ok(NodeSpec {
-        content: optional_value(content, "content")?,
-        input: optional_dict(input, "input")?,
-        output: optional_dict(output, "output")?,
-        metadata: optional_dict(metadata, "metadata")?,
-        node_id: optional_text(node_id, "node_id")?,
-    })
+    content: Option<Json<name::Content>>,
+    input: Option<JsonDict<name::Input>>,
+    output: Option<JsonDict<name::Output>>,
+    metadata: Option<JsonDict<name::Metadata>>,
+    node_id: Option<Text<name::NodeId>>,
+) -> NodeSpec {
+    NodeSpec {
+        content: content.map(|c| c.0),
+        input: dict(input),
+        output: dict(output),
+        metadata: dict(metadata),
+        node_id: opt_text(node_id),
+    }
+}
+
+pub fn finish_payload(
+    content: Option<Json<name::Content>>,
+    output: Option<JsonDict<name::Output>>,
+    metadata: Option<JsonDict<name::Metadata>>,
+) -> FinishPayload {
+    FinishPayload {
+        content: content.map(|c| c.0),
+        output: dict(output),
+        metadata: dict(metadata),
+    }
 }
 
 pub fn strings<'py>(py: Python<'py>, items: Vec<String>) -> PyResult<Bound<'py, PyList>> {
     PyList::new(py, items)
-}
-
-pub fn finish_payload(
-    content: Option<&Bound<'_, PyAny>>,
-    output: Option<&Bound<'_, PyAny>>,
-    metadata: Option<&Bound<'_, PyAny>>,
-) -> PyResult<FinishPayload> {
-    Ok(FinishPayload {
-        content: optional_value(content, "content")?,
-        output: optional_dict(output, "output")?,
-        metadata: optional_dict(metadata, "metadata")?,
-    })
 }

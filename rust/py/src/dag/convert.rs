@@ -55,14 +55,6 @@ pub fn text(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     }
 }
 
-pub fn optional_text(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<String>> {
-    match obj {
-        None => Ok(None),
-        Some(o) if o.is_none() => Ok(None),
-        Some(o) => text(o, what).map(Some),
-    }
-}
-
 /// A non-negative int that is not a bool (True is an int in Python, but never a count).
 pub fn count(obj: &Bound<'_, PyAny>, what: &str, min: usize) -> PyResult<usize> {
     if obj.cast::<PyBool>().is_err() && obj.cast::<PyInt>().is_ok() {

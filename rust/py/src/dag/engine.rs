@@ -1,14 +1,18 @@
 //! `DagEngine`: the native graph, one lock per graph, the GIL released around traversals.
 
-use chainwarden_core::dag::{Dag, DagResult, Outcome};
+use chainwarden_core::dag::{Dag, DagError, DagResult, Outcome};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
-use super::args::{finish_payload, node_spec, strings};
-use super::convert::{count, optional_dict, optional_text, text, to_py, to_py_list};
-use super::errors::{invalid, IntoPyResult};
+use super::args::{
+    dict, finish_payload, name, node_spec, opt_text, strings, Count, Flag, Ids, Json, JsonDict,
+    JsonText, Reason, Text,
+};
+use super::convert::{to_py, to_py_list};
+use super::errors::invalid;
 use crate::convert::py_str;
+use crate::errors::Result;
 
 #[pyclass(frozen, module = "chainwarden._core")]
 pub struct DagEngine {
@@ -47,12 +51,11 @@ impl DagEngine {
     fn mark_with_reason(
         &self,
         py: Python<'_>,
-        node_id: &Bound<'_, PyAny>,
-        reason: &Bound<'_, PyAny>,
+        node_id: Text<name::NodeId>,
+        reason: Reason,
         mark: fn(&mut Dag, &str, &str) -> DagResult<bool>,
-    ) -> PyResult<bool> {
-        let (id, msg) = (text(node_id, "node_id")?, reason.str()?.to_string());
-        self.locked(py, |g| mark(g, &id, &msg)).py_err(py)
+    ) -> Result<bool> {
+        Ok(self.locked(py, |g| mark(g, &node_id.0, &reason.0))?)
     }
 }
 
@@ -62,20 +65,15 @@ impl DagEngine {
     #[pyo3(signature = (graph_id=None, *, leaf_repair=None))]
     fn new(
         py: Python<'_>,
-        graph_id: Option<&Bound<'_, PyAny>>,
-        leaf_repair: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let graph_id = optional_text(graph_id, "graph_id")?;
+        graph_id: Option<Text<name::GraphId>>,
+        leaf_repair: Option<Flag<name::LeafRepair>>,
+    ) -> Result<Self> {
+        let graph_id = opt_text(graph_id);
         if graph_id.as_deref() == Some("") {
-            return Err(invalid(py, "graph_id must be a non-empty string"));
+            return Err(invalid(py, "graph_id must be a non-empty string").into());
         }
-        let leaf_repair = match leaf_repair {
-            None => true,
-            Some(v) => v
-                .cast::<pyo3::types::PyBool>()
-                .map_err(|_| invalid(py, "leaf_repair must be a bool"))?
-                .is_true(),
-        };
+        // Conversation graphs keep the leaf invariant unless told otherwise (docs/dag.md).
+        let leaf_repair = leaf_repair.is_none_or(|f| f.0);
         let mut dag = Dag::new(graph_id);
         dag.set_leaf_repair(leaf_repair);
         Ok(DagEngine {
@@ -102,189 +100,164 @@ impl DagEngine {
         self.locked(py, |g| g.node_count())
     }
 
-    #[pyo3(signature = (node_type, state="pending", *, content=None, input=None, output=None, metadata=None, node_id=None))]
+    #[pyo3(signature = (node_type, state=None, *, content=None, input=None, output=None, metadata=None, node_id=None))]
     #[allow(clippy::too_many_arguments)]
     fn create_node(
         &self,
         py: Python<'_>,
-        node_type: &Bound<'_, PyAny>,
-        state: &str,
-        content: Option<&Bound<'_, PyAny>>,
-        input: Option<&Bound<'_, PyAny>>,
-        output: Option<&Bound<'_, PyAny>>,
-        metadata: Option<&Bound<'_, PyAny>>,
-        node_id: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<String> {
-        let node_type = text(node_type, "node_type")?;
-        let spec = node_spec(content, input, output, metadata, node_id)?;
-        self.run(py, spec.is_large(), |g| {
-            g.create_node(&node_type, state, spec)
-        })
-        .py_err(py)
+        node_type: Text<name::NodeType>,
+        state: Option<Text<name::State>>,
+        content: Option<Json<name::Content>>,
+        input: Option<JsonDict<name::Input>>,
+        output: Option<JsonDict<name::Output>>,
+        metadata: Option<JsonDict<name::Metadata>>,
+        node_id: Option<Text<name::NodeId>>,
+    ) -> Result<String> {
+        let state = opt_text(state);
+        let spec = node_spec(content, input, output, metadata, node_id);
+        Ok(self.run(py, spec.is_large(), |g| {
+            g.create_node(&node_type.0, state.as_deref().unwrap_or("pending"), spec)
+        })?)
     }
 
     #[pyo3(signature = (from_id, to_id, edge_type, *, metadata=None, edge_id=None))]
     fn create_edge(
         &self,
         py: Python<'_>,
-        from_id: &Bound<'_, PyAny>,
-        to_id: &Bound<'_, PyAny>,
-        edge_type: &Bound<'_, PyAny>,
-        metadata: Option<&Bound<'_, PyAny>>,
-        edge_id: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<String> {
-        let (from, to) = (text(from_id, "from_id")?, text(to_id, "to_id")?);
-        let edge_type = text(edge_type, "edge_type")?;
-        let metadata = optional_dict(metadata, "metadata")?;
-        let edge_id = optional_text(edge_id, "edge_id")?;
-        self.detached(py, |g| {
-            g.create_edge(&from, &to, &edge_type, metadata, edge_id)
-        })
-        .py_err(py)
+        from_id: Text<name::FromId>,
+        to_id: Text<name::ToId>,
+        edge_type: Text<name::EdgeType>,
+        metadata: Option<JsonDict<name::Metadata>>,
+        edge_id: Option<Text<name::EdgeId>>,
+    ) -> Result<String> {
+        let (metadata, edge_id) = (dict(metadata), opt_text(edge_id));
+        Ok(self.detached(py, |g| {
+            g.create_edge(&from_id.0, &to_id.0, &edge_type.0, metadata, edge_id)
+        })?)
     }
 
-    #[pyo3(signature = (from_id, node_type, *, state="pending", content=None, input=None, metadata=None, node_id=None))]
+    #[pyo3(signature = (from_id, node_type, *, state=None, content=None, input=None, metadata=None, node_id=None))]
     #[allow(clippy::too_many_arguments)]
     fn fork(
         &self,
         py: Python<'_>,
-        from_id: &Bound<'_, PyAny>,
-        node_type: &Bound<'_, PyAny>,
-        state: &str,
-        content: Option<&Bound<'_, PyAny>>,
-        input: Option<&Bound<'_, PyAny>>,
-        metadata: Option<&Bound<'_, PyAny>>,
-        node_id: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<String> {
-        let from = text(from_id, "from_id")?;
-        let node_type = text(node_type, "node_type")?;
-        let spec = node_spec(content, input, None, metadata, node_id)?;
-        self.run(py, spec.is_large(), |g| {
-            g.fork(&from, &node_type, state, spec)
-        })
-        .py_err(py)
+        from_id: Text<name::FromId>,
+        node_type: Text<name::NodeType>,
+        state: Option<Text<name::State>>,
+        content: Option<Json<name::Content>>,
+        input: Option<JsonDict<name::Input>>,
+        metadata: Option<JsonDict<name::Metadata>>,
+        node_id: Option<Text<name::NodeId>>,
+    ) -> Result<String> {
+        let state = opt_text(state);
+        let spec = node_spec(content, input, None, metadata, node_id);
+        Ok(self.run(py, spec.is_large(), |g| {
+            let state = state.as_deref().unwrap_or("pending");
+            g.fork(&from_id.0, &node_type.0, state, spec)
+        })?)
     }
 
     #[pyo3(signature = (node_id, *, new_node_id=None))]
     fn retry(
         &self,
         py: Python<'_>,
-        node_id: &Bound<'_, PyAny>,
-        new_node_id: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<String> {
-        let (id, new_id) = (
-            text(node_id, "node_id")?,
-            optional_text(new_node_id, "new_node_id")?,
-        );
-        self.detached(py, |g| g.retry(&id, new_id)).py_err(py)
+        node_id: Text<name::NodeId>,
+        new_node_id: Option<Text<name::NewNodeId>>,
+    ) -> Result<String> {
+        let new_id = opt_text(new_node_id);
+        Ok(self.detached(py, |g| g.retry(&node_id.0, new_id))?)
     }
 
     #[pyo3(signature = (node_id, *, new_node_id=None))]
     fn regenerate(
         &self,
         py: Python<'_>,
-        node_id: &Bound<'_, PyAny>,
-        new_node_id: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<String> {
-        let (id, new_id) = (
-            text(node_id, "node_id")?,
-            optional_text(new_node_id, "new_node_id")?,
-        );
-        self.detached(py, |g| g.regenerate(&id, new_id)).py_err(py)
+        node_id: Text<name::NodeId>,
+        new_node_id: Option<Text<name::NewNodeId>>,
+    ) -> Result<String> {
+        let new_id = opt_text(new_node_id);
+        Ok(self.detached(py, |g| g.regenerate(&node_id.0, new_id))?)
     }
 
     #[pyo3(signature = (node_id, new_input, *, new_node_id=None))]
     fn edit(
         &self,
         py: Python<'_>,
-        node_id: &Bound<'_, PyAny>,
-        new_input: &Bound<'_, PyAny>,
-        new_node_id: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<String> {
-        let id = text(node_id, "node_id")?;
-        let new_input = super::convert::to_value(new_input, "new_input")?;
-        let new_id = optional_text(new_node_id, "new_node_id")?;
-        self.detached(py, |g| g.edit(&id, new_input, new_id))
-            .py_err(py)
+        node_id: Text<name::NodeId>,
+        new_input: Json<name::NewInput>,
+        new_node_id: Option<Text<name::NewNodeId>>,
+    ) -> Result<String> {
+        let new_id = opt_text(new_node_id);
+        Ok(self.detached(py, |g| g.edit(&node_id.0, new_input.0, new_id))?)
     }
 
     #[pyo3(signature = (node_ids, summary_content, *, metadata=None, node_id=None))]
     fn compress(
         &self,
         py: Python<'_>,
-        node_ids: &Bound<'_, PyAny>,
-        summary_content: &Bound<'_, PyAny>,
-        metadata: Option<&Bound<'_, PyAny>>,
-        node_id: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<String> {
-        if node_ids.cast::<pyo3::types::PyString>().is_ok() {
-            return Err(invalid(py, "node_ids must be a list of ids, not a string"));
-        }
-        let ids: Vec<String> = node_ids
-            .try_iter()
-            .map_err(|_| invalid(py, "node_ids must be an iterable of ids"))?
-            .map(|item| text(&item?, "node_ids item"))
-            .collect::<PyResult<_>>()?;
-        let content = text(summary_content, "summary_content")?;
-        let metadata = optional_dict(metadata, "metadata")?;
-        let node_id = optional_text(node_id, "node_id")?;
-        self.detached(py, |g| g.compress(&ids, &content, metadata, node_id))
-            .py_err(py)
+        node_ids: Ids<name::NodeIds>,
+        summary_content: Text<name::SummaryContent>,
+        metadata: Option<JsonDict<name::Metadata>>,
+        node_id: Option<Text<name::NodeId>>,
+    ) -> Result<String> {
+        let (metadata, node_id) = (dict(metadata), opt_text(node_id));
+        Ok(self.detached(py, |g| {
+            g.compress(&node_ids.0, &summary_content.0, metadata, node_id)
+        })?)
     }
 
-    fn mark_running(&self, py: Python<'_>, node_id: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let id = text(node_id, "node_id")?;
-        self.locked(py, |g| g.mark_running(&id)).py_err(py)
+    fn mark_running(&self, py: Python<'_>, node_id: Text<name::NodeId>) -> Result<bool> {
+        Ok(self.locked(py, |g| g.mark_running(&node_id.0))?)
     }
 
     #[pyo3(signature = (node_id, *, content=None, output=None, metadata=None))]
     fn mark_finished(
         &self,
         py: Python<'_>,
-        node_id: &Bound<'_, PyAny>,
-        content: Option<&Bound<'_, PyAny>>,
-        output: Option<&Bound<'_, PyAny>>,
-        metadata: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
-        let id = text(node_id, "node_id")?;
-        let payload = finish_payload(content, output, metadata)?;
-        self.run(py, payload.is_large(), |g| g.mark_finished(&id, payload))
-            .py_err(py)
+        node_id: Text<name::NodeId>,
+        content: Option<Json<name::Content>>,
+        output: Option<JsonDict<name::Output>>,
+        metadata: Option<JsonDict<name::Metadata>>,
+    ) -> Result<bool> {
+        let payload = finish_payload(content, output, metadata);
+        Ok(self.run(py, payload.is_large(), |g| {
+            g.mark_finished(&node_id.0, payload)
+        })?)
     }
 
     fn mark_errored(
         &self,
         py: Python<'_>,
-        node_id: &Bound<'_, PyAny>,
-        error: &Bound<'_, PyAny>,
-    ) -> PyResult<bool> {
+        node_id: Text<name::NodeId>,
+        error: Reason,
+    ) -> Result<bool> {
         self.mark_with_reason(py, node_id, error, Dag::mark_errored)
     }
 
     fn mark_rejected(
         &self,
         py: Python<'_>,
-        node_id: &Bound<'_, PyAny>,
-        reason: &Bound<'_, PyAny>,
-    ) -> PyResult<bool> {
+        node_id: Text<name::NodeId>,
+        reason: Reason,
+    ) -> Result<bool> {
         self.mark_with_reason(py, node_id, reason, Dag::mark_rejected)
     }
 
     fn mark_cancelled(
         &self,
         py: Python<'_>,
-        node_id: &Bound<'_, PyAny>,
-        reason: &Bound<'_, PyAny>,
-    ) -> PyResult<bool> {
+        node_id: Text<name::NodeId>,
+        reason: Reason,
+    ) -> Result<bool> {
         self.mark_with_reason(py, node_id, reason, Dag::mark_cancelled)
     }
 
     fn mark_skipped(
         &self,
         py: Python<'_>,
-        node_id: &Bound<'_, PyAny>,
-        reason: &Bound<'_, PyAny>,
-    ) -> PyResult<bool> {
+        node_id: Text<name::NodeId>,
+        reason: Reason,
+    ) -> Result<bool> {
         self.mark_with_reason(py, node_id, reason, Dag::mark_skipped)
     }
 
@@ -295,161 +268,139 @@ impl DagEngine {
     fn apply_result(
         &self,
         py: Python<'_>,
-        node_id: &Bound<'_, PyAny>,
-        outcome: &str,
-        message: Option<&Bound<'_, PyAny>>,
-        content: Option<&Bound<'_, PyAny>>,
-        output: Option<&Bound<'_, PyAny>>,
-        metadata: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<(bool, Vec<String>, Vec<String>)> {
-        let id = text(node_id, "node_id")?;
-        let msg = match message {
-            Some(m) if !m.is_none() => m.str()?.to_string(),
-            _ => String::new(),
-        };
-        let outcome = match outcome {
-            "finished" => Outcome::Finished(finish_payload(content, output, metadata)?),
+        node_id: Text<name::NodeId>,
+        outcome: Text<name::Outcome>,
+        message: Option<Reason>,
+        content: Option<Json<name::Content>>,
+        output: Option<JsonDict<name::Output>>,
+        metadata: Option<JsonDict<name::Metadata>>,
+    ) -> Result<(bool, Vec<String>, Vec<String>)> {
+        let msg = message.map(|m| m.0).unwrap_or_default();
+        let outcome = match outcome.0.as_str() {
+            "finished" => Outcome::Finished(finish_payload(content, output, metadata)),
             "errored" => Outcome::Errored(msg),
             "rejected" => Outcome::Rejected(msg),
             "cancelled" => Outcome::Cancelled(msg),
             "skipped" => Outcome::Skipped(msg),
-            other => return Err(invalid(py, format!("unknown outcome {other:?}"))),
+            other => return Err(invalid(py, format!("outcome: unknown outcome {other:?}")).into()),
         };
-        let applied = self
-            .detached(py, |g| g.apply_outcome(&id, outcome))
-            .py_err(py)?;
+        let applied = self.detached(py, |g| g.apply_outcome(&node_id.0, outcome))?;
         Ok((applied.changed, applied.skipped, applied.repaired))
     }
 
     fn claim<'py>(
         &self,
         py: Python<'py>,
-        limit: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let limit = count(limit, "limit", 0)?;
-        strings(py, self.detached(py, |g| g.claim(limit)))
+        limit: Count<name::Limit, 0>,
+    ) -> Result<Bound<'py, PyList>> {
+        Ok(strings(py, self.detached(py, |g| g.claim(limit.0)))?)
     }
 
-    fn propagate_failures<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    fn propagate_failures<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyList>> {
         let skipped = self.detached(py, |g| g.propagate_failures_shared());
-        PyList::new(py, skipped.iter().map(|s| py_str(py, s)))
+        Ok(PyList::new(py, skipped.iter().map(|s| py_str(py, s)))?)
     }
 
-    fn repair_leaves<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        strings(py, self.detached(py, |g| g.repair_leaves()))
+    fn repair_leaves<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyList>> {
+        Ok(strings(py, self.detached(py, |g| g.repair_leaves()))?)
     }
 
-    #[pyo3(signature = (*, include_compressed=false))]
+    #[pyo3(signature = (*, include_compressed=None))]
     fn leaves<'py>(
         &self,
         py: Python<'py>,
-        include_compressed: bool,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let all = include_compressed;
-        strings(py, self.detached(py, |g| g.leaves(all)))
+        include_compressed: Option<Flag<name::IncludeCompressed>>,
+    ) -> Result<Bound<'py, PyList>> {
+        let all = flag(include_compressed);
+        Ok(strings(py, self.detached(py, |g| g.leaves(all)))?)
     }
 
-    fn node<'py>(
-        &self,
-        py: Python<'py>,
-        node_id: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let id = text(node_id, "node_id")?;
+    fn node<'py>(&self, py: Python<'py>, node_id: Text<name::NodeId>) -> Result<Bound<'py, PyAny>> {
+        let id = node_id.0;
         let rec = self.locked(py, |g| g.node(&id).map(|n| g.node_record(n)));
         match rec {
-            Some(v) => to_py(py, &v),
-            None => Err(super::errors::to_py(
-                py,
-                chainwarden_core::dag::DagError::node_not_found(&id),
-            )),
+            Some(v) => Ok(to_py(py, &v)?),
+            None => Err(DagError::node_not_found(&id).into()),
         }
     }
 
-    fn edge<'py>(
-        &self,
-        py: Python<'py>,
-        edge_id: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let id = text(edge_id, "edge_id")?;
+    fn edge<'py>(&self, py: Python<'py>, edge_id: Text<name::EdgeId>) -> Result<Bound<'py, PyAny>> {
+        let id = edge_id.0;
         let rec = self.locked(py, |g| g.edge(&id).map(|e| g.edge_record(e)));
         match rec {
-            Some(v) => to_py(py, &v),
-            None => Err(super::errors::to_py(
-                py,
-                chainwarden_core::dag::DagError::edge_not_found(&id),
-            )),
+            Some(v) => Ok(to_py(py, &v)?),
+            None => Err(DagError::edge_not_found(&id).into()),
         }
     }
 
-    #[pyo3(signature = (*, include_compressed=false))]
+    #[pyo3(signature = (*, include_compressed=None))]
     fn nodes<'py>(
         &self,
         py: Python<'py>,
-        include_compressed: bool,
-    ) -> PyResult<Bound<'py, PyList>> {
-        self.locked(py, |g| super::records::nodes(py, g, include_compressed))
+        include_compressed: Option<Flag<name::IncludeCompressed>>,
+    ) -> Result<Bound<'py, PyList>> {
+        let all = flag(include_compressed);
+        Ok(self.locked(py, |g| super::records::nodes(py, g, all))?)
     }
 
-    #[pyo3(signature = (*, include_compressed=false))]
+    #[pyo3(signature = (*, include_compressed=None))]
     fn edges<'py>(
         &self,
         py: Python<'py>,
-        include_compressed: bool,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let all = include_compressed;
-        to_py_list(py, &self.detached(py, |g| g.edge_records(all)))
+        include_compressed: Option<Flag<name::IncludeCompressed>>,
+    ) -> Result<Bound<'py, PyList>> {
+        let all = flag(include_compressed);
+        Ok(to_py_list(py, &self.detached(py, |g| g.edge_records(all)))?)
     }
 
-    #[pyo3(signature = (node_id, *, mode="preview"))]
+    #[pyo3(signature = (node_id, *, mode=None))]
     fn context_for<'py>(
         &self,
         py: Python<'py>,
-        node_id: &Bound<'py, PyAny>,
-        mode: &str,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let id = text(node_id, "node_id")?;
-        let full = match mode {
-            "preview" => false,
-            "full" => true,
-            other => {
+        node_id: Text<name::NodeId>,
+        mode: Option<Text<name::Mode>>,
+    ) -> Result<Bound<'py, PyList>> {
+        let full = match opt_text(mode).as_deref() {
+            None | Some("preview") => false,
+            Some("full") => true,
+            Some(other) => {
                 return Err(invalid(
                     py,
                     format!("mode must be 'preview' or 'full', not {other:?}"),
-                ))
+                )
+                .into())
             }
         };
         // The graph stays locked while the dicts are built, with the GIL held throughout (never re-acquired
         // under the lock), so no thread can wait on one while holding the other.
-        self.locked(py, |g| super::records::context(py, g, &id, full))
+        Ok(self.locked(py, |g| super::records::context(py, g, &node_id.0, full))?)
     }
 
     fn context_ids_for<'py>(
         &self,
         py: Python<'py>,
-        node_id: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let id = text(node_id, "node_id")?;
+        node_id: Text<name::NodeId>,
+    ) -> Result<Bound<'py, PyList>> {
         // Straight from the arena to Python strings: no intermediate Rust copies of 40k ids.
-        self.locked(py, |g| {
-            let order = g.context_order(&id);
+        Ok(self.locked(py, |g| {
+            let order = g.context_order(&node_id.0);
             PyList::new(py, order.iter().map(|&n| py_str(py, g.id_by_index(n))))
-        })
+        })?)
     }
 
-    fn events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.locked(py, |g| super::records::events(py, g))
+    fn events<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyList>> {
+        Ok(self.locked(py, |g| super::records::events(py, g))?)
     }
 
     #[pyo3(signature = (*, include_compressed, max_label_chars))]
     fn to_mermaid(
         &self,
         py: Python<'_>,
-        include_compressed: bool,
-        max_label_chars: &Bound<'_, PyAny>,
-    ) -> PyResult<String> {
-        let all = include_compressed;
-        let max = count(max_label_chars, "max_label_chars", 3)?;
-        Ok(self.detached(py, |g| g.to_mermaid(all, max)))
+        include_compressed: Flag<name::IncludeCompressed>,
+        max_label_chars: Count<name::MaxLabelChars, 3>,
+    ) -> String {
+        let (all, max) = (include_compressed.0, max_label_chars.0);
+        self.detached(py, |g| g.to_mermaid(all, max))
     }
 
     fn to_json<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
@@ -458,16 +409,8 @@ impl DagEngine {
     }
 
     #[staticmethod]
-    fn from_json(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<DagEngine> {
-        let text: String = if let Ok(b) = data.cast::<PyBytes>() {
-            String::from_utf8(b.as_bytes().to_vec())
-                .map_err(|_| invalid(py, "data is not UTF-8"))?
-        } else if let Ok(s) = data.cast::<pyo3::types::PyString>() {
-            super::convert::utf8(s, "data")?
-        } else {
-            return Err(invalid(py, "data must be bytes or str"));
-        };
-        let dag = py.detach(|| Dag::from_json(&text)).py_err(py)?;
+    fn from_json(py: Python<'_>, data: JsonText<name::Data>) -> Result<DagEngine> {
+        let dag = py.detach(|| Dag::from_json(&data.0))?;
         Ok(DagEngine {
             inner: Mutex::new(dag),
         })
@@ -477,8 +420,8 @@ impl DagEngine {
         self.locked(py, |g| g.begin());
     }
 
-    fn commit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        strings(py, self.detached(py, |g| g.commit()))
+    fn commit<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyList>> {
+        Ok(strings(py, self.detached(py, |g| g.commit()))?)
     }
 
     fn rollback(&self, py: Python<'_>) {
@@ -489,4 +432,9 @@ impl DagEngine {
     fn check_invariants(&self, py: Python<'_>) -> Option<String> {
         self.detached(py, |g| g.check_invariants().err())
     }
+}
+
+/// An optional flag defaults to False.
+fn flag(arg: Option<Flag<name::IncludeCompressed>>) -> bool {
+    arg.is_some_and(|f| f.0)
 }

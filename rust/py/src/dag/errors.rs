@@ -1,18 +1,17 @@
-//! The DagError family, built once at import with real multiple inheritance (LookupError / ValueError),
-//! which `create_exception!` cannot express.
+//! The DagError family, built once (the first time it is needed) from the core's registry, with real multiple
+//! inheritance (LookupError / ValueError), which `create_exception!` cannot express. `DAG_ERROR_CODES` maps
+//! every code to its class, so no code is written twice (docs/design.md §28).
 
-use chainwarden_core::dag::{DagError, ErrorKind};
+use chainwarden_core::dag::{DagCode, DagError, ErrorKind, BASE_CLASS, BASE_CODE, BASE_DOC};
 use pyo3::exceptions::{PyException, PyLookupError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyTuple, PyType};
+use pyo3::types::{PyDict, PyMappingProxy, PyTuple, PyType};
 
 struct Classes {
     base: Py<PyType>,
-    not_found: Py<PyType>,
-    invalid: Py<PyType>,
-    edge: Py<PyType>,
-    precondition: Py<PyType>,
+    /// One class per `ErrorKind`, in the order of `ErrorKind::ALL`.
+    kinds: Vec<Py<PyType>>,
 }
 
 static CLASSES: PyOnceLock<Classes> = PyOnceLock::new();
@@ -35,90 +34,77 @@ fn make<'py>(
     Ok(cls.cast_into::<PyType>()?.unbind())
 }
 
+/// The built-in class a family also derives from, so `except LookupError` / `except ValueError` work.
+fn builtin_base(py: Python<'_>, kind: ErrorKind) -> Option<Bound<'_, PyType>> {
+    match kind {
+        ErrorKind::NotFound => Some(py.get_type::<PyLookupError>()),
+        ErrorKind::InvalidArgument => Some(py.get_type::<PyValueError>()),
+        ErrorKind::Edge | ErrorKind::Precondition => None,
+    }
+}
+
 fn build(py: Python<'_>) -> PyResult<Classes> {
     let base = make(
         py,
-        "DagError",
+        BASE_CLASS,
         vec![py.get_type::<PyException>()],
-        "A DAG operation failed; `.code` names what went wrong (e.g. `dag.edge.cycle`).",
-        Some("dag.error"),
+        BASE_DOC,
+        Some(BASE_CODE),
     )?;
-    let b = || base.bind(py).clone();
-    Ok(Classes {
-        not_found: make(
-            py,
-            "DagNotFoundError",
-            vec![b(), py.get_type::<PyLookupError>()],
-            "An unknown id, or an inactive node where an active one is required.",
-            None,
-        )?,
-        invalid: make(
-            py,
-            "DagInvalidArgumentError",
-            vec![b(), py.get_type::<PyValueError>()],
-            "An argument has the wrong type or value.",
-            None,
-        )?,
-        edge: make(
-            py,
-            "DagEdgeError",
-            vec![b()],
-            "An edge would break the graph's structure.",
-            None,
-        )?,
-        precondition: make(
-            py,
-            "DagPreconditionError",
-            vec![b()],
-            "A mutation's documented precondition does not hold.",
-            None,
-        )?,
-        base,
-    })
+    let kinds = ErrorKind::ALL
+        .iter()
+        .map(|&kind| {
+            let bases = std::iter::once(base.bind(py).clone())
+                .chain(builtin_base(py, kind))
+                .collect();
+            let code = kind.only_code().map(DagCode::as_str);
+            make(py, kind.class_name(), bases, kind.doc(), code)
+        })
+        .collect::<PyResult<_>>()?;
+    Ok(Classes { base, kinds })
 }
 
 fn classes(py: Python<'_>) -> &Classes {
     CLASSES.get_or_init(py, || build(py).expect("DagError classes"))
 }
 
+fn class_of(py: Python<'_>, kind: ErrorKind) -> &Bound<'_, PyType> {
+    let at = ErrorKind::ALL.iter().position(|&k| k == kind);
+    classes(py).kinds[at.expect("every kind has a class")].bind(py)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let c = classes(m.py());
-    m.add("DagError", c.base.bind(m.py()))?;
-    m.add("DagNotFoundError", c.not_found.bind(m.py()))?;
-    m.add("DagInvalidArgumentError", c.invalid.bind(m.py()))?;
-    m.add("DagEdgeError", c.edge.bind(m.py()))?;
-    m.add("DagPreconditionError", c.precondition.bind(m.py()))?;
+    let py = m.py();
+    m.add(BASE_CLASS, classes(py).base.bind(py))?;
+    for &kind in ErrorKind::ALL {
+        m.add(kind.class_name(), class_of(py, kind))?;
+    }
+    let codes = PyDict::new(py);
+    for &code in DagCode::ALL {
+        codes.set_item(code.as_str(), class_of(py, code.kind()))?;
+    }
+    // Read-only: the registry is the core's, not something callers edit.
+    m.add(
+        "DAG_ERROR_CODES",
+        PyMappingProxy::new(py, codes.as_mapping()),
+    )?;
     Ok(())
 }
 
 pub fn to_py(py: Python<'_>, err: DagError) -> PyErr {
-    let c = classes(py);
-    let cls = match err.kind {
-        ErrorKind::NotFound => &c.not_found,
-        ErrorKind::InvalidArgument => &c.invalid,
-        ErrorKind::Edge => &c.edge,
-        ErrorKind::Precondition => &c.precondition,
-    };
-    let built = cls.bind(py).call1((err.message,)).and_then(|inst| {
-        inst.setattr("code", err.code)?;
-        Ok(inst)
-    });
+    let built = class_of(py, err.kind())
+        .call1((err.message,))
+        .and_then(|inst| {
+            inst.setattr("code", err.code.as_str())?;
+            Ok(inst)
+        });
     match built {
         Ok(inst) => PyErr::from_value(inst),
         Err(e) => e,
     }
 }
 
+/// A `DagInvalidArgumentError` for a bad argument the bindings found before calling the engine.
 pub fn invalid(py: Python<'_>, message: impl Into<String>) -> PyErr {
     to_py(py, DagError::invalid(message))
-}
-
-pub trait IntoPyResult<T> {
-    fn py_err(self, py: Python<'_>) -> PyResult<T>;
-}
-
-impl<T> IntoPyResult<T> for Result<T, DagError> {
-    fn py_err(self, py: Python<'_>) -> PyResult<T> {
-        self.map_err(|e| to_py(py, e))
-    }
 }

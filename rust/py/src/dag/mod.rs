@@ -3,7 +3,7 @@
 mod args;
 mod convert;
 mod engine;
-mod errors;
+pub mod errors;
 mod records;
 
 use pyo3::prelude::*;

@@ -12,17 +12,13 @@ use super::hooks::{check_observer, fire, notify, observer_list, HookList};
 use super::node_event::NodeEvent;
 use super::snapshot::{self, id_str};
 use crate::convert::{metadata_to_py, number, opt_int};
-use crate::errors::recorder_err;
+use crate::errors;
 
-/// Lets other threads run Python while this one waits for the graph lock.
-fn release_gil_while(f: &mut dyn FnMut()) {
-    // SAFETY: only called from methods entered with the GIL (or thread state) held, and
-    // `f` touches no Python objects.
-    unsafe {
-        let state = pyo3::ffi::PyEval_SaveThread();
-        f();
-        pyo3::ffi::PyEval_RestoreThread(state);
-    }
+/// Lets other threads run Python while this one waits for the graph lock (the one way the
+/// bindings release the GIL: `py.detach`). Only called from methods entered attached, so
+/// `attach` is a counter bump.
+fn release_gil_while(f: &(dyn Fn() + Sync)) {
+    Python::attach(|py| py.detach(f));
 }
 
 #[pyclass(
@@ -115,7 +111,7 @@ impl ExecutionGraph {
         token_velocity_threshold: Option<&Bound<'_, PyAny>>,
         observers: Option<&Bound<'_, PyAny>>,
         max_nodes: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
+    ) -> errors::Result<Self> {
         let config = config(
             cost_rate_threshold_usd_per_sec,
             token_velocity_threshold,
@@ -125,9 +121,7 @@ impl ExecutionGraph {
             Some(c) => c,
             None => py.import("uuid")?.call_method0("uuid4")?.str()?.to_string(),
         };
-        let graph = Graph::new(chain_id, config)
-            .map_err(recorder_err)?
-            .with_blocking_section(release_gil_while);
+        let graph = Graph::new(chain_id, config)?.with_blocking_section(release_gil_while);
         let observers = observer_list(observers)?;
         Ok(ExecutionGraph {
             graph,
@@ -166,7 +160,7 @@ impl ExecutionGraph {
         cost_rate_threshold_usd_per_sec: Option<&Bound<'_, PyAny>>,
         token_velocity_threshold: Option<&Bound<'_, PyAny>>,
         max_nodes: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
+    ) -> errors::Result<Self> {
         let py = cls.py();
         let config = config(
             cost_rate_threshold_usd_per_sec,
@@ -195,11 +189,11 @@ impl ExecutionGraph {
             return Err(PyTypeError::new_err(format!(
                 "snapshot must be a dict, bytes or str, not {}",
                 snapshot.get_type().name()?
-            )));
+            ))
+            .into());
         };
         let graph = py
-            .detach(|| Graph::from_snapshot_json(&text, config))
-            .map_err(recorder_err)?
+            .detach(|| Graph::from_snapshot_json(&text, config))?
             .with_blocking_section(release_gil_while);
         Ok(ExecutionGraph {
             graph,
@@ -250,9 +244,9 @@ impl ExecutionGraph {
         py: Python<'py>,
         name: &str,
         metadata: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyString>> {
+    ) -> errors::Result<Bound<'py, PyString>> {
         let meta = crate::convert::metadata(metadata)?;
-        let id = self.graph.create_root(name, meta).map_err(recorder_err)?;
+        let id = self.graph.create_root(name, meta)?;
         Ok(id_str(py, id))
     }
 
@@ -266,14 +260,13 @@ impl ExecutionGraph {
         model: Option<&str>,
         metadata: Option<&Bound<'py, PyAny>>,
         running: bool,
-    ) -> PyResult<Bound<'py, PyString>> {
+    ) -> errors::Result<Bound<'py, PyString>> {
         let kind = kind_arg(kind)?;
         let meta = crate::convert::metadata(metadata)?;
         let want_start = running && self.observers.any();
         let (id, started) = self
             .graph
-            .begin_node(parent_id, kind, name, model, meta, running, want_start)
-            .map_err(recorder_err)?;
+            .begin_node(parent_id, kind, name, model, meta, running, want_start)?;
         let node_id = id_str(py, id);
         if let Some(s) = started {
             notify(py, &self.observers, "on_node_start", || {
@@ -288,12 +281,9 @@ impl ExecutionGraph {
         Ok(node_id)
     }
 
-    fn mark_running(&self, py: Python<'_>, node_id: &Bound<'_, PyString>) -> PyResult<()> {
+    fn mark_running(&self, py: Python<'_>, node_id: &Bound<'_, PyString>) -> errors::Result<()> {
         let want_start = self.observers.any();
-        let started = self
-            .graph
-            .mark_running(node_id.to_str()?, want_start)
-            .map_err(recorder_err)?;
+        let started = self.graph.mark_running(node_id.to_str()?, want_start)?;
         if let Some(s) = started {
             notify(py, &self.observers, "on_node_start", || {
                 (
@@ -315,26 +305,23 @@ impl ExecutionGraph {
         cost_usd: &Bound<'_, PyAny>,
         tokens_in: Option<&Bound<'_, PyAny>>,
         tokens_out: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
+    ) -> errors::Result<()> {
         let cost = number(cost_usd, "cost_usd")?;
         let tokens_in = opt_int(tokens_in, "tokens_in")?;
         let tokens_out = opt_int(tokens_out, "tokens_out")?;
-        let finished = self
-            .graph
-            .mark_success(
-                node_id.to_str()?,
-                cost,
-                tokens_in,
-                tokens_out,
-                self.subscribers.any(),
-            )
-            .map_err(recorder_err)?;
+        let finished = self.graph.mark_success(
+            node_id.to_str()?,
+            cost,
+            tokens_in,
+            tokens_out,
+            self.subscribers.any(),
+        )?;
         let duration = finished.duration_ms as f64;
-        self.after_finish(py, finished, |s, py| {
+        Ok(self.after_finish(py, finished, |s, py| {
             notify(py, &s.observers, "on_node_complete", || {
                 (node_id, cost, duration).into_pyobject(py)
             })
-        })
+        })?)
     }
 
     #[pyo3(signature = (node_id, error_class, stop_reason=None))]
@@ -344,21 +331,18 @@ impl ExecutionGraph {
         node_id: &Bound<'_, PyString>,
         error_class: &str,
         stop_reason: Option<&str>,
-    ) -> PyResult<()> {
-        let finished = self
-            .graph
-            .mark_failure(
-                node_id.to_str()?,
-                error_class,
-                stop_reason,
-                self.subscribers.any(),
-            )
-            .map_err(recorder_err)?;
-        self.after_finish(py, finished, |s, py| {
+    ) -> errors::Result<()> {
+        let finished = self.graph.mark_failure(
+            node_id.to_str()?,
+            error_class,
+            stop_reason,
+            self.subscribers.any(),
+        )?;
+        Ok(self.after_finish(py, finished, |s, py| {
             notify(py, &s.observers, "on_node_failed", || {
                 (node_id, error_class).into_pyobject(py)
             })
-        })
+        })?)
     }
 
     #[pyo3(signature = (node_id, stop_reason=None))]
@@ -367,24 +351,23 @@ impl ExecutionGraph {
         py: Python<'_>,
         node_id: &Bound<'_, PyString>,
         stop_reason: Option<&str>,
-    ) -> PyResult<()> {
-        let finished = self
-            .graph
-            .mark_halt(node_id.to_str()?, stop_reason, self.subscribers.any())
-            .map_err(recorder_err)?;
+    ) -> errors::Result<()> {
+        let finished =
+            self.graph
+                .mark_halt(node_id.to_str()?, stop_reason, self.subscribers.any())?;
         let reason = finished.reason.clone().unwrap_or_default();
-        self.after_finish(py, finished, |s, py| {
+        Ok(self.after_finish(py, finished, |s, py| {
             notify(py, &s.observers, "on_node_failed", || {
                 (node_id, reason.as_str()).into_pyobject(py)
             })?;
             notify(py, &s.observers, "on_decision", || {
                 (node_id, "HALT", reason.as_str()).into_pyobject(py)
             })
-        })
+        })?)
     }
 
-    fn increment_retries(&self, node_id: &str) -> PyResult<()> {
-        self.graph.increment_retries(node_id).map_err(recorder_err)
+    fn increment_retries(&self, node_id: &str) -> errors::Result<()> {
+        Ok(self.graph.increment_retries(node_id)?)
     }
 
     fn drain_divergence_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
@@ -411,11 +394,9 @@ impl ExecutionGraph {
     }
 
     /// One node's fields, as in `snapshot()["nodes"][node_id]`.
-    fn node<'py>(&self, py: Python<'py>, node_id: &str) -> PyResult<Bound<'py, PyDict>> {
+    fn node<'py>(&self, py: Python<'py>, node_id: &str) -> errors::Result<Bound<'py, PyDict>> {
         snapshot::node(py, &self.graph, parse_id(node_id))?.ok_or_else(|| {
-            recorder_err(chainwarden_core::recorder::RecorderError::NodeNotFound(
-                node_id.to_owned(),
-            ))
+            chainwarden_core::recorder::RecorderError::NodeNotFound(node_id.to_owned()).into()
         })
     }
 
