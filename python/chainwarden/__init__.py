@@ -8,6 +8,7 @@ from chainwarden.containment import (
     ExecutionContext,
     WrapOptions,
 )
+from chainwarden.integrations.clients import instrument
 from chainwarden.shield import Decision, SafetyEvent, ShieldPipeline
 
 __all__ = [
@@ -22,4 +23,5 @@ __all__ = [
     "ShieldPipeline",
     "WrapOptions",
     "__version__",
+    "instrument",
 ]

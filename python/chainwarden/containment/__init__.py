@@ -1,7 +1,7 @@
 """Chain-level recording and containment: the call graph of an agent chain, and ExecutionContext."""
 
 from chainwarden._core import ExecutionGraph, NodeEvent
-from chainwarden.containment._blocks import CallRefused
+from chainwarden.containment._blocks import CallRefused, ChainHalted
 from chainwarden.containment._events import STOP_REASONS
 from chainwarden.containment._report import report_cost
 from chainwarden.containment.context import ExecutionContext
@@ -18,6 +18,7 @@ __all__ = [
     "STOP_REASONS",
     "CallRefused",
     "CancellationToken",
+    "ChainHalted",
     "ChainMetadata",
     "ContextSnapshot",
     "ExecutionConfig",
