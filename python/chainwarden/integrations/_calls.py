@@ -23,7 +23,7 @@ from chainwarden.integrations._streams import AsyncHeldStream, HeldStream, Settl
 from chainwarden.integrations._usage import PriceOverrides, Usage, charge
 from chainwarden.shield.types import Decision
 
-__all__ = ["Dialect", "Setup", "acall", "call"]
+__all__ = ["Dialect", "Setup", "acall", "call", "outcome"]
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,9 @@ def _report(cost: float, tokens_in: int | None, tokens_out: int | None) -> None:
     report_cost(cost, tokens_in=tokens_in, tokens_out=tokens_out)
 
 
-def _outcome(ctx: ExecutionContext, decision: Decision, box: list[Any], errors: list[BaseException]) -> Any:
+def outcome(ctx: ExecutionContext, decision: Decision, box: list[Any], errors: list[BaseException]) -> Any:
+    """What a wrapped call's caller gets: its result, its own error while retries remain, else
+    ``ChainHalted`` (chained to the error that stopped the chain, if any)."""
     if decision is Decision.ALLOW:
         return box[0]
     if errors and decision is Decision.RETRY:
@@ -109,7 +111,7 @@ def call(
         charge(usage, setup.estimate, setup.overrides, _report)
         box.append(response)
 
-    return _outcome(setup.ctx, setup.ctx.wrap_llm_call(thunk, opts), box, errors)
+    return outcome(setup.ctx, setup.ctx.wrap_llm_call(thunk, opts), box, errors)
 
 
 async def acall(
@@ -143,4 +145,4 @@ async def acall(
         charge(usage, setup.estimate, setup.overrides, _report)
         box.append(response)
 
-    return _outcome(setup.ctx, await setup.ctx.wrap_llm_call_async(thunk, opts), box, errors)
+    return outcome(setup.ctx, await setup.ctx.wrap_llm_call_async(thunk, opts), box, errors)
