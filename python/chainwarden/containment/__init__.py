@@ -2,6 +2,7 @@
 
 from chainwarden._core import ExecutionGraph, NodeEvent
 from chainwarden.containment._blocks import CallRefused, ChainHalted
+from chainwarden.containment._current import contained, current_context
 from chainwarden.containment._events import STOP_REASONS
 from chainwarden.containment._report import report_cost
 from chainwarden.containment.context import ExecutionContext
@@ -27,5 +28,7 @@ __all__ = [
     "NodeEvent",
     "NodeRecord",
     "WrapOptions",
+    "contained",
+    "current_context",
     "report_cost",
 ]
