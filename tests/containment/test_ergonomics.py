@@ -180,3 +180,14 @@ def test_library_loggers(caplog: pytest.LogCaptureFixture) -> None:
         helper()
     assert [r.name for r in caplog.records] == ["chainwarden.containment"]
     assert "not contained" in caplog.records[0].getMessage()
+
+
+def test_first_forced_stop_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    ctx = context(max_steps=1)
+    with caplog.at_level(logging.INFO, logger="chainwarden.containment"):
+        for _ in range(4):
+            ctx.wrap_llm_call(lambda: None)
+    stops = [r for r in caplog.records if "stopped" in r.getMessage()]
+    assert len(stops) == 1
+    assert "step_limit_exceeded" in stops[0].getMessage()
+    assert ctx.metadata.chain_id in stops[0].getMessage()
