@@ -13,6 +13,7 @@ the callable: ``begin`` (limits + node) and ``succeed``.
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable
@@ -40,6 +41,8 @@ from chainwarden.shield.types import Decision
 __all__ = ["ExecutionContext"]
 
 DEFAULT_MAX_NODES = 100_000
+
+_log = logging.getLogger("chainwarden.containment")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -139,7 +142,10 @@ class ExecutionContext:
             timeouts.cancel(self._timer)
         close = getattr(s.breaker, "close", None)
         if callable(close):
-            close()
+            try:
+                close()
+            except Exception:  # docs/design.md §22: a user callback never stops the caller
+                _log.warning("circuit breaker close() raised; the context is closed", exc_info=True)
 
     def abort(self, reason: str) -> None:
         """Stops the chain from any thread: in-flight async calls are cancelled, sync callables see
@@ -181,6 +187,17 @@ class ExecutionContext:
     def stop_snapshot(self) -> ContextSnapshot | None:
         """The snapshot taken just before the first forced stop (partial-result preservation)."""
         return self._s.stop_snapshot
+
+    @property
+    def _aborted(self) -> bool:
+        """Read-only: whether the chain is stopped (veronica-core's private flag, read by code written
+        against it; docs/containment.md)."""
+        return self._s.core.aborted
+
+    @property
+    def _retries_used(self) -> int:
+        """Read-only: the retries the chain consumed (veronica-core's private counter)."""
+        return self._s.core.counters()[2]
 
     @property
     def reserved_usd(self) -> float:
