@@ -186,7 +186,10 @@ fn divergence_dict<'py>(
             d.set_item("event_type", "divergence_suspected")?;
             d.set_item("detection_mode", mode.as_str())?;
             // A list, as ExecutionGraph's and the reference's divergence events have it.
-            d.set_item("signature", [kind.as_str().to_owned(), name.unwrap_or_default()])?;
+            d.set_item(
+                "signature",
+                [kind.as_str().to_owned(), name.unwrap_or_default()],
+            )?;
             d.set_item("repeat_count", repeat_count)?;
         }
         DivergenceEvent::CostRate {

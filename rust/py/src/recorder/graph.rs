@@ -154,13 +154,21 @@ impl ExecutionGraph {
     /// written against veronica-core reads its private `_observers` list.
     #[getter]
     fn _observers(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
-        self.observers.current().iter().map(|o| o.clone_ref(py)).collect()
+        self.observers
+            .current()
+            .iter()
+            .map(|o| o.clone_ref(py))
+            .collect()
     }
 
     /// The subscribers attached now, as `_observers` (veronica-core's `_subscribers`).
     #[getter]
     fn _subscribers(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
-        self.subscribers.current().iter().map(|o| o.clone_ref(py)).collect()
+        self.subscribers
+            .current()
+            .iter()
+            .map(|o| o.clone_ref(py))
+            .collect()
     }
 
     /// A graph rebuilt from a `snapshot()` dict or `snapshot_json()` bytes/str: same chain
