@@ -76,6 +76,7 @@ def drive(graph: ExecutionGraph) -> None:
 def stable(graph: ExecutionGraph) -> dict[str, Any]:
     """The snapshot without wall-clock fields."""
     snap = graph.snapshot()
+    snap.pop("snapshot_ts_ms")  # wall clock: two snapshots may straddle a millisecond
     for node in snap["nodes"].values():
         node.pop("start_ts_ms")
         node.pop("end_ts_ms")

@@ -32,5 +32,5 @@ def finite_non_negative(value: object, name: str) -> float:
     if not math.isfinite(result):
         raise ValueError(f"{name} must be finite, got {value!r}")
     if result < 0:
-        raise ValueError(f"{name} must be >= 0, got {value!r}")
+        raise ValueError(f"{name} must be non-negative (>= 0), got {value!r}")  # the reference's wording
     return result

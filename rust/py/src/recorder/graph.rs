@@ -146,6 +146,27 @@ impl ExecutionGraph {
         self.root_id(py)
     }
 
+    /// The observers attached now, in order, as a new list (changing it changes nothing): code
+    /// written against veronica-core reads its private `_observers` list.
+    #[getter]
+    fn _observers(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
+        self.observers
+            .current()
+            .iter()
+            .map(|o| o.clone_ref(py))
+            .collect()
+    }
+
+    /// The subscribers attached now, as `_observers` (veronica-core's `_subscribers`).
+    #[getter]
+    fn _subscribers(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
+        self.subscribers
+            .current()
+            .iter()
+            .map(|o| o.clone_ref(py))
+            .collect()
+    }
+
     /// A graph rebuilt from a `snapshot()` dict or `snapshot_json()` bytes/str: same chain
     /// id, node ids, fields and aggregates; new ids continue after the highest one.
     /// Observers and subscribers are not part of a snapshot: add them afterwards.
