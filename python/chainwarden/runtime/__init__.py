@@ -1,6 +1,7 @@
 """Run execution: the executor port, the in-process executor, the event relay and AiRuntime."""
 
 from chainwarden.runtime.ai_runtime import AiRuntime, Run
+from chainwarden.runtime.anthropic_executor import AnthropicExecutor, AnthropicTool
 from chainwarden.runtime.containment_port import Containment, LlmCallGuard, RunLimits
 from chainwarden.runtime.events import (
     AiEvent,
@@ -23,6 +24,8 @@ __all__ = [
     "DEFAULT_UI_BUFFER",
     "AiEvent",
     "AiRuntime",
+    "AnthropicExecutor",
+    "AnthropicTool",
     "AssistantFinal",
     "Containment",
     "Done",
