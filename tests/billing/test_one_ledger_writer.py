@@ -14,7 +14,7 @@ LEDGER_MODULE = "billing/ledger.py"
 COMMITTERS = {"billing/delivery.py", LEDGER_MODULE}
 WRITE_SQL = re.compile(
     r"\b(INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE|DELETE\s+FROM|REPLACE\s+INTO|TRUNCATE(\s+TABLE)?)\s+"
-    r"(\w+\.)?(charge_receipts|credit_ledger|billing_accounts)\b",
+    r"(\w+\.)?(charge_receipts|credit_ledger|billing_accounts|runs)\b",
     re.IGNORECASE,
 )
 
