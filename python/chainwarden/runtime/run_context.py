@@ -221,6 +221,13 @@ class RunContext:
                 "run %s: LLM cost %r not counted by containment", self.run_id, result.cost_usd, exc_info=True
             )
 
+    def report_usage(self, result: LlmResult) -> LlmResult:
+        """Reports the usage of an LLM call that was contained elsewhere (a framework's callbacks, not
+        ``call_llm``): one ``UsageReport``, ``usage_unit_id`` as for ``call_llm``."""
+        if not isinstance(result, LlmResult):
+            raise TypeError(f"result must be an LlmResult, got {type(result).__name__}")
+        return self._report(result)
+
     def _report(self, result: LlmResult) -> LlmResult:
         index = self._llm_calls
         self._llm_calls += 1
