@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # `make demo`: builds the package into a runtime-only venv (maturin + the package and its `cli` and
-# `langgraph` extras,
-# nothing of the test toolchain) and runs `chainwarden demo`. Quiet: one progress line per step; the
+# `langgraph` extras, nothing of the test toolchain) and runs `chainwarden demo`. Quiet: one progress line per step; the
 # build's own output is shown only when it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
