@@ -1,5 +1,7 @@
 """chainwarden: record, contain, schedule and bill LLM-agent runs on a Rust core."""
 
+import logging
+
 from chainwarden._core import ExecutionGraph, NodeEvent, __version__
 from chainwarden.containment import (
     ChainMetadata,
@@ -7,8 +9,14 @@ from chainwarden.containment import (
     ExecutionConfig,
     ExecutionContext,
     WrapOptions,
+    contained,
+    current_context,
 )
+from chainwarden.integrations.clients import instrument
 from chainwarden.shield import Decision, SafetyEvent, ShieldPipeline
+
+# A library logs; the application decides where it goes (docs/containment.md, "Logging").
+logging.getLogger("chainwarden").addHandler(logging.NullHandler())
 
 __all__ = [
     "ChainMetadata",
@@ -22,4 +30,7 @@ __all__ = [
     "ShieldPipeline",
     "WrapOptions",
     "__version__",
+    "contained",
+    "current_context",
+    "instrument",
 ]

@@ -19,7 +19,7 @@ from chainwarden.shield.types import Decision
 if TYPE_CHECKING:
     from chainwarden.containment._state import ChainState
 
-__all__ = ["CallRefused", "ContainedBlock"]
+__all__ = ["CallRefused", "ChainHalted", "ContainedBlock"]
 
 
 class CallRefused(RuntimeError):
@@ -29,6 +29,22 @@ class CallRefused(RuntimeError):
         super().__init__(f"call refused: {decision.value} ({stop_reason or 'unknown'})")
         self.decision = decision
         self.stop_reason = stop_reason
+
+
+class ChainHalted(CallRefused):
+    """Containment refused a call made through an integration (a provider client, a LangChain
+    callback, a LangGraph node): the run stops here (docs/integrations.md).
+
+    A ``CallRefused``, so code that already catches refusals of ``@ctx.llm_call`` catches these;
+    ``stop_reason`` names why (``budget_exceeded``, ``step_limit_exceeded``, ``pipeline_halt``, ...)
+    and ``decision`` is the refusing verdict (HALT, or a pipeline's DEGRADE / QUARANTINE / ...)."""
+
+    def __init__(self, decision: Decision, stop_reason: str | None) -> None:
+        super().__init__(decision, stop_reason)
+        self.args = (f"chain halted: {stop_reason or 'unknown'} ({decision.value})",)
+
+    def __reduce__(self) -> tuple[type[ChainHalted], tuple[Decision, str | None]]:
+        return (type(self), (self.decision, self.stop_reason))
 
 
 class ContainedBlock:

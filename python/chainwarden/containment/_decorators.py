@@ -8,10 +8,11 @@ contains a block instead of a function (see ``_blocks``).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 from chainwarden._core import CallKind
 from chainwarden.containment._async import wrap_async
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     from chainwarden.containment.context import ExecutionContext
 
 __all__ = ["CallRefused", "contained"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def _outcome(ctx: ExecutionContext, decision: Decision, box: list[Any], errors: list[BaseException]) -> Any:
@@ -45,8 +49,20 @@ class Contained(ContainedBlock):
         super().__init__(state, kind, opts)
         self._ctx = ctx
 
-    def __call__(self, fn: Callable[..., Any]) -> Any:
-        return _decorate(self._ctx, self._s, self._kind, self._opts, fn)
+    def __call__(self, fn: Callable[P, R]) -> Callable[P, R]:
+        """Decorates ``fn`` (same parameters and return type for type checkers); an unnamed call is
+        named after the function's ``__qualname__``."""
+        if not callable(fn):
+            raise TypeError(f"a contained call decorates a function, got {type(fn).__name__}")
+        opts = self._opts
+        if not opts.operation_name:
+            opts = dataclasses.replace(opts, operation_name=_qualname(fn))
+        return cast(Callable[P, R], _decorate(self._ctx, self._s, self._kind, opts, fn))
+
+
+def _qualname(fn: Callable[..., Any]) -> str:
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else type(fn).__name__
 
 
 def contained(ctx: ExecutionContext, state: ChainState, kind: CallKind, opts: WrapOptions) -> Contained:

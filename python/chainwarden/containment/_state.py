@@ -9,6 +9,7 @@ stop reasons, cost settlement) is decided by ``ChainCore`` (docs/design.md §20)
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -23,6 +24,8 @@ from chainwarden.shield.event import SafetyEvent
 from chainwarden.shield.types import Decision
 
 __all__ = ["ChainState", "StopNote"]
+
+_log = logging.getLogger("chainwarden.containment")
 
 
 class StopNote(threading.local):
@@ -134,6 +137,8 @@ class ChainState:
         """Keeps the partial-result snapshot of the first forced stop, then logs the stop."""
         if self.stop_snapshot is None:
             self.stop_snapshot = self.snapshot()
+            # Once per chain: later refusals repeat the same reason (they are in the event log).
+            _log.info("chain %s stopped: %s (%s)", self.metadata.chain_id, stop_reason, detail)
         self.emit(stop_reason, detail, **metadata)
 
     def mirror_pipeline(self) -> list[Any]:

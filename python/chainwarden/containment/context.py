@@ -17,10 +17,11 @@ import uuid
 import weakref
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from chainwarden._core import CallKind
 from chainwarden.containment._async import wrap_async
+from chainwarden.containment._current import enter, leave, register
 from chainwarden.containment._decorators import Contained, contained
 from chainwarden.containment._fast import sync_wrap
 from chainwarden.containment._state import ChainState
@@ -39,6 +40,9 @@ from chainwarden.shield.types import Decision
 __all__ = ["ExecutionContext"]
 
 DEFAULT_MAX_NODES = 100_000
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def _max_nodes(value: object) -> int:
@@ -82,6 +86,7 @@ class ExecutionContext:
             circuit_breaker.bind_to_context(metadata.chain_id)
         parent_state = parent._s if parent is not None else None
         self._s = ChainState(config, metadata, pipeline, circuit_breaker, metrics, parent_state, cost_of, cap)
+        register(self, self._s.core)  # current_context() inside its wrapped calls
         self._closed = False
         self._parent = parent
         self._timer: int | None = None
@@ -102,19 +107,23 @@ class ExecutionContext:
         self._timer = timeouts.schedule(seconds, fire)
 
     def __enter__(self) -> ExecutionContext:
+        enter(self)  # current_context() inside the block
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        leave(self)
         self.close()
 
     async def __aenter__(self) -> ExecutionContext:
+        enter(self)
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        leave(self)
         self.close()
 
     def close(self) -> None:
@@ -244,14 +253,32 @@ class ExecutionContext:
 
     # -- decorators ------------------------------------------------------------------------
 
-    def llm_call(self, name: str = "", cost: float = 0.0, *, timeout_ms: int | None = None) -> Contained:
+    @overload
+    def llm_call(self, name: Callable[P, R], /) -> Callable[P, R]: ...
+    @overload
+    def llm_call(self, name: str = "", cost: float = 0.0, *, timeout_ms: int | None = None) -> Contained: ...
+    def llm_call(
+        self, name: str | Callable[P, R] = "", cost: float = 0.0, *, timeout_ms: int | None = None
+    ) -> Contained | Callable[P, R]:
         """Decorator: each call of the decorated (sync or async) function is one contained LLM call.
         Returns the function's result; a refused call raises ``CallRefused``; a failure re-raises.
-        As ``with ctx.llm_call(...):`` it contains the block instead (one object per ``with``)."""
+        Bare (``@ctx.llm_call``) or with arguments; the name defaults to the function's
+        ``__qualname__``, and type checkers keep its signature. As ``with ctx.llm_call(...):`` it
+        contains the block instead (one object per ``with``)."""
+        if callable(name):
+            return contained(self, self._s, CallKind.LLM, WrapOptions())(name)
         return contained(self, self._s, CallKind.LLM, WrapOptions(name, cost, timeout_ms))
 
-    def tool_call(self, name: str = "", cost: float = 0.0, *, timeout_ms: int | None = None) -> Contained:
+    @overload
+    def tool_call(self, name: Callable[P, R], /) -> Callable[P, R]: ...
+    @overload
+    def tool_call(self, name: str = "", cost: float = 0.0, *, timeout_ms: int | None = None) -> Contained: ...
+    def tool_call(
+        self, name: str | Callable[P, R] = "", cost: float = 0.0, *, timeout_ms: int | None = None
+    ) -> Contained | Callable[P, R]:
         """As ``llm_call`` for tool calls."""
+        if callable(name):
+            return contained(self, self._s, CallKind.TOOL, WrapOptions())(name)
         return contained(self, self._s, CallKind.TOOL, WrapOptions(name, cost, timeout_ms))
 
     # -- children --------------------------------------------------------------------------

@@ -1,0 +1,148 @@
+"""One provider request as a contained ``llm`` call of a chain (docs/integrations.md).
+
+A plain request runs inside ``wrap_llm_call`` / ``wrap_llm_call_async`` (so it has every property of a
+wrapped call: nesting, cancellation of async calls on abort or timeout), reporting its priced usage from
+inside the wrap. A streamed request cannot end inside the wrap — the caller consumes the stream later — so
+it is a held call (``containment._held``), settled by the stream proxy. Either way a refused call raises
+``ChainHalted`` before the request is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from chainwarden._core import CallKind
+from chainwarden.containment._blocks import ChainHalted
+from chainwarden.containment._held import open_call
+from chainwarden.containment._report import report_cost
+from chainwarden.containment.context import ExecutionContext
+from chainwarden.containment.types import WrapOptions
+from chainwarden.integrations._streams import AsyncHeldStream, HeldStream, Settle, Watch, settle_failure
+from chainwarden.integrations._usage import PriceOverrides, Usage, charge
+from chainwarden.shield.types import Decision
+
+__all__ = ["Dialect", "Setup", "acall", "call", "outcome"]
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What ``instrument`` was given, shared by every wrapped method of one client."""
+
+    ctx: ExecutionContext
+    provider: str
+    estimate: float
+    overrides: PriceOverrides | None
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one provider method reports usage."""
+
+    operation: str  # the node's name, e.g. "openai.chat.completions"
+    usage_of: Callable[[Any, Usage], None]  # a plain response's usage into the Usage
+    watch: Watch  # one stream event's usage into the Usage; False hides the event
+    prepare: Callable[[dict[str, Any]], Watch | None] | None = None  # may adjust a streamed request
+
+
+def _model(kwargs: dict[str, Any]) -> str:
+    model = kwargs.get("model")
+    return model if isinstance(model, str) else ""
+
+
+def _options(setup: Setup, dialect: Dialect, model: str) -> WrapOptions:
+    return WrapOptions(dialect.operation, setup.estimate, model=model or None)
+
+
+def _report(cost: float, tokens_in: int | None, tokens_out: int | None) -> None:
+    report_cost(cost, tokens_in=tokens_in, tokens_out=tokens_out)
+
+
+def outcome(ctx: ExecutionContext, decision: Decision, box: list[Any], errors: list[BaseException]) -> Any:
+    """What a wrapped call's caller gets: its result, its own error while retries remain, else
+    ``ChainHalted`` (chained to the error that stopped the chain, if any)."""
+    if decision is Decision.ALLOW:
+        return box[0]
+    if errors and decision is Decision.RETRY:
+        raise errors[0]  # the provider's own error, counted against the retry budget
+    halted = ChainHalted(decision, ctx.last_stop_reason)
+    if errors:
+        raise halted from errors[0]
+    raise halted
+
+
+def _stream_watch(dialect: Dialect, kwargs: dict[str, Any]) -> Watch:
+    if dialect.prepare is not None:
+        adjusted = dialect.prepare(kwargs)
+        if adjusted is not None:
+            return adjusted
+    return dialect.watch
+
+
+def call(
+    setup: Setup, dialect: Dialect, original: Callable[..., Any], args: Any, kwargs: dict[str, Any]
+) -> Any:
+    model = _model(kwargs)
+    opts = _options(setup, dialect, model)
+    usage = Usage(setup.provider, model)
+    if kwargs.get("stream") is True:
+        watch = _stream_watch(dialect, kwargs)
+        held = open_call(setup.ctx, CallKind.LLM, opts)
+        try:
+            inner = original(*args, **kwargs)
+        except BaseException as exc:
+            halted = settle_failure(held, exc)
+            if halted is None:
+                raise
+            raise halted from exc
+        return HeldStream(inner, Settle(held, usage, watch, setup.estimate, setup.overrides))
+
+    box: list[Any] = []
+    errors: list[BaseException] = []
+
+    def thunk() -> None:
+        try:
+            response = original(*args, **kwargs)
+        except BaseException as exc:
+            errors.append(exc)
+            raise
+        dialect.usage_of(response, usage)
+        charge(usage, setup.estimate, setup.overrides, _report)
+        box.append(response)
+
+    return outcome(setup.ctx, setup.ctx.wrap_llm_call(thunk, opts), box, errors)
+
+
+async def acall(
+    setup: Setup, dialect: Dialect, original: Callable[..., Awaitable[Any]], args: Any, kwargs: dict[str, Any]
+) -> Any:
+    model = _model(kwargs)
+    opts = _options(setup, dialect, model)
+    usage = Usage(setup.provider, model)
+    if kwargs.get("stream") is True:
+        watch = _stream_watch(dialect, kwargs)
+        held = open_call(setup.ctx, CallKind.LLM, opts)
+        try:
+            inner = await original(*args, **kwargs)
+        except BaseException as exc:
+            halted = settle_failure(held, exc)
+            if halted is None:
+                raise
+            raise halted from exc
+        return AsyncHeldStream(inner, Settle(held, usage, watch, setup.estimate, setup.overrides))
+
+    box: list[Any] = []
+    errors: list[BaseException] = []
+
+    async def thunk() -> None:
+        try:
+            response = await original(*args, **kwargs)
+        except BaseException as exc:
+            errors.append(exc)
+            raise
+        dialect.usage_of(response, usage)
+        charge(usage, setup.estimate, setup.overrides, _report)
+        box.append(response)
+
+    return outcome(setup.ctx, await setup.ctx.wrap_llm_call_async(thunk, opts), box, errors)
