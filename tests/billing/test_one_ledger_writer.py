@@ -61,7 +61,7 @@ def test_only_the_ledger_module_writes_the_ledger() -> None:
 def test_the_ledger_module_is_where_the_writes_are() -> None:
     source = (PACKAGE / LEDGER_MODULE).read_text(encoding="utf-8")
     written = {m.group(5).lower() for _, t in _string_texts(ast.parse(source)) for m in WRITE_SQL.finditer(t)}
-    assert written == {"charge_receipts", "credit_ledger", "billing_accounts"}
+    assert written == {"charge_receipts", "credit_ledger", "billing_accounts", "runs"}
 
 
 def test_the_check_catches_a_second_writer() -> None:

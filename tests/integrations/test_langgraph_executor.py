@@ -13,8 +13,8 @@ from typing import Any
 
 import psycopg
 import pytest
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.language_models.chat_models import LangSmithParams
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -155,7 +155,9 @@ async def test_a_graph_failing_mid_run_ends_with_an_error_and_keeps_its_billed_u
     ledger: SqliteLedger,
 ) -> None:
     model = PricedFakeModel(responses=[tool_call("resp-1"), reply("never", "resp-2")])
-    events, final = await run_once(runtime(ledger, agent_graph(model, fail_after_tool=True)), request("run-f"))
+    events, final = await run_once(
+        runtime(ledger, agent_graph(model, fail_after_tool=True)), request("run-f")
+    )
     assert not final.ok and final.error == "internal"
     assert events[-2:] == [Error("internal"), Done()]
     assert [r.source_reference for r in ledger.receipts(run_id="run-f")] == ["run-f/0/resp-1"]

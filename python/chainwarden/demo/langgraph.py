@@ -1,5 +1,5 @@
 """Demo section: a real LangGraph tool loop (langchain-core's fake chat model, no network) run through
-AiRuntime by `LangGraphExecutor`, contained and billed once per model call (extra `chainwarden[langgraph]`)."""
+AiRuntime by `LangGraphExecutor`, contained and billed once per model call (`chainwarden[langgraph]`)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,9 @@ async def _run(ledger: SqliteLedger, out: TextIO) -> None:
     for r in ledger.receipts(run_id=req.run_id):
         out.write(f"  billed {r.source_reference}: {r.charged_credits} credits\n")
     [record] = ledger.runs(run_id=req.run_id)
-    out.write(f"run record: {record.status}, {record.receipt_count} receipts, {record.charged_credits} credits\n")
+    out.write(
+        f"run record: {record.status}, {record.receipt_count} receipts, {record.charged_credits} credits\n"
+    )
 
 
 def run(out: TextIO) -> None:

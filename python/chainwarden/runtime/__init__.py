@@ -35,6 +35,7 @@ def __getattr__(name: str) -> Any:
         return LangGraphExecutor
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = [
     "DEFAULT_UI_BUFFER",
     "AiEvent",

@@ -131,7 +131,7 @@ class LangGraphExecutor:
         containment = self._handler_class(
             ctx.guard, cost_estimate_hint=self._estimate, price_overrides=self._price_overrides
         )
-        events = _RunEvents(ctx, containment)
+        events = _RunEvents(ctx, self._price_overrides)
         config = {"callbacks": [containment, events], "recursion_limit": self._recursion_limit}
         state: Any = None
         halted = require("chainwarden.containment", "langgraph").ChainHalted
@@ -155,12 +155,19 @@ class _RunEvents(BaseCallbackHandler):
     raise_error = False  # an event that cannot be emitted must not stop the graph (it is logged)
     run_inline = True
 
-    def __init__(self, ctx: RunContext, containment: Any) -> None:
+    def __init__(
+        self, ctx: RunContext, overrides: Mapping[tuple[str, str], Mapping[str, Any]] | None
+    ) -> None:
         super().__init__()
+        from chainwarden.integrations import _usage, langchain  # noqa: PLC0415 - the langgraph extra
+
+        self._lc = langchain
+        self._usage_class = _usage.Usage
+        self._price_of = _usage.price_of
         self._ctx = ctx
-        self._containment = containment
+        self._overrides = overrides
         self._tools: dict[UUID, str] = {}
-        self._providers: dict[UUID, str] = {}
+        self._calls: dict[UUID, tuple[str, str]] = {}
 
     def text(self, message: Any) -> None:
         """A chunk (or whole message) of the ``messages`` stream: AI text becomes a ``TextDelta``."""
@@ -170,33 +177,52 @@ class _RunEvents(BaseCallbackHandler):
         if text:
             self._ctx.emit(TextDelta(text))
 
+    def _start(self, run_id: UUID, metadata: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> None:
+        self._calls[run_id] = self._lc.model_of(metadata, kwargs)
+
     def on_chat_model_start(
-        self, serialized: dict[str, Any], messages: list[list[Any]], *, run_id: UUID, **kwargs: Any
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[Any]],
+        *,
+        run_id: UUID,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
     ) -> None:
-        metadata = kwargs.get("metadata") or {}
-        provider = metadata.get("ls_provider")
-        if isinstance(provider, str) and provider:
-            self._providers[run_id] = provider
+        self._start(run_id, metadata, kwargs)
+
+    def on_llm_start(
+        self,
+        serialized: dict[str, Any],
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._start(run_id, metadata, kwargs)
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        provider = self._providers.pop(run_id, None)
-        usage = self._containment.usage_of(response, provider)
+        provider, model = self._calls.pop(run_id, ("", ""))
+        # Counted and priced exactly as the containment handler charged the call (docs/design.md §20).
+        usage = self._usage_class(provider, model)
+        self._lc.usage_of(response, usage)
         self._ctx.report_usage(
             LlmResult(
                 content="",
-                model=usage.model or None,
-                provider=provider,
+                model=model or None,
+                provider=provider or None,
                 usage_unit_id=_response_id(response),
-                input_tokens=usage.total_input(),
-                output_tokens=usage.output_tokens,
-                cache_read_tokens=usage.cache_read_tokens,
-                cache_write_tokens=usage.cache_write_tokens,
-                cost_usd=self._containment.price_of(usage),
+                input_tokens=usage.total_input() if usage.seen else None,
+                output_tokens=usage.output_tokens if usage.seen else None,
+                cache_read_tokens=usage.cache_read_tokens if usage.seen else None,
+                cache_write_tokens=usage.cache_write_tokens if usage.seen else None,
+                cost_usd=self._price_of(usage, self._overrides),
             )
         )
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._providers.pop(run_id, None)
+        self._calls.pop(run_id, None)
 
     def on_tool_start(
         self, serialized: dict[str, Any], input_str: str, *, run_id: UUID, **kwargs: Any
@@ -205,7 +231,9 @@ class _RunEvents(BaseCallbackHandler):
         self._tools[run_id] = call_id
         name = kwargs.get("name") or (serialized or {}).get("name") or "tool"
         inputs = kwargs.get("inputs")
-        self._ctx.emit(ToolCallStart(call_id, name, dict(inputs) if isinstance(inputs, Mapping) else input_str))
+        self._ctx.emit(
+            ToolCallStart(call_id, name, dict(inputs) if isinstance(inputs, Mapping) else input_str)
+        )
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         call_id = self._tools.pop(run_id, None)
