@@ -14,11 +14,11 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 from chainwarden._extras import require
-from chainwarden.pricing import price_usage
+from chainwarden.integrations._anthropic import MESSAGES
+from chainwarden.integrations._usage import Usage, price_of
 from chainwarden.runtime.containment_port import Containment, RunLimits
 from chainwarden.runtime.events import TextDelta, ToolCallResult, ToolCallStart
 from chainwarden.runtime.inproc import InProcGraphExecutor
@@ -163,34 +163,21 @@ class AnthropicExecutor:
         return self._result(message)
 
     def _result(self, message: Any) -> LlmResult:
-        usage = message.usage
-        cache_read = usage.cache_read_input_tokens or 0
-        cache_write = usage.cache_creation_input_tokens or 0
-        # Anthropic reports the uncached input beside its cache counts; the ledger and genai-prices count
-        # every input token in input_tokens (chainwarden.pricing).
-        input_tokens = usage.input_tokens + cache_read + cache_write
+        # Counted and priced as every integration does (chainwarden.integrations): input_tokens counts the
+        # cached tokens too, which Anthropic reports beside it.
+        usage = Usage(SOURCE_ANTHROPIC, message.model)
+        MESSAGES.usage_of(message, usage)
         return LlmResult(
             content="".join(block.text for block in message.content if block.type == "text"),
             model=message.model,
             provider=SOURCE_ANTHROPIC,
             usage_unit_id=message.id,
-            input_tokens=input_tokens,
+            input_tokens=usage.total_input(),
             output_tokens=usage.output_tokens,
-            cache_read_tokens=cache_read,
-            cache_write_tokens=cache_write,
-            cost_usd=self._price(message.model, input_tokens, usage.output_tokens, cache_read, cache_write),
-            usage_raw=usage.model_dump(exclude_none=True),
-        )
-
-    def _price(self, model: str, tokens_in: int, tokens_out: int, read: int, write: int) -> Decimal | None:
-        return price_usage(
-            provider=SOURCE_ANTHROPIC,
-            model=model,
-            input_tokens=tokens_in,
-            output_tokens=tokens_out,
-            cache_read_tokens=read,
-            cache_write_tokens=write,
-            overrides=self._price_overrides,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            cost_usd=price_of(usage, self._price_overrides),
+            usage_raw=message.usage.model_dump(exclude_none=True),
         )
 
     async def _run_tool(self, ctx: RunContext, use: Any) -> dict[str, Any]:
