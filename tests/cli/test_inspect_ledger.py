@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import uuid
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
-import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
@@ -61,22 +57,11 @@ def inspect_json(source: str, capsys: pytest.CaptureFixture[str], *extra: str) -
 
 
 @pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A postgresql:// URL to a fresh schema of the test server (inspect takes URLs, as users paste them)."""
-    base = os.environ.get("CHAINWARDEN_TEST_POSTGRES_DSN")
-    if not base:
-        pytest.fail("CHAINWARDEN_TEST_POSTGRES_DSN is not set: run the tests through scripts/test-python.sh")
-    schema = f"t_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    params = conninfo_to_dict(base)
-    query = f"host={quote(str(params['host']), safe='')}&port={params.get('port', 5432)}"
-    yield (
-        f"postgresql://{params.get('user', 'postgres')}@/{params.get('dbname', 'postgres')}?{query}"
-        f"&options={quote(f'-c search_path={schema}', safe='')}"
-    )
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+def postgres_url(postgres_schema: str) -> str:
+    """The test schema as a postgresql:// URL (inspect takes URLs, as users paste them)."""
+    params = conninfo_to_dict(postgres_schema)
+    query = urlencode({k: str(v) for k, v in params.items() if k not in ("user", "dbname")}, quote_via=quote)
+    return f"postgresql://{params.get('user', 'postgres')}@/{params.get('dbname', 'postgres')}?{query}"
 
 
 async def test_a_sqlite_ledger_lists_its_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,14 +4,11 @@ every LLM call contained and billed exactly once, on SQLite and on the real Post
 from __future__ import annotations
 
 import asyncio
-import os
-import uuid
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from langchain_core.language_models.chat_models import LangSmithParams
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
@@ -19,7 +16,6 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
-from psycopg.conninfo import make_conninfo
 
 from chainwarden.billing import Ledger, PostgresLedger, Pricing, SqliteLedger
 from chainwarden.runtime import (
@@ -221,25 +217,12 @@ def test_bad_arguments_are_typed_errors_naming_them() -> None:
         LangGraphExecutor(graph, recursion_limit=0)
 
 
-@pytest.fixture
-def postgres_dsn() -> Iterator[str]:
-    base = os.environ.get("CHAINWARDEN_TEST_POSTGRES_DSN")
-    if not base:
-        pytest.fail("CHAINWARDEN_TEST_POSTGRES_DSN is not set: run the tests through scripts/test-python.sh")
-    schema = f"t_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    yield make_conninfo(base, options=f"-c search_path={schema}")
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA {schema} CASCADE")
-
-
-async def test_four_concurrent_runs_on_one_postgres_ledger_bill_exactly_once(postgres_dsn: str) -> None:
+async def test_four_concurrent_runs_on_one_postgres_ledger_bill_exactly_once(postgres_schema: str) -> None:
     def graph(i: int) -> Any:
         responses = [tool_call(f"resp-{i}-a"), reply(f"answer {i}", f"resp-{i}-b")]
         return agent_graph(PricedFakeModel(responses=responses))
 
-    with PostgresLedger(postgres_dsn) as ledger:
+    with PostgresLedger(postgres_schema) as ledger:
         # Each run twice at once (a replay racing its original): the ledger decides, once per call.
         rts = [runtime(ledger, graph(i)) for i in range(4)] + [runtime(ledger, graph(i)) for i in range(4)]
         finals = await asyncio.gather(*(run_once(rt, request(f"run-{i % 4}")) for i, rt in enumerate(rts)))
