@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make demo`: builds the package into a runtime-only venv (maturin + the package and its `cli` extra,
-# nothing of the test toolchain) and runs `chainwarden demo`. Quiet: one progress line per step; the
+# `make demo`: builds the package into a runtime-only venv (maturin + the package and its `cli` and
+# `langgraph` extras, nothing of the test toolchain) and runs `chainwarden demo`. Quiet: one progress line per step; the
 # build's own output is shown only when it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +24,7 @@ if [[ ! -x "$venv/bin/maturin" ]]; then
 fi
 step "2/3 building chainwarden (release; the first build compiles the Rust core, a few minutes)"
 VIRTUAL_ENV="$(pwd)/$venv" PYO3_PYTHON="$(pwd)/$venv/bin/python" \
-    "$venv/bin/maturin" develop --release --quiet --extras cli --manifest-path rust/py/Cargo.toml >"$log" 2>&1 \
+    "$venv/bin/maturin" develop --release --quiet --extras cli,langgraph --manifest-path rust/py/Cargo.toml >"$log" 2>&1 \
     || fail "building chainwarden"
 step "3/3 running chainwarden demo"
 done_steps

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -22,3 +23,22 @@ def _private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
             os.environ.pop("CHAINWARDEN_STATE_DIR", None)
         else:
             os.environ["CHAINWARDEN_STATE_DIR"] = previous
+
+
+@pytest.fixture
+def postgres_schema() -> Iterator[str]:
+    """A libpq DSN to a fresh schema of the test server of `make test`, dropped afterwards."""
+    import psycopg  # noqa: PLC0415 - only the tests that use PostgreSQL need it
+    from psycopg.conninfo import make_conninfo  # noqa: PLC0415
+
+    base = os.environ.get("CHAINWARDEN_TEST_POSTGRES_DSN")
+    if not base:
+        pytest.fail("CHAINWARDEN_TEST_POSTGRES_DSN is not set: run the tests through scripts/test-python.sh")
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield make_conninfo(base, options=f"-c search_path={schema}")
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -34,3 +34,12 @@ def test_demo_run_is_deterministic() -> None:
     assert [{k: v for k, v in n.items() if k not in strip} for n in a["nodes"].values()] == [
         {k: v for k, v in n.items() if k not in strip} for n in b["nodes"].values()
     ]
+
+
+def test_langgraph_section_runs_a_real_graph_billed_once_per_model_call(capsys: object) -> None:
+    assert main(["demo", "--only", "langgraph"]) == 0
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert "ui: tool_call_start {'tool_call_id': 'call-1', 'name': 'population'" in out
+    assert "final: ok=True tokens=1342+29" in out
+    assert "billed run-langgraph-1/0/chatcmpl-101" in out and "billed run-langgraph-1/0/chatcmpl-102" in out
+    assert "run record: ok, 2 receipts" in out

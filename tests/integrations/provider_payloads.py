@@ -36,6 +36,7 @@ class Reply:
     error_message: str = "scripted failure"
     retry_after_s: float | None = None
     chunks: int = 3  # how many deltas a streamed text is cut into
+    response_id: str | None = None  # the provider's id of this answer (a fixed fake id when None)
 
     def pieces(self) -> list[str]:
         size = max(1, -(-len(self.text) // max(1, self.chunks)))
@@ -269,7 +270,7 @@ def _anthropic_content(reply: Reply) -> list[dict[str, Any]]:
 
 def message(reply: Reply, model: str) -> dict[str, Any]:
     return {
-        "id": "msg_fake0001",
+        "id": reply.response_id or "msg_fake0001",
         "type": "message",
         "role": "assistant",
         "model": model,

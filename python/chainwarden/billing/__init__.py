@@ -17,7 +17,7 @@ from chainwarden.billing.pricing import (
     cents_to_credits,
     usd_to_credits,
 )
-from chainwarden.billing.records import ChargeReceipt, LedgerEntry
+from chainwarden.billing.records import ChargeReceipt, LedgerEntry, RunRecord
 from chainwarden.billing.sqlite_store import SqliteLedger
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "LedgerUnavailable",
     "PostgresLedger",
     "Pricing",
+    "RunRecord",
     "SqliteLedger",
     "UsageFact",
     "cents_to_credits",

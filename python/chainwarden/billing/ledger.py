@@ -30,7 +30,7 @@ from chainwarden.billing.facts import (
 )
 from chainwarden.billing.metrics import METRICS
 from chainwarden.billing.pricing import MAX_CREDITS, Pricing
-from chainwarden.billing.records import ChargeReceipt, LedgerEntry
+from chainwarden.billing.records import RUN_STATUSES, ChargeReceipt, LedgerEntry, RunRecord
 
 logger = logging.getLogger("chainwarden.billing")
 T = TypeVar("T")
@@ -103,6 +103,28 @@ _SELECT_RECEIPTS_BY_KEY = (
     _SELECT_RECEIPTS
     + ", commit_id FROM charge_receipts WHERE source_system = %s AND source_reference IN ({marks})"
 )
+# One row per (run_id, attempt): the start writes it, the end completes it; a re-run of the same attempt
+# starts the row over (its receipts stay idempotent on their own keys).
+_UPSERT_RUN = (
+    "INSERT INTO runs (run_id, attempt, graph_id, billing_account_id, virtual_key_id, model, status, "
+    "started_at, ended_at, prompt_tokens, completion_tokens, finish_reason, error) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+    "ON CONFLICT (run_id, attempt) DO UPDATE SET graph_id = excluded.graph_id, "
+    "billing_account_id = excluded.billing_account_id, virtual_key_id = excluded.virtual_key_id, "
+    "model = excluded.model, status = excluded.status, started_at = excluded.started_at, "
+    "ended_at = excluded.ended_at, prompt_tokens = excluded.prompt_tokens, "
+    "completion_tokens = excluded.completion_tokens, finish_reason = excluded.finish_reason, "
+    "error = excluded.error"
+)
+_SELECT_RUNS = (
+    "SELECT r.run_id, r.attempt, r.graph_id, r.billing_account_id, r.virtual_key_id, r.model, r.status, "
+    "r.started_at, r.ended_at, r.prompt_tokens, r.completion_tokens, r.finish_reason, r.error, "
+    "(SELECT COALESCE(SUM(c.charged_credits), 0) FROM charge_receipts c "
+    "WHERE c.run_id = r.run_id AND c.attempt = r.attempt), "
+    "(SELECT COUNT(*) FROM charge_receipts c WHERE c.run_id = r.run_id AND c.attempt = r.attempt) "
+    "FROM runs r"
+)
+_MAX_RUNS_LISTED = 100_000
 _SELECT_ENTRIES = (
     "SELECT billing_account_id, amount, balance_after, reason, reference, created_at FROM credit_ledger "
     "WHERE billing_account_id = %s ORDER BY id"
@@ -638,6 +660,46 @@ class Ledger(abc.ABC):
                 "billing.negative_balance billing_account_id=%s balance=%s", account, balance_after
             )
 
+    def record_run(self, record: RunRecord) -> None:
+        """Writes a run's record (the runtime calls it when the run starts and when it ends).
+
+        Idempotent per ``(run_id, attempt)``: the latest write wins. ``charged_credits`` and
+        ``receipt_count`` of ``record`` are ignored (they are read from the receipts)."""
+        if not isinstance(record, RunRecord):
+            raise TypeError(f"record must be a RunRecord, got {type(record).__name__}")
+        for name in ("run_id", "graph_id", "billing_account_id", "virtual_key_id", "model"):
+            check_text(name, getattr(record, name))
+        check_text("finish_reason", record.finish_reason, optional=True)
+        check_text("error", record.error, optional=True)
+        if record.status not in RUN_STATUSES:
+            raise ValueError(f"status must be one of {RUN_STATUSES}, got {record.status!r}")
+        for name in ("attempt", "prompt_tokens", "completion_tokens"):
+            value = getattr(record, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+            if not 0 <= value <= MAX_CREDITS:
+                raise ValueError(f"{name} must be between 0 and {MAX_CREDITS}, got {value}")
+        for name in ("started_at", "ended_at"):
+            value = getattr(record, name)
+            if not (isinstance(value, datetime) or (name == "ended_at" and value is None)):
+                raise TypeError(f"{name} must be a datetime, got {type(value).__name__}")
+        row = (
+            record.run_id,
+            record.attempt,
+            record.graph_id,
+            record.billing_account_id,
+            record.virtual_key_id,
+            record.model,
+            record.status,
+            self._encode_time(record.started_at),
+            None if record.ended_at is None else self._encode_time(record.ended_at),
+            record.prompt_tokens,
+            record.completion_tokens,
+            record.finish_reason,
+            record.error,
+        )
+        self._run_write(lambda cursor: cursor.execute(self._sql(_UPSERT_RUN), row))
+
     # --- reads -----------------------------------------------------------------------------------------
     def _read(self, statement: str, params: tuple[Any, ...]) -> list[Any]:
         def work(conn: Any) -> list[Any]:
@@ -680,6 +742,40 @@ class Ledger(abc.ABC):
             created_at=self._decode_time(r[13]),
             usage_raw=decode_usage_raw(r[14]),
         )
+
+    def runs(self, *, run_id: str | None = None, limit: int = 50) -> list[RunRecord]:
+        """Run records, the latest started first (every attempt of ``run_id`` when given)."""
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise TypeError(f"limit must be an int, got {type(limit).__name__}")
+        if not 1 <= limit <= _MAX_RUNS_LISTED:
+            raise ValueError(f"limit must be between 1 and {_MAX_RUNS_LISTED}, got {limit}")
+        order = " ORDER BY r.started_at DESC, r.run_id, r.attempt DESC LIMIT %s"
+        if run_id is None:
+            rows = self._read(_SELECT_RUNS + order, (limit,))
+        elif isinstance(run_id, str):
+            rows = self._read(_SELECT_RUNS + " WHERE r.run_id = %s" + order, (run_id, limit))
+        else:
+            raise TypeError(f"run_id must be a str or None, got {type(run_id).__name__}")
+        return [
+            RunRecord(
+                run_id=r[0],
+                attempt=int(r[1]),
+                graph_id=r[2],
+                billing_account_id=r[3],
+                virtual_key_id=r[4],
+                model=r[5],
+                status=r[6],
+                started_at=self._decode_time(r[7]),
+                ended_at=None if r[8] is None else self._decode_time(r[8]),
+                prompt_tokens=int(r[9]),
+                completion_tokens=int(r[10]),
+                finish_reason=r[11],
+                error=r[12],
+                charged_credits=int(r[13]),
+                receipt_count=int(r[14]),
+            )
+            for r in rows
+        ]
 
     def balance(self, billing_account_id: str) -> int:
         """The account's balance in credits; `KeyError` for an unknown account."""

@@ -60,6 +60,23 @@ _SCHEMA = (
         created_at TIMESTAMPTZ NOT NULL
     )""",
     "CREATE INDEX IF NOT EXISTS credit_ledger_account ON credit_ledger (billing_account_id, id)",
+    """CREATE TABLE IF NOT EXISTS runs (
+        run_id TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        graph_id TEXT NOT NULL,
+        billing_account_id TEXT NOT NULL,
+        virtual_key_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        status TEXT NOT NULL,
+        started_at TIMESTAMPTZ NOT NULL,
+        ended_at TIMESTAMPTZ,
+        prompt_tokens BIGINT NOT NULL,
+        completion_tokens BIGINT NOT NULL,
+        finish_reason TEXT,
+        error TEXT,
+        PRIMARY KEY (run_id, attempt)
+    )""",
+    "CREATE INDEX IF NOT EXISTS runs_started ON runs (started_at)",
 )
 # Columns added after the first release; an older schema gets them on open.
 _MIGRATIONS = (
@@ -68,7 +85,7 @@ _MIGRATIONS = (
 )
 _SCHEMA_COLUMNS = (
     "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-    "AND table_name IN ('billing_accounts', 'charge_receipts', 'credit_ledger')"
+    "AND table_name IN ('billing_accounts', 'charge_receipts', 'credit_ledger', 'runs')"
 )
 # Admin shutdown, crash shutdown, cannot connect now: the server is restarting.
 _RESTART_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
@@ -172,7 +189,7 @@ class PostgresLedger(Ledger):
         found = {(table, column) for table, column in self._read(_SCHEMA_COLUMNS, ())}
         tables = {table for table, _ in found}
         added = {("charge_receipts", "usage_raw"), ("charge_receipts", "commit_id")}
-        return tables == {"billing_accounts", "charge_receipts", "credit_ledger"} and added <= found
+        return tables == {"billing_accounts", "charge_receipts", "credit_ledger", "runs"} and added <= found
 
     @contextmanager
     def _connection(self, timeout_s: float) -> Iterator[Any]:

@@ -1,4 +1,4 @@
-"""What the ledger returns: charge receipts and balance-changing ledger entries."""
+"""What the ledger returns: charge receipts, balance-changing ledger entries and run records."""
 
 from __future__ import annotations
 
@@ -41,3 +41,31 @@ class LedgerEntry:
     reason: str
     reference: str
     created_at: datetime
+
+
+RUN_STATUSES = ("running", "ok", "error")
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run attempt as the runtime recorded it: written when it starts and again when it ends.
+
+    A row still ``running`` after its process is gone is a run that never finished (a crash); its usage,
+    if any, is in the receipts all the same. ``charged_credits`` and ``receipt_count`` are read from the
+    receipts of ``(run_id, attempt)`` (never kept twice)."""
+
+    run_id: str
+    attempt: int
+    graph_id: str
+    billing_account_id: str
+    virtual_key_id: str
+    model: str
+    status: str  # one of RUN_STATUSES
+    started_at: datetime
+    ended_at: datetime | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+    error: str | None = None  # the run's Error code when it did not end ok
+    charged_credits: int = 0
+    receipt_count: int = 0

@@ -56,12 +56,29 @@ CREATE TABLE IF NOT EXISTS credit_ledger (
     created_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS credit_ledger_account ON credit_ledger (billing_account_id, id);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    graph_id TEXT NOT NULL,
+    billing_account_id TEXT NOT NULL,
+    virtual_key_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    status TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    ended_at TEXT,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    finish_reason TEXT,
+    error TEXT,
+    PRIMARY KEY (run_id, attempt)
+);
+CREATE INDEX IF NOT EXISTS runs_started ON runs (started_at);
 """
 
 
 # Columns added after the first release; an older file gets them on open (one write transaction, once).
 _ADDED_COLUMNS = (("charge_receipts", "usage_raw", "TEXT"), ("charge_receipts", "commit_id", "TEXT"))
-_TABLES = ("billing_accounts", "charge_receipts", "credit_ledger")
+_TABLES = ("billing_accounts", "charge_receipts", "credit_ledger", "runs")
 # SQLITE_BUSY and SQLITE_LOCKED (primary result codes).
 _BUSY_CODES = (5, 6)
 

@@ -9,9 +9,17 @@ from pathlib import Path
 import click
 
 from chainwarden import __version__, demo
+from chainwarden.billing import LedgerUnavailable
 from chainwarden.cli.bench.command import bench_cmd
-from chainwarden.cli.console import print_summary
+from chainwarden.cli.console import print_sections, print_summary
 from chainwarden.cli.html_report import render_html
+from chainwarden.cli.ledger_runs import (
+    LedgerSourceError,
+    is_ledger,
+    ledger_sections,
+    ledger_summary,
+    open_ledger,
+)
 from chainwarden.cli.mermaid import run_to_mermaid
 from chainwarden.cli.runfile import Run, RunFileError, load_run
 from chainwarden.cli.summary import summarize
@@ -59,24 +67,54 @@ def demo_cmd(only: str | None) -> None:
 
 
 @cli.command("inspect")
-@click.argument("file", type=RUN_FILE)
+@click.argument("source")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (for scripts).")
 @click.option(
     "--plain/--rich",
     default=None,
     help="Plain text or rich tables (default: rich tables on a terminal, plain text otherwise).",
 )
-def inspect_cmd(file: Path, as_json: bool, plain: bool | None) -> None:
-    """Summarize a saved run.
+@click.option("--run", "run_id", help="Ledger only: show this run's attempts and its receipts.")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 100_000),
+    default=50,
+    show_default=True,
+    help="Ledger only: list at most this many runs, the latest first.",
+)
+def inspect_cmd(source: str, as_json: bool, plain: bool | None, run_id: str | None, limit: int) -> None:
+    """Summarize a saved run, or list the runs of a ledger.
 
-    Prints the nodes by kind and status, cost and tokens, amplification factors, the slowest and the most
-    expensive calls, halts and failures with their reasons, and divergence events.
+    SOURCE is a run file (prints the nodes by kind and status, cost and tokens, amplification factors, the
+    slowest and the most expensive calls, halts and failures with their reasons, and divergence events),
+    or a ledger: a SQLite ledger file or a PostgreSQL DSN (postgresql://...), whose recorded runs are
+    listed with status, tokens and credits (--run RUN_ID adds that run's receipts).
     """
-    summary = summarize(_load(file))
+    rich = sys.stdout.isatty() if plain is None else not plain
+    if is_ledger(source):
+        try:
+            with open_ledger(source) as ledger:
+                summary = ledger_summary(ledger, run_id=run_id, limit=limit)
+        except (LedgerSourceError, LedgerUnavailable) as exc:
+            raise click.ClickException(str(exc)) from None
+        if run_id is not None and not summary["runs"] and not summary["receipts"]:
+            raise click.ClickException(f"no run {run_id!r} in {summary['ledger']}")
+        if as_json:
+            sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+            return
+        print_sections(ledger_sections(summary), sys.stdout, rich=rich)
+        return
+    if run_id is not None:
+        raise click.UsageError("--run applies to a ledger, not to a run file")
+    path = Path(source)
+    if not path.exists():
+        raise click.UsageError(f"SOURCE {source!r} does not exist (nor is it a postgresql:// DSN)")
+    if not path.is_file():
+        raise click.UsageError(f"SOURCE {source!r} is not a file")
+    summary = summarize(_load(path))
     if as_json:
         sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
         return
-    rich = sys.stdout.isatty() if plain is None else not plain
     print_summary(summary, sys.stdout, rich=rich)
 
 

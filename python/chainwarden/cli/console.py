@@ -9,7 +9,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["print_summary"]
+__all__ = ["Section", "print_sections", "print_summary"]
+
+Section = tuple[str, list[str], list[list[str]]]  # (title, header, rows)
 
 
 def _money(value: object) -> str:
@@ -24,7 +26,7 @@ def _num(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-def _sections(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
+def _sections(summary: dict[str, Any]) -> list[Section]:
     """(title, header, rows) of every table, shared by the rich and the plain output."""
     statuses = sorted(summary["by_status"])
     kinds = [
@@ -93,7 +95,11 @@ def _sections(summary: dict[str, Any]) -> list[tuple[str, list[str], list[list[s
 
 
 def print_summary(summary: dict[str, Any], out: TextIO, *, rich: bool) -> None:
-    sections = _sections(summary)
+    print_sections(_sections(summary), out, rich=rich)
+
+
+def print_sections(sections: Sequence[Section], out: TextIO, *, rich: bool) -> None:
+    """Tables: rich ones on a terminal, plain aligned text otherwise."""
     if rich:
         console = Console(file=out, highlight=False)
         for title, header, rows in sections:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TextIO
 
-from chainwarden.demo import billing, containment, dag, graph
+from chainwarden.demo import billing, containment, dag, graph, langgraph
 
 # Each section prints to the stream it is given; order is the order shown.
 SECTIONS: list[tuple[str, Callable[[TextIO], None]]] = [
@@ -13,6 +13,7 @@ SECTIONS: list[tuple[str, Callable[[TextIO], None]]] = [
     ("containment", containment.run),
     ("dag", dag.run),
     ("billing", billing.run),
+    ("langgraph", langgraph.run),
 ]
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from chainwarden.pricing import price_usage
 
-__all__ = ["PriceOverrides", "Usage", "charge", "count"]
+__all__ = ["PriceOverrides", "Usage", "charge", "count", "price_of"]
 
 _log = logging.getLogger("chainwarden.integrations")
 
@@ -48,6 +49,28 @@ def count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
+def price_of(usage: Usage, overrides: PriceOverrides | None) -> Decimal | None:
+    """The call's price, or None when it cannot be computed (unknown model, inconsistent counts; logged):
+    the one pricing of every integration, for containment and for billing alike."""
+    if not usage.seen or not usage.provider or not usage.model:
+        return None
+    try:
+        return price_usage(
+            provider=usage.provider,
+            model=usage.model,
+            input_tokens=usage.total_input(),
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            overrides=overrides,
+        )
+    except (ImportError, TypeError, ValueError) as exc:
+        _log.warning(
+            "cannot price usage of %s/%s: %s; charging the estimate", usage.provider, usage.model, exc
+        )
+        return None
+
+
 def charge(
     usage: Usage,
     estimate: float,
@@ -62,21 +85,7 @@ def charge(
     if not usage.seen:
         return
     tokens_in = usage.total_input()
-    try:
-        price = price_usage(
-            provider=usage.provider,
-            model=usage.model,
-            input_tokens=tokens_in,
-            output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cache_write_tokens=usage.cache_write_tokens,
-            overrides=overrides,
-        )
-    except (ImportError, TypeError, ValueError) as exc:
-        _log.warning(
-            "cannot price usage of %s/%s: %s; charging the estimate", usage.provider, usage.model, exc
-        )
-        price = None
+    price = price_of(usage, overrides)
     try:
         report(estimate if price is None else float(price), tokens_in, usage.output_tokens)
     except ValueError as exc:  # a total the chain cannot hold (docs/design.md §23): charge the estimate

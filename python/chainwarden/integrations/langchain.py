@@ -52,7 +52,16 @@ def _name(serialized: Mapping[str, Any] | None, kwargs: Mapping[str, Any], fallb
     return _first_str(kwargs.get("name"), fallback)
 
 
-def _usage_of(response: Any, usage: Usage) -> None:
+def model_of(metadata: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> tuple[str, str]:
+    """``(provider, model)`` of an LLM run as LangChain reports them at its start ("" when it does not)."""
+    meta = metadata or {}
+    params = kwargs.get("invocation_params")
+    params = params if isinstance(params, Mapping) else {}
+    model = _first_str(meta.get("ls_model_name"), params.get("model"), params.get("model_name"))
+    return _first_str(meta.get("ls_provider")), model
+
+
+def usage_of(response: Any, usage: Usage) -> None:
     """Sums the usage of every generation of an ``LLMResult`` (LangChain's ``usage_metadata`` counts
     cached input tokens in ``input_tokens``, as genai-prices does)."""
     for generations in getattr(response, "generations", None) or ():
@@ -149,11 +158,8 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
         metadata: Mapping[str, Any] | None,
         kwargs: Mapping[str, Any],
     ) -> None:
-        meta = metadata or {}
-        params = kwargs.get("invocation_params")
-        params = params if isinstance(params, Mapping) else {}
-        model = _first_str(meta.get("ls_model_name"), params.get("model"), params.get("model_name"))
-        provider = self._provider or _first_str(meta.get("ls_provider"))
+        provider, model = model_of(metadata, kwargs)
+        provider = self._provider or provider
         opts = WrapOptions(_name(serialized, kwargs, "llm"), self._estimate, model=model or None)
         held = self._start(run_id, parent_run_id, CallKind.LLM, opts)
         usage = Usage(provider, model) if provider and model else None  # unpriceable: the estimate
@@ -193,7 +199,7 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
             return
         held, usage = opened
         counted = usage or Usage("", "")
-        _usage_of(response, counted)
+        usage_of(response, counted)
         if usage is not None:
             charge(usage, self._estimate, self._overrides, held.report)
         elif counted.seen:  # tokens without a price: recorded, charged the estimate

@@ -1,6 +1,9 @@
 """Run execution: the executor port, the in-process executor, the event relay and AiRuntime."""
 
+from typing import TYPE_CHECKING, Any
+
 from chainwarden.runtime.ai_runtime import AiRuntime, Run
+from chainwarden.runtime.anthropic_executor import AnthropicExecutor, AnthropicTool
 from chainwarden.runtime.containment_port import Containment, LlmCallGuard, RunLimits
 from chainwarden.runtime.events import (
     AiEvent,
@@ -19,10 +22,26 @@ from chainwarden.runtime.port import GraphExecutor, GraphFinal, GraphRunRequest,
 from chainwarden.runtime.relay import DEFAULT_UI_BUFFER, RunEventRelay
 from chainwarden.runtime.run_context import LlmCallRefused, LlmResult, RunContext
 
+if TYPE_CHECKING:
+    from chainwarden.runtime.langgraph_executor import LangGraphExecutor
+
+
+def __getattr__(name: str) -> Any:
+    # LangGraphExecutor subclasses LangChain's callback handler: importing it needs the `langgraph` extra,
+    # so it is imported on first use and `import chainwarden.runtime` works without LangChain.
+    if name == "LangGraphExecutor":
+        from chainwarden.runtime.langgraph_executor import LangGraphExecutor  # noqa: PLC0415
+
+        return LangGraphExecutor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "DEFAULT_UI_BUFFER",
     "AiEvent",
     "AiRuntime",
+    "AnthropicExecutor",
+    "AnthropicTool",
     "AssistantFinal",
     "Containment",
     "Done",
@@ -34,6 +53,7 @@ __all__ = [
     "GraphRunRequest",
     "GraphRunResult",
     "InProcGraphExecutor",
+    "LangGraphExecutor",
     "LlmCallGuard",
     "LlmCallRefused",
     "LlmResult",

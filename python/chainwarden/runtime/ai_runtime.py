@@ -22,6 +22,7 @@ from chainwarden.runtime.inproc import new_run_id
 from chainwarden.runtime.once import Once
 from chainwarden.runtime.port import GraphExecutor, GraphFinal, GraphRunRequest, GraphRunResult, Usage
 from chainwarden.runtime.relay import DEFAULT_UI_BUFFER, RunEventRelay
+from chainwarden.runtime.run_records import RunRecorder
 
 logger = logging.getLogger("chainwarden.runtime")
 
@@ -46,10 +47,12 @@ class Run:
         *,
         strict: bool,
         ui_buffer: int,
+        recorder: RunRecorder,
     ) -> None:
         assert req.run_id is not None
         self.run_id: str = req.run_id
         self.request = req
+        self._recorder = recorder
         self._result = result
         self._sink = sink
         self._strict = strict
@@ -133,6 +136,7 @@ class Run:
     async def _resolve_final(self) -> None:
         relay = self._relay
         try:
+            await self._recorder.started()
             await relay.wait()
         finally:
             finish_reason, content = "stop", relay.content
@@ -159,17 +163,20 @@ class Run:
                 )
                 if ok:
                     ok, error = False, "internal"
-            self._final.set(
-                GraphFinal(
-                    ok=ok,
-                    run_id=self.run_id,
-                    request_id=self.request.ingress_request_id or self.run_id,
-                    usage=Usage(prompt_tokens=relay.prompt_tokens, completion_tokens=relay.completion_tokens),
-                    finish_reason=finish_reason if ok else "error",
-                    error=error,
-                    content=content,
-                )
+            final = GraphFinal(
+                ok=ok,
+                run_id=self.run_id,
+                request_id=self.request.ingress_request_id or self.run_id,
+                usage=Usage(prompt_tokens=relay.prompt_tokens, completion_tokens=relay.completion_tokens),
+                finish_reason=finish_reason if ok else "error",
+                error=error,
+                content=content,
             )
+            try:
+                # Before the final resolves, so whoever awaited it finds the run's record complete.
+                await self._recorder.ended(final)
+            finally:
+                self._final.set(final)
 
 
 class AiRuntime:
@@ -246,7 +253,14 @@ class AiRuntime:
                 result = executor.run_graph(req)
             except Exception:
                 logger.exception("run %s: executor %r failed to start", run_id, provider)
-        return Run(req, result, sink, strict=self._strict, ui_buffer=self._ui_buffer)
+        return Run(
+            req,
+            result,
+            sink,
+            strict=self._strict,
+            ui_buffer=self._ui_buffer,
+            recorder=RunRecorder(self._ledger, req),
+        )
 
     def close(self) -> None:
         """Stops the outbox drainer; what is parked stays in the outbox for the next runtime to drain.

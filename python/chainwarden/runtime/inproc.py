@@ -13,7 +13,7 @@ from chainwarden.runtime.containment_port import Containment, RunLimits
 from chainwarden.runtime.events import AiEvent, AssistantFinal, Done, Error, ErrorCode, UsageReport
 from chainwarden.runtime.once import Once
 from chainwarden.runtime.port import GraphFinal, GraphRunRequest, GraphRunResult, Usage
-from chainwarden.runtime.run_context import LlmCallRefused, RunContext
+from chainwarden.runtime.run_context import SOURCE_SYSTEM, LlmCallRefused, RunContext
 
 logger = logging.getLogger("chainwarden.runtime")
 
@@ -42,7 +42,11 @@ class InProcGraphExecutor:
         limits: RunLimits | None = None,
         containment: Containment | None = None,
         max_concurrent_llm_calls: int = 64,
+        source: str = SOURCE_SYSTEM,
     ) -> None:
+        if not isinstance(source, str) or not source:
+            raise ValueError(f"source must be a non-empty str, got {source!r}")
+        self._source = source
         if isinstance(graph_fn, Mapping):
             self._graphs: Mapping[str, GraphFn] | None = dict(graph_fn)
             self._single: GraphFn | None = None
@@ -122,7 +126,15 @@ class InProcGraphExecutor:
                 return
             try:
                 content = await fn(
-                    RunContext(req, run_id, guard, self._containment, emit, llm_threads=self._llm_threads)
+                    RunContext(
+                        req,
+                        run_id,
+                        guard,
+                        self._containment,
+                        emit,
+                        llm_threads=self._llm_threads,
+                        source=self._source,
+                    )
                 )
                 if content is not None and not isinstance(content, str):
                     raise TypeError(f"a graph must return str or None, got {type(content).__name__}")

@@ -90,8 +90,10 @@ class RunContext:
         emit: Callable[[AiEvent], None],
         *,
         llm_threads: concurrent.futures.Executor | None = None,
+        source: str = SOURCE_SYSTEM,
     ):
         self.request = req
+        self.source = source
         self.run_id = run_id
         self.attempt = req.attempt
         self.guard = guard
@@ -167,6 +169,46 @@ class RunContext:
             bridged.cancel()
             raise
 
+    async def call_tool(self, name: str, call: Callable[[], Awaitable[Any]] | Callable[[], Any]) -> Any:
+        """Runs one tool call under the run's ExecutionContext and returns what the tool returned.
+
+        A tool that raises is not retried: its exception propagates (the caller decides, e.g. tells the
+        model). A call the context refuses before it runs raises ``LlmCallRefused``."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty str, got {name!r}")
+        options = self._containment.wrap_options(name, 0.0)
+        outcome: list[Any] = []
+        failure: list[BaseException] = []
+
+        async def attempt() -> None:
+            try:
+                result = call()
+                if asyncio.iscoroutine(result):
+                    result = await result
+            except BaseException as error:
+                failure.append(error)
+                raise
+            outcome.append(result)
+
+        wrap_async = getattr(self.guard, "wrap_tool_call_async", None)
+        if wrap_async is not None:
+            decision = await wrap_async(attempt, options)
+        else:
+            loop = asyncio.get_running_loop()
+
+            def run_in_thread() -> None:
+                asyncio.run_coroutine_threadsafe(attempt(), loop).result()
+
+            wrapped = functools.partial(
+                contextvars.copy_context().run, self.guard.wrap_tool_call, run_in_thread, options
+            )
+            decision = await loop.run_in_executor(self._llm_threads, wrapped)
+        if failure and not isinstance(failure[0], asyncio.CancelledError):
+            raise failure[0]
+        if decision_name(decision) == "ALLOW" and outcome:
+            return outcome[0]
+        raise LlmCallRefused(decision_name(decision), timed_out=refusal_is_timeout(self.guard))
+
     def _charge(self, result: LlmResult) -> None:
         """Inside the wrapped call: the context settles it at what the ledger bills, so the run's
         cost ceiling sees real cost (docs/design.md §20)."""
@@ -178,6 +220,13 @@ class RunContext:
             logger.warning(
                 "run %s: LLM cost %r not counted by containment", self.run_id, result.cost_usd, exc_info=True
             )
+
+    def report_usage(self, result: LlmResult) -> LlmResult:
+        """Reports the usage of an LLM call that was contained elsewhere (a framework's callbacks, not
+        ``call_llm``): one ``UsageReport``, ``usage_unit_id`` as for ``call_llm``."""
+        if not isinstance(result, LlmResult):
+            raise TypeError(f"result must be an LlmResult, got {type(result).__name__}")
+        return self._report(result)
 
     def _report(self, result: LlmResult) -> LlmResult:
         index = self._llm_calls
@@ -191,7 +240,7 @@ class RunContext:
                 UsageFact(
                     run_id=self.run_id,
                     attempt=req.attempt,
-                    source=SOURCE_SYSTEM,
+                    source=self.source,
                     billing_account_id=req.billing_account_id,
                     virtual_key_id=req.virtual_key_id,
                     usage_unit_id=unit,

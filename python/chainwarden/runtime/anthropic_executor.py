@@ -1,0 +1,218 @@
+"""`AnthropicExecutor`: a Claude tool-use loop behind the executor port (extra `chainwarden[anthropic]`).
+
+An external-style adapter: it talks to the Messages API with the caller's real ``anthropic`` async client
+and reports one usage fact per API message itself, ``usage_unit_id`` = the message id (docs/runtime.md).
+It runs on the in-process machinery, so every message and every tool call is contained by the run's
+ExecutionContext (limits from ``RunLimits``; a refusal ends the run with ``Error`` and ``final.ok`` False),
+streams ``TextDelta`` / ``ToolCallStart`` / ``ToolCallResult`` events; cancelling the run cancels the loop.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from chainwarden._extras import require
+from chainwarden.integrations._anthropic import MESSAGES
+from chainwarden.integrations._usage import Usage, price_of
+from chainwarden.runtime.containment_port import Containment, RunLimits
+from chainwarden.runtime.events import TextDelta, ToolCallResult, ToolCallStart
+from chainwarden.runtime.inproc import InProcGraphExecutor
+from chainwarden.runtime.port import GraphRunRequest, GraphRunResult
+from chainwarden.runtime.run_context import LlmCallRefused, LlmResult, RunContext
+
+__all__ = ["SOURCE_ANTHROPIC", "AnthropicExecutor", "AnthropicTool"]
+
+SOURCE_ANTHROPIC = "anthropic"
+
+logger = logging.getLogger("chainwarden.runtime")
+
+ToolFn = Callable[[dict[str, Any]], Any] | Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class AnthropicTool:
+    """A tool Claude may call: its Messages API definition and the function that runs it.
+
+    ``fn`` (sync or async) gets the tool input dict and returns a ``str`` or anything JSON-serialisable;
+    an exception is sent back to the model as an ``is_error`` tool result, and the run goes on."""
+
+    name: str
+    description: str
+    fn: ToolFn
+    input_schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"name must be a non-empty str, got {self.name!r}")
+        if not isinstance(self.description, str):
+            raise TypeError(f"description must be a str, got {type(self.description).__name__}")
+        if not callable(self.fn):
+            raise TypeError(f"fn must be callable, got {type(self.fn).__name__}")
+        if not isinstance(self.input_schema, Mapping):
+            raise TypeError(f"input_schema must be a mapping, got {type(self.input_schema).__name__}")
+
+    def definition(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "input_schema": dict(self.input_schema)}
+
+
+class AnthropicExecutor:
+    """Runs ``req.messages`` as a Claude conversation with ``tools`` until the model stops asking for them.
+
+    ``client`` is an ``anthropic.AsyncAnthropic``. Register it with the runtime under a provider name, e.g.
+    ``AiRuntime(executors={"anthropic": AnthropicExecutor(client, tools=[...])})`` and graph ids
+    ``"anthropic:<name>"``; ``req.model`` is the Claude model. Each message's cost is priced from its usage
+    with ``chainwarden.pricing.price_usage`` (``price_overrides`` as there) and settled as the call's actual
+    cost (docs/design.md §20); an unknown model is billed without a cost, never a guessed one.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        tools: Iterable[AnthropicTool] = (),
+        system: str | None = None,
+        max_tokens: int = 1024,
+        stream: bool = True,
+        limits: RunLimits | None = None,
+        containment: Containment | None = None,
+        price_overrides: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+        cost_estimate_usd: float = 0.0,
+    ) -> None:
+        anthropic = require("anthropic", "anthropic")
+        if not isinstance(client, anthropic.AsyncAnthropic):
+            raise TypeError(f"client must be an anthropic.AsyncAnthropic, got {type(client).__name__}")
+        tool_list = list(tools)
+        for tool in tool_list:
+            if not isinstance(tool, AnthropicTool):
+                raise TypeError(f"tools must hold AnthropicTool objects, got {type(tool).__name__}")
+        self._tools = {tool.name: tool for tool in tool_list}
+        if len(self._tools) != len(tool_list):
+            raise ValueError("tools: two tools have the same name")
+        if system is not None and not isinstance(system, str):
+            raise TypeError(f"system must be a str or None, got {type(system).__name__}")
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
+        if not isinstance(stream, bool):
+            raise TypeError(f"stream must be a bool, got {type(stream).__name__}")
+        self._client = client
+        self._system = system
+        self._max_tokens = max_tokens
+        self._stream = stream
+        self._price_overrides = price_overrides
+        self._cost_estimate = cost_estimate_usd
+        self._inproc = InProcGraphExecutor(
+            self._converse, limits=limits, containment=containment, source=SOURCE_ANTHROPIC
+        )
+
+    def run_graph(self, req: GraphRunRequest) -> GraphRunResult:
+        return self._inproc.run_graph(req)
+
+    def close(self) -> None:
+        self._inproc.close()
+
+    # -- the tool-use loop -------------------------------------------------------------------------------
+
+    async def _converse(self, ctx: RunContext) -> str | None:
+        system, messages = _split_system(ctx.request.messages, self._system)
+        while True:
+            reply: list[Any] = []
+            await ctx.call_llm(
+                functools.partial(self._message, ctx, system, messages, reply),
+                operation_name=f"chat {ctx.request.model}",
+                cost_estimate_hint=self._cost_estimate,
+            )
+            message = reply[0]
+            content = [block.model_dump(exclude_none=True) for block in message.content]
+            messages.append({"role": "assistant", "content": content})
+            uses = [block for block in message.content if block.type == "tool_use"]
+            if message.stop_reason != "tool_use" or not uses:
+                return "".join(block.text for block in message.content if block.type == "text")
+            results = [await self._run_tool(ctx, use) for use in uses]
+            messages.append({"role": "user", "content": results})
+
+    async def _message(
+        self, ctx: RunContext, system: str | None, messages: list[dict[str, Any]], reply: list[Any]
+    ) -> LlmResult:
+        """One Messages API call (one contained LLM call of the run); the message lands in ``reply``."""
+        params: dict[str, Any] = {
+            "model": ctx.request.model,
+            "max_tokens": self._max_tokens,
+            "messages": messages,
+        }
+        if system is not None:
+            params["system"] = system
+        if self._tools:
+            params["tools"] = [tool.definition() for tool in self._tools.values()]
+        if self._stream:
+            async with self._client.messages.stream(**params) as stream:
+                async for event in stream:
+                    if event.type == "text" and event.text:
+                        ctx.emit(TextDelta(event.text))
+                message = await stream.get_final_message()
+        else:
+            message = await self._client.messages.create(**params)
+            for block in message.content:
+                if block.type == "text" and block.text:
+                    ctx.emit(TextDelta(block.text))
+        reply.append(message)
+        return self._result(message)
+
+    def _result(self, message: Any) -> LlmResult:
+        # Counted and priced as every integration does (chainwarden.integrations): input_tokens counts the
+        # cached tokens too, which Anthropic reports beside it.
+        usage = Usage(SOURCE_ANTHROPIC, message.model)
+        MESSAGES.usage_of(message, usage)
+        return LlmResult(
+            content="".join(block.text for block in message.content if block.type == "text"),
+            model=message.model,
+            provider=SOURCE_ANTHROPIC,
+            usage_unit_id=message.id,
+            input_tokens=usage.total_input(),
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            cost_usd=price_of(usage, self._price_overrides),
+            usage_raw=message.usage.model_dump(exclude_none=True),
+        )
+
+    async def _run_tool(self, ctx: RunContext, use: Any) -> dict[str, Any]:
+        """One contained tool call; its result (or its failure) becomes a ``tool_result`` block."""
+        arguments = dict(use.input) if isinstance(use.input, Mapping) else {}
+        ctx.emit(ToolCallStart(use.id, use.name, arguments))
+        tool = self._tools.get(use.name)
+        error = False
+        try:
+            if tool is None:
+                raise LookupError(f"no tool named {use.name!r} is registered")
+            output = await ctx.call_tool(use.name, lambda: tool.fn(arguments))
+            text = output if isinstance(output, str) else json.dumps(output)
+        except LlmCallRefused:
+            raise  # containment said no: the run ends (Error + Done), the model is not asked again
+        except Exception as failure:
+            # The model hears about a failed tool and may recover from it.
+            logger.info("tool %r failed: %s", use.name, failure)
+            text, error = f"{type(failure).__name__}: {failure}", True
+        ctx.emit(ToolCallResult(use.id, {"content": text, "is_error": error}))
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use.id, "content": text}
+        if error:
+            block["is_error"] = True
+        return block
+
+
+def _split_system(
+    messages: list[dict[str, Any]], default: str | None
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """The Messages API takes the system prompt beside the messages, not among them."""
+    system = [m.get("content") for m in messages if m.get("role") == "system"]
+    rest = [dict(m) for m in messages if m.get("role") != "system"]
+    texts = [text for text in system if isinstance(text, str)]
+    if len(texts) != len(system):
+        raise TypeError("a system message's content must be a str")
+    if default is not None:
+        texts.insert(0, default)
+    return ("\n\n".join(texts) if texts else None), rest
