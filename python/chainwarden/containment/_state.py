@@ -32,6 +32,7 @@ class Cancellable(Protocol):
 
     def cancel(self) -> object: ...
 
+
 _log = logging.getLogger("chainwarden.containment")
 
 
