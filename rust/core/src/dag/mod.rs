@@ -2,10 +2,12 @@
 //! propagation, leaf repair, versioned rewrites and compression. Pure Rust; `rust/py` exposes it.
 
 mod arena;
+mod bulk;
 mod compress;
 mod context;
 mod create;
 mod cycle;
+mod delta;
 mod derived;
 mod error;
 mod events;
@@ -13,6 +15,7 @@ mod gating;
 mod ids;
 mod invariants;
 pub mod json;
+mod lease;
 mod leaves;
 mod mermaid;
 mod mutations;
@@ -28,6 +31,7 @@ pub mod value;
 
 pub use arena::{Dag, Edge, Node};
 pub use create::NodeSpec;
+pub use delta::{Delta, Mark, Row};
 pub use error::{DagError, DagResult, ErrorKind};
 pub use events::Event;
 pub use ids::{now, uuid7};

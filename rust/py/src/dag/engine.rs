@@ -12,7 +12,7 @@ use crate::convert::py_str;
 
 #[pyclass(frozen, module = "chainwarden._core")]
 pub struct DagEngine {
-    inner: Mutex<Dag>,
+    pub(super) inner: Mutex<Dag>,
 }
 
 impl DagEngine {

@@ -4,11 +4,13 @@ mod args;
 mod convert;
 mod engine;
 mod errors;
+mod store;
 
 use pyo3::prelude::*;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<engine::DagEngine>()?;
+    store::register(m)?;
     Ok(())
 }
