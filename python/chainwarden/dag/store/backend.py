@@ -22,15 +22,19 @@ Rows = tuple[list[tuple[int, str]], list[tuple[int, str]], list[tuple[int, str]]
 class Tx:
     """One open change on one graph, its row locked; `version` is the committed version at lock time."""
 
-    __slots__ = ("_backend", "_cur", "graph_id", "version")
+    __slots__ = ("_backend", "_cur", "graph_id", "prefetched", "version")
 
     def __init__(self, backend: Backend, cur: Any, graph_id: str, version: int) -> None:
         self._backend = backend
         self._cur = cur
         self.graph_id = graph_id
         self.version = version
+        #: Rows newer than the caller's version, when the backend read them together with the lock.
+        self.prefetched: Rows | None = None
 
     def rows_since(self, version: int) -> Rows:
+        if self.prefetched is not None:
+            return self.prefetched
         return self._backend._rows_since(self._cur, self.graph_id, version)
 
     def write(self, delta: Delta, version: int) -> None:
@@ -134,8 +138,9 @@ class Backend(ABC):
             return int(row[0]), self._rows_since(cur, graph_id, -1)
 
     @contextmanager
-    def change(self, graph_id: str) -> Iterator[Tx]:
-        """The graph's row locked for one change; commits on normal exit, rolls back if the block raises."""
+    def change(self, graph_id: str, seen: int) -> Iterator[Tx]:
+        """The graph's row locked for one change (the caller has seen version `seen`); commits on normal exit,
+        rolls back if the block raises."""
         with self._lock, self._transaction(write=True) as cur:
             version = self._lock_graph(cur, graph_id)
             if version is None:

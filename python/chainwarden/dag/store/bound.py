@@ -12,7 +12,14 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from chainwarden._core import DagEngine, dag_delta, dag_change_mark, dag_from_records
+from chainwarden._core import (
+    DagEngine,
+    DagError,
+    dag_apply_records,
+    dag_change_mark,
+    dag_delta,
+    dag_from_records,
+)
 from chainwarden.dag.graph import Graph, JSONDict, Mutation
 from chainwarden.dag.store.backend import Backend, Delta, Rows, Tx
 
@@ -65,17 +72,27 @@ class StoredGraph(Graph):
 
     def refresh(self) -> int:
         """Catches up with changes committed elsewhere; returns the version now seen."""
-        with self._lock, self._backend.change(self.graph_id) as tx:
+        with self._lock, self._backend.change(self.graph_id, self._version) as tx:
             self._catch_up(tx)
             return self._version
 
     # ---- catch-up and commit ---------------------------------------------------------------------------
 
     def _apply_rows(self, version: int, rows: Rows) -> None:
-        if self._version == STALE:
+        """Applies rows committed elsewhere: in place when this object is current up to them (O(rows)),
+        by a bulk load of every row otherwise."""
+        incremental = self._version != STALE
+        if not incremental:
             self._rows = ([], [], [])
         for cache, changed in zip(self._rows, rows, strict=True):
             _patch(cache, changed)
+        if incremental:
+            try:
+                dag_apply_records(self._engine, *rows)
+                self._version = version
+                return
+            except DagError:  # rows this engine cannot take in place: rebuild from every row
+                pass
         nodes, edges, events = self._rows
         self._engine = dag_from_records(self.graph_id, nodes, edges, events)
         self._version = version
@@ -110,7 +127,7 @@ class StoredGraph(Graph):
                 return op()  # inside this graph's mutate() block: that block commits
             applied = False
             try:
-                with self._backend.change(self.graph_id) as tx:
+                with self._backend.change(self.graph_id, self._version) as tx:
                     self._catch_up(tx)
                     mark = dag_change_mark(self._engine)
                     result = op()
@@ -132,7 +149,7 @@ class StoredGraph(Graph):
                 return
             applied = False
             try:
-                with self._backend.change(self.graph_id) as tx:
+                with self._backend.change(self.graph_id, self._version) as tx:
                     self._catch_up(tx)
                     mark = dag_change_mark(self._engine)
                     with super().mutate() as handle:

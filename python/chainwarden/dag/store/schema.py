@@ -26,6 +26,7 @@ TABLES = [
     " record TEXT NOT NULL, PRIMARY KEY (graph_id, seq))",
     "CREATE INDEX IF NOT EXISTS chainwarden_dag_nodes_version ON chainwarden_dag_nodes (graph_id, version)",
     "CREATE INDEX IF NOT EXISTS chainwarden_dag_edges_version ON chainwarden_dag_edges (graph_id, version)",
+    "CREATE INDEX IF NOT EXISTS chainwarden_dag_events_version ON chainwarden_dag_events (graph_id, version)",
 ]
 
 ROW_TABLES = ("chainwarden_dag_nodes", "chainwarden_dag_edges", "chainwarden_dag_events")

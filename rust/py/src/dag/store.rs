@@ -81,6 +81,24 @@ pub fn dag_from_records(
     })
 }
 
+/// Catch-up: applies rows committed elsewhere in place (`(seq, record)` lists); on error, reload instead.
+#[pyfunction]
+pub fn dag_apply_records(
+    py: Python<'_>,
+    engine: &Bound<'_, DagEngine>,
+    nodes: Vec<(usize, String)>,
+    edges: Vec<(usize, String)>,
+    events: Vec<(usize, String)>,
+) -> PyResult<()> {
+    with(py, engine, |g| {
+        let n: Vec<(usize, &str)> = nodes.iter().map(|(s, t)| (*s, t.as_str())).collect();
+        let e: Vec<(usize, &str)> = edges.iter().map(|(s, t)| (*s, t.as_str())).collect();
+        let v: Vec<(usize, &str)> = events.iter().map(|(s, t)| (*s, t.as_str())).collect();
+        g.apply_records(&n, &e, &v)
+    })
+    .py_err(py)
+}
+
 #[pyfunction]
 #[pyo3(signature = (engine, limit, worker_id=None, lease_until=None))]
 pub fn dag_claim_leased(
@@ -140,6 +158,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dag_change_mark, m)?)?;
     m.add_function(wrap_pyfunction!(dag_delta, m)?)?;
     m.add_function(wrap_pyfunction!(dag_from_records, m)?)?;
+    m.add_function(wrap_pyfunction!(dag_apply_records, m)?)?;
     m.add_function(wrap_pyfunction!(dag_claim_leased, m)?)?;
     m.add_function(wrap_pyfunction!(dag_heartbeat, m)?)?;
     m.add_function(wrap_pyfunction!(dag_reclaim_expired, m)?)?;
