@@ -60,6 +60,11 @@ class StoredGraph(Graph):
         graph._apply_rows(version, rows)
         return graph
 
+    @classmethod
+    def from_json(cls, data: bytes | str) -> Graph:
+        """An in-memory `Graph` (to store a copy, create a graph in a store and build it there)."""
+        return Graph.from_json(data)
+
     @property
     def store(self) -> Store:
         return self._store
