@@ -21,6 +21,14 @@ __all__ = [
     "StopCause",
     "_BenchFloor",
     "__version__",
+    "dag_apply_records",
+    "dag_change_mark",
+    "dag_check_lease",
+    "dag_claim_leased",
+    "dag_delta",
+    "dag_from_records",
+    "dag_heartbeat",
+    "dag_reclaim_expired",
     "open_sync_calls",
 ]
 
@@ -420,7 +428,9 @@ def dag_from_records(graph_id: str, nodes: list[str], edges: list[str], events: 
 def dag_claim_leased(
     engine: DagEngine, limit: int, worker_id: str | None = None, lease_until: float | None = None
 ) -> list[str]: ...
-def dag_heartbeat(engine: DagEngine, node_ids: list[str], worker_id: str, lease_until: float) -> list[str]: ...
+def dag_heartbeat(
+    engine: DagEngine, node_ids: list[str], worker_id: str, lease_until: float
+) -> list[str]: ...
 def dag_reclaim_expired(engine: DagEngine, now: float | None, max_attempts: int) -> list[str]: ...
 def dag_check_lease(engine: DagEngine, node_id: str, worker_id: str) -> None: ...
 def dag_apply_records(

@@ -200,7 +200,9 @@ class Graph:
         with self._lock:
             return self._engine.mark_skipped(node_id, reason)
 
-    def claim(self, limit: int = 10, *, worker_id: str | None = None, lease_s: float | None = None) -> list[str]:
+    def claim(
+        self, limit: int = 10, *, worker_id: str | None = None, lease_s: float | None = None
+    ) -> list[str]:
         """Ready pending executables -> running. With `lease_s` the claim is leased to `worker_id`
         (docs/dag.md "Stores and workers"): `claimed_by` / `lease_expires_at` land in the node's metadata."""
         if worker_id is None and lease_s is None:

@@ -121,8 +121,8 @@ class Runner:
             raise invalid_argument("lease_s must be a number of seconds > 0 or None")
         if lease_s is not None and worker_id is None:
             worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        #: Leased mode (docs/dag.md "Stores and workers"): reclaim expired leases before claiming, claim with a
-        #: lease, renew it while executing, and drop a result whose lease was lost.
+        #: Leased mode (docs/dag.md "Stores and workers"): reclaim expired leases before claiming, claim
+        #: with a lease, renew it while executing, and drop a result whose lease was lost.
         self.worker_id = worker_id
         self.lease_s = None if lease_s is None else float(lease_s)
         self._heartbeat = (
@@ -243,7 +243,9 @@ class Runner:
         except DagError as err:
             if err.code == LEASE_LOST:
                 # Our lease ran out and the node went back to the queue: another worker's result counts.
-                _log.warning("worker %s lost the lease on node %s; its result is dropped", self.worker_id, node_id)
+                _log.warning(
+                    "worker %s lost the lease on node %s; its result is dropped", self.worker_id, node_id
+                )
                 return
             # The result itself was unusable (e.g. non-JSON output): the node must still leave `running`.
             result = ExecutionResult.errored(f"invalid_execution_result: {err}")

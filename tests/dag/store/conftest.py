@@ -7,7 +7,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from store_urls import KINDS, new_url  # noqa: E402
+from store_urls import KINDS, new_url
 
 
 @pytest.fixture(params=KINDS)

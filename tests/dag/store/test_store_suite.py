@@ -16,15 +16,15 @@ from chainwarden.dag import Store, StoredGraph
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
 
-import test_dag_compress  # noqa: E402
-import test_dag_context  # noqa: E402
-import test_dag_gating  # noqa: E402
-import test_dag_leaves  # noqa: E402
-import test_dag_markers  # noqa: E402
-import test_dag_mutations  # noqa: E402
-import test_dag_propagation  # noqa: E402
-import test_dag_runner  # noqa: E402
-import test_dag_state  # noqa: E402
+import test_dag_compress
+import test_dag_context
+import test_dag_gating
+import test_dag_leaves
+import test_dag_markers
+import test_dag_mutations
+import test_dag_propagation
+import test_dag_runner
+import test_dag_state
 
 MODULES: list[ModuleType] = [
     test_dag_compress,
@@ -47,7 +47,9 @@ for _module in MODULES:
 
 
 @pytest.fixture(autouse=True, params=KINDS)
-def stored_graphs(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def stored_graphs(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
     url = new_url(str(request.param), tmp_path)
     store = Store.open(url)
     made: list[StoredGraph] = []

@@ -1,4 +1,4 @@
-"""Many worker processes on one stored graph: exactly-once execution, and a SIGKILLed worker's claims reclaimed."""
+"""Many worker processes on one stored graph: exactly-once runs; a SIGKILLed worker's claims reclaimed."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ from chainwarden.dag import ExecutionResult, Graph, Runner, Store
 WORKER = Path(__file__).with_name("store_worker.py")
 
 
-def spawn(url: str, graph_id: str, worker_id: str, lease_s: float, sleep_s: float, log: Path) -> subprocess.Popen[bytes]:
+def spawn(
+    url: str, graph_id: str, worker_id: str, *, lease_s: float, sleep_s: float, log: Path
+) -> subprocess.Popen[bytes]:
     args = [sys.executable, str(WORKER), url, graph_id, worker_id, str(lease_s), str(sleep_s), str(log)]
     return subprocess.Popen(args)
 
@@ -38,7 +40,7 @@ def test_four_workers_run_1000_tasks_exactly_once(store_url: str, tmp_path: Path
     with Store.open(store_url) as store:
         build_layers(store.create_graph("work"), 1000, 100)
         logs = [tmp_path / f"w{i}.log" for i in range(4)]
-        procs = [spawn(store_url, "work", f"w{i}", 10.0, 0.0, logs[i]) for i in range(4)]
+        procs = [spawn(store_url, "work", f"w{i}", lease_s=10.0, sleep_s=0.0, log=logs[i]) for i in range(4)]
         assert [p.wait(timeout=80) for p in procs] == [0, 0, 0, 0]
         done = store.load("work")
     ran = executions(logs)
@@ -49,7 +51,13 @@ def test_four_workers_run_1000_tasks_exactly_once(store_url: str, tmp_path: Path
 
     single = Graph(graph_id="work")
     build_layers(single, 1000, 100)
-    Runner(single, {"task": lambda n, c: ExecutionResult.finished(), "agent_message": lambda n, c: ExecutionResult.finished()}).run_until_idle()
+    Runner(
+        single,
+        {
+            "task": lambda n, c: ExecutionResult.finished(),
+            "agent_message": lambda n, c: ExecutionResult.finished(),
+        },
+    ).run_until_idle()
     assert shape(done) == shape(single)
     assert len(done.edges()) == len(single.edges())
 
@@ -61,7 +69,7 @@ def test_sigkilled_worker_loses_only_its_claims(store_url: str, tmp_path: Path) 
     with Store.open(store_url) as store:
         build_layers(store.create_graph("work"), 40, 10)
         victim_log, other_log = tmp_path / "victim.log", tmp_path / "other.log"
-        victim = spawn(store_url, "work", "victim", lease, 0.05, victim_log)
+        victim = spawn(store_url, "work", "victim", lease_s=lease, sleep_s=0.05, log=victim_log)
         deadline = time.monotonic() + 20
         while len(executions([victim_log])) < 3:  # kill it while its executor runs
             assert time.monotonic() < deadline and victim.poll() is None
@@ -74,7 +82,7 @@ def test_sigkilled_worker_loses_only_its_claims(store_url: str, tmp_path: Path) 
             if n["state"] == "running" and n["metadata"].get("claimed_by") == "victim"
         }
         assert held  # it died holding claims
-        other = spawn(store_url, "work", "other", lease, 0.0, other_log)
+        other = spawn(store_url, "work", "other", lease_s=lease, sleep_s=0.0, log=other_log)
         assert other.wait(timeout=40) == 0
         done = store.load("work")
     ran = executions([victim_log, other_log])

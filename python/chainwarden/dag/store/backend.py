@@ -3,6 +3,7 @@ the caller's version, writes the delta rows and the new version (docs/dag.md "St
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -70,7 +71,7 @@ class Backend(ABC):
     @abstractmethod
     def _lock_graph(self, cur: Any, graph_id: str) -> int | None: ...
 
-    def _schema_lock(self, cur: Any) -> None:
+    def _schema_lock(self, cur: Any) -> None:  # noqa: B027 - a hook: only PostgreSQL needs it
         """Serializes first-use schema creation between processes (SQLite's write lock already does)."""
 
     def _connection(self) -> Any:
@@ -84,16 +85,17 @@ class Backend(ABC):
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            try:
+            # A broken connection may fail to close; it is gone either way.
+            with contextlib.suppress(Exception):
                 conn.close()
-            except Exception:  # a broken connection may fail to close; it is gone either way
-                pass
 
     def _ensure_schema(self) -> None:
         with self._transaction(write=True) as cur:
             self._schema_lock(cur)
             cur.execute(META)
-            cur.execute(self._sql("SELECT value FROM chainwarden_dag_meta WHERE key = ?"), ("schema_version",))
+            cur.execute(
+                self._sql("SELECT value FROM chainwarden_dag_meta WHERE key = ?"), ("schema_version",)
+            )
             row = cur.fetchone()
             if row is None:
                 for ddl in TABLES:
@@ -104,7 +106,8 @@ class Backend(ABC):
                 )
             elif row[0] != str(SCHEMA_VERSION):
                 raise StoreSchemaError(
-                    f"the store has DAG schema version {row[0]}; this chainwarden reads version {SCHEMA_VERSION}"
+                    f"the store has DAG schema version {row[0]}; "
+                    f"this chainwarden reads version {SCHEMA_VERSION}"
                 )
 
     def close(self) -> None:
@@ -120,7 +123,9 @@ class Backend(ABC):
             if cur.fetchone() is not None:
                 raise StoreConflictError(f"graph {graph_id!r} already exists in the store")
             cur.execute(
-                self._sql("INSERT INTO chainwarden_dag_graphs (graph_id, version, created_at) VALUES (?, 0, ?)"),
+                self._sql(
+                    "INSERT INTO chainwarden_dag_graphs (graph_id, version, created_at) VALUES (?, 0, ?)"
+                ),
                 (graph_id, at),
             )
 
@@ -131,7 +136,9 @@ class Backend(ABC):
 
     def load(self, graph_id: str) -> tuple[int, Rows]:
         with self._lock, self._transaction(write=False) as cur:
-            cur.execute(self._sql("SELECT version FROM chainwarden_dag_graphs WHERE graph_id = ?"), (graph_id,))
+            cur.execute(
+                self._sql("SELECT version FROM chainwarden_dag_graphs WHERE graph_id = ?"), (graph_id,)
+            )
             row = cur.fetchone()
             if row is None:
                 raise graph_not_found(graph_id)

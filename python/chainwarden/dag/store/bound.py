@@ -179,7 +179,9 @@ class StoredGraph(Graph):
     ) -> str:
         ids = list(node_ids) if not isinstance(node_ids, (str, bytes)) else node_ids
         return self._change(
-            lambda: super(StoredGraph, self).compress(ids, summary_content, metadata=metadata, node_id=node_id)
+            lambda: super(StoredGraph, self).compress(
+                ids, summary_content, metadata=metadata, node_id=node_id
+            )
         )
 
     def mark_running(self, node_id: str) -> bool:
@@ -194,7 +196,9 @@ class StoredGraph(Graph):
         metadata: JSONDict | None = None,
     ) -> bool:
         return self._change(
-            lambda: super(StoredGraph, self).mark_finished(node_id, content=content, output=output, metadata=metadata)
+            lambda: super(StoredGraph, self).mark_finished(
+                node_id, content=content, output=output, metadata=metadata
+            )
         )
 
     def mark_errored(self, node_id: str, error: object) -> bool:
@@ -209,8 +213,12 @@ class StoredGraph(Graph):
     def mark_skipped(self, node_id: str, reason: object) -> bool:
         return self._change(lambda: super(StoredGraph, self).mark_skipped(node_id, reason))
 
-    def claim(self, limit: int = 10, *, worker_id: str | None = None, lease_s: float | None = None) -> list[str]:
-        return self._change(lambda: super(StoredGraph, self).claim(limit, worker_id=worker_id, lease_s=lease_s))
+    def claim(
+        self, limit: int = 10, *, worker_id: str | None = None, lease_s: float | None = None
+    ) -> list[str]:
+        return self._change(
+            lambda: super(StoredGraph, self).claim(limit, worker_id=worker_id, lease_s=lease_s)
+        )
 
     def heartbeat(self, node_ids: Iterable[str], *, worker_id: str, lease_s: float) -> list[str]:
         ids = list(node_ids) if not isinstance(node_ids, (str, bytes)) else node_ids

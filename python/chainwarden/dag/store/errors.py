@@ -1,4 +1,4 @@
-"""Errors of the durable store: a bad URL, an unreachable or lost database, a schema this version cannot read."""
+"""Errors of the durable store: a bad URL, an unreachable or lost database, an unknown schema version."""
 
 from __future__ import annotations
 

@@ -28,7 +28,8 @@ LOCK_AND_READ = (
 
 UPSERT = (
     "INSERT INTO {table} (graph_id, seq, {key}, version, record) "
-    "SELECT %(g)s, s, k, %(v)s, r FROM unnest(%({p}s)s::bigint[], %({p}k)s::text[], %({p}r)s::text[]) AS t(s, k, r) "
+    "SELECT %(g)s, s, k, %(v)s, r "
+    "FROM unnest(%({p}s)s::bigint[], %({p}k)s::text[], %({p}r)s::text[]) AS t(s, k, r) "
     "ON CONFLICT (graph_id, seq) DO UPDATE SET record = excluded.record, version = excluded.version; "
 )
 
@@ -40,7 +41,7 @@ INSERT_EVENTS = (
 
 def _psycopg() -> Any:
     try:
-        import psycopg
+        import psycopg  # noqa: PLC0415 - optional: the `postgres` extra
     except ImportError as exc:  # pragma: no cover - the `postgres` extra is missing
         raise StoreError("PostgreSQL stores need psycopg: pip install 'chainwarden[postgres]'") from exc
     return psycopg

@@ -1,8 +1,8 @@
 """The store's tables (the same on SQLite and PostgreSQL) and their version.
 
 One row per graph (its committed `version`, the row every change locks), and one row per node, edge and event
-holding the record as JSON, keyed by its arena position so a load rebuilds the same graph. Each row carries the
-graph version that last wrote it: catching up reads only rows newer than what a process has seen.
+holding the record as JSON, keyed by its arena position so a load rebuilds the same graph. Each row carries
+the graph version that last wrote it: catching up reads only rows newer than what a process has seen.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ the file take turns (the database lock is the graph lock) and readers never wait
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,7 +25,7 @@ class SqliteBackend(Backend):
             )
             if self._target != MEMORY:
                 conn.execute("PRAGMA journal_mode=WAL")
-                # WAL + NORMAL: a committed change survives a crash of the process (not of the machine's power).
+                # WAL + NORMAL: a committed change survives a crash of the process (not a power loss).
                 conn.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as exc:
             raise StoreConnectionError(f"cannot open SQLite store {self._target!r}: {exc}") from exc
@@ -57,7 +58,6 @@ class SqliteBackend(Backend):
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
-    try:
+    # No transaction may be left to undo (SQLite already rolled back).
+    with contextlib.suppress(sqlite3.Error):
         conn.execute("ROLLBACK")
-    except sqlite3.Error:  # no transaction left to undo (SQLite already rolled back)
-        pass

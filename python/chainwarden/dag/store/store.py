@@ -32,11 +32,11 @@ class Store:
         parsed = parse(url)
         backend: Backend
         if parsed.kind == "sqlite":
-            from chainwarden.dag.store.sqlite import SqliteBackend
+            from chainwarden.dag.store.sqlite import SqliteBackend  # noqa: PLC0415 - loaded when used
 
             backend = SqliteBackend(parsed.target)
         else:
-            from chainwarden.dag.store.postgres import PostgresBackend
+            from chainwarden.dag.store.postgres import PostgresBackend  # noqa: PLC0415 - needs psycopg
 
             backend = PostgresBackend(parsed.target)
         return cls(backend, url, max_attempts)

@@ -557,6 +557,8 @@ fn leaf_repair_marks_the_node_and_edge_it_adds() {
     assert_eq!(edges[0].get("metadata"), Some(&marker));
 }
 
+type Rows = Vec<(usize, String)>;
+
 fn view(rows: &[(usize, String)]) -> Vec<(usize, &str)> {
     rows.iter().map(|(s, t)| (*s, t.as_str())).collect()
 }
@@ -571,11 +573,7 @@ fn delta_names_what_a_change_touched_and_catch_up_replays_it() {
     edge(&mut g, "a", "b", "dependency");
     let all = g.delta_since(Default::default(), &[]);
     assert_eq!((all.nodes.len(), all.edges.len()), (2, 1));
-    let rows = |d: &Delta| -> (
-        Vec<(usize, String)>,
-        Vec<(usize, String)>,
-        Vec<(usize, String)>,
-    ) {
+    let rows = |d: &Delta| -> (Rows, Rows, Rows) {
         (
             d.nodes.iter().map(|(s, _, r)| (*s, r.clone())).collect(),
             d.edges.iter().map(|(s, _, r)| (*s, r.clone())).collect(),
