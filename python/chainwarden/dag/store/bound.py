@@ -87,10 +87,11 @@ class StoredGraph(Graph):
         """Applies rows committed elsewhere: in place when this object is current up to them (O(rows)),
         by a bulk load of every row otherwise."""
         incremental = self._version != STALE
-        if not incremental:
-            self._rows = ([], [], [])
-        for cache, changed in zip(self._rows, rows, strict=True):
-            _patch(cache, changed)
+        if incremental:
+            for cache, changed in zip(self._rows, rows, strict=True):
+                _patch(cache, changed)
+        else:  # every row, in arena order
+            self._rows = ([r for _, r in rows[0]], [r for _, r in rows[1]], [r for _, r in rows[2]])
         if incremental:
             try:
                 dag_apply_records(self._engine, *rows)
