@@ -2,7 +2,7 @@
 writing the same rows, and `store.load` of a 40,000-node chat. A script, not a pytest-benchmark suite: the
 multi-process rows need their own processes.
 
-    .venv/bin/python benches/dag_store.py   # SQLite; plus PostgreSQL when CHAINWARDEN_TEST_POSTGRES_DSN is set
+    .venv/bin/python benches/dag_store.py   # SQLite; PostgreSQL too with CHAINWARDEN_TEST_POSTGRES_DSN
                                             # (scripts/postgres-up.sh starts a throwaway server)
 Results go to benches/README.md ("Durable store").
 """
@@ -174,14 +174,16 @@ def main() -> None:
         s = parallel([(store_mutations, (url, g, N)) for g in "abcd"])
         r = parallel([(raw_writes, (url, f"r{g}", N, "mutation")) for g in "abcd"])
         print(
-            f"{kind} mutations, 4 workers / 4 graphs: store {rate(4 * N, s)}, raw {rate(4 * N, r)}, ratio {s / r:.2f}"
+            f"{kind} mutations, 4 workers / 4 graphs: "
+            f"store {rate(4 * N, s)}, raw {rate(4 * N, r)}, ratio {s / r:.2f}"
         )
         fresh(url, "one")
         fresh(url, "rone")
         s = parallel([(store_mutations, (url, "one", N)) for _ in range(4)])
         r = parallel([(raw_writes, (url, "rone", N, "mutation")) for _ in range(4)])
         print(
-            f"{kind} mutations, 4 workers / 1 graph: store {rate(4 * N, s)}, raw {rate(4 * N, r)}, ratio {s / r:.2f}"
+            f"{kind} mutations, 4 workers / 1 graph: "
+            f"store {rate(4 * N, s)}, raw {rate(4 * N, r)}, ratio {s / r:.2f}"
         )
         fresh(url, "claims", N)
         fresh(url, "rclaims", N)
