@@ -34,3 +34,11 @@ def test_demo_run_is_deterministic() -> None:
     assert [{k: v for k, v in n.items() if k not in strip} for n in a["nodes"].values()] == [
         {k: v for k, v in n.items() if k not in strip} for n in b["nodes"].values()
     ]
+
+
+def test_store_section_two_processes_share_one_graph(capsys: object) -> None:
+    assert main(["demo", "--only", "store"]) == 0
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert "executions: 12 in total for 12 tasks (each exactly once)" in out
+    assert "finished: 12/12" in out
+    assert "t11 = 121" in out
