@@ -43,3 +43,11 @@ def test_langgraph_section_runs_a_real_graph_billed_once_per_model_call(capsys: 
     assert "final: ok=True tokens=1342+29" in out
     assert "billed run-langgraph-1/0/chatcmpl-101" in out and "billed run-langgraph-1/0/chatcmpl-102" in out
     assert "run record: ok, 2 receipts" in out
+
+
+def test_store_section_two_processes_share_one_graph(capsys: object) -> None:
+    assert main(["demo", "--only", "store"]) == 0
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert "executions: 12 in total for 12 tasks (each exactly once)" in out
+    assert "finished: 12/12" in out
+    assert "t11 = 121" in out

@@ -14,6 +14,15 @@ from chainwarden.dag.errors import (
 from chainwarden.dag.graph import Graph, Mutation
 from chainwarden.dag.result import ExecutionResult
 from chainwarden.dag.runner import Executor, Runner, RunStats
+from chainwarden.dag.store import (
+    Store,
+    StoreConflictError,
+    StoreConnectionError,
+    StoredGraph,
+    StoreError,
+    StoreSchemaError,
+    StoreUrlError,
+)
 from chainwarden.dag.vocabulary import EXECUTABLE, TERMINAL, EdgeType, NodeType, State
 
 __all__ = [
@@ -34,4 +43,11 @@ __all__ = [
     "RunStats",
     "Runner",
     "State",
+    "Store",
+    "StoreConflictError",
+    "StoreConnectionError",
+    "StoreError",
+    "StoreSchemaError",
+    "StoreUrlError",
+    "StoredGraph",
 ]

@@ -7,14 +7,44 @@ spans several calls, holds the graph for its whole duration and is undone as a u
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from chainwarden._core import DagEngine
+from chainwarden._core import (
+    DagEngine,
+    dag_check_lease,
+    dag_claim_leased,
+    dag_heartbeat,
+    dag_reclaim_expired,
+)
 from chainwarden.dag.errors import invalid_argument
 
 JSONDict = dict[str, Any]
+
+
+def _worker(worker_id: object, *, required: bool) -> str | None:
+    if worker_id is None and not required:
+        return None
+    if not isinstance(worker_id, str) or not worker_id:
+        raise invalid_argument("worker_id must be a non-empty string")
+    return worker_id
+
+
+def _lease(lease_s: object) -> float:
+    if isinstance(lease_s, bool) or not isinstance(lease_s, (int, float)) or not 0 < lease_s < 1e9:
+        raise invalid_argument("lease_s must be a number of seconds > 0")
+    return float(lease_s)
+
+
+def _ids(node_ids: object) -> list[str]:
+    if isinstance(node_ids, str) or not isinstance(node_ids, Iterable):
+        raise invalid_argument("node_ids must be an iterable of node id strings")
+    ids = list(node_ids)
+    if not all(isinstance(i, str) for i in ids):
+        raise invalid_argument("node_ids must be an iterable of node id strings")
+    return ids
 
 
 class Mutation:
@@ -176,9 +206,34 @@ class Graph:
         with self._lock:
             return self._engine.mark_skipped(node_id, reason)
 
-    def claim(self, limit: int = 10) -> list[str]:
+    def claim(
+        self, limit: int = 10, *, worker_id: str | None = None, lease_s: float | None = None
+    ) -> list[str]:
+        """Ready pending executables -> running. With `lease_s` the claim is leased to `worker_id`
+        (docs/dag.md "Stores and workers"): `claimed_by` / `lease_expires_at` land in the node's metadata."""
+        if worker_id is None and lease_s is None:
+            with self._lock:
+                return self._engine.claim(limit)
+        worker = _worker(worker_id, required=False)
+        until = None if lease_s is None else time.time() + _lease(lease_s)
         with self._lock:
-            return self._engine.claim(limit)
+            return dag_claim_leased(self._engine, limit, worker, until)
+
+    def heartbeat(self, node_ids: Iterable[str], *, worker_id: str, lease_s: float) -> list[str]:
+        """Extends by `lease_s` the leases `worker_id` still holds among `node_ids`; returns those ids."""
+        ids = _ids(node_ids)
+        worker, until = _worker(worker_id, required=True), time.time() + _lease(lease_s)
+        assert worker is not None
+        with self._lock:
+            return dag_heartbeat(self._engine, ids, worker, until)
+
+    def reclaim_expired(self, *, now: float | None = None, max_attempts: int = 3) -> list[str]:
+        """Running nodes whose lease ended before `now`: back to pending (attempt + 1) or errored
+        `lease_expired` once `max_attempts` is reached."""
+        if now is not None and (isinstance(now, bool) or not isinstance(now, (int, float))):
+            raise invalid_argument("now must be a number (epoch seconds) or None")
+        with self._lock:
+            return dag_reclaim_expired(self._engine, None if now is None else float(now), max_attempts)
 
     def propagate_failures(self) -> list[str]:
         with self._lock:
@@ -248,9 +303,15 @@ class Graph:
         content: Any = None,
         output: JSONDict | None = None,
         metadata: JSONDict | None = None,
+        worker_id: str | None = None,
     ) -> tuple[bool, list[str], list[str]]:
-        """One atomic runner step: apply, propagate failures, repair leaves (unless `leaf_repair=False`)."""
+        """One atomic runner step: apply, propagate failures, repair leaves (unless `leaf_repair=False`).
+        With `worker_id`, refused with `dag.claim.lease_lost` (changing nothing) when that worker no longer
+        holds the node."""
+        worker = _worker(worker_id, required=False)
         with self._lock:
+            if worker is not None:
+                dag_check_lease(self._engine, node_id, worker)
             return self._engine.apply_result(
                 node_id, outcome, message=message, content=content, output=output, metadata=metadata
             )

@@ -13,6 +13,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import os
+import socket
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +30,7 @@ from chainwarden.dag.containment import (
 )
 from chainwarden.dag.errors import invalid_argument
 from chainwarden.dag.graph import Graph
+from chainwarden.dag.heartbeat import Heartbeat
 from chainwarden.dag.result import ExecutionResult
 from chainwarden.dag.vocabulary import EXECUTABLE
 
@@ -34,6 +38,8 @@ _log = logging.getLogger("chainwarden.dag")
 
 #: The reason stored on nodes cancelled because the run itself was interrupted.
 INTERRUPTED = "interrupted"
+#: The error code of a result refused because the worker's lease was reclaimed.
+LEASE_LOST = "dag.claim.lease_lost"
 
 Node = dict[str, Any]
 Context = list[dict[str, Any]]
@@ -102,9 +108,26 @@ class Runner:
         execution_context: object | None = None,
         *,
         wrap_options: WrapOptionsFactory | None = None,
+        worker_id: str | None = None,
+        lease_s: float | None = None,
     ) -> None:
         if not isinstance(graph, Graph):
             raise TypeError(f"graph must be a chainwarden.dag.Graph, not {type(graph).__name__}")
+        if worker_id is not None and (not isinstance(worker_id, str) or not worker_id):
+            raise invalid_argument("worker_id must be a non-empty string or None")
+        if lease_s is not None and (
+            isinstance(lease_s, bool) or not isinstance(lease_s, (int, float)) or not 0 < lease_s < 1e9
+        ):
+            raise invalid_argument("lease_s must be a number of seconds > 0 or None")
+        if lease_s is not None and worker_id is None:
+            worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        #: Leased mode (docs/dag.md "Stores and workers"): reclaim expired leases before claiming, claim
+        #: with a lease, renew it while executing, and drop a result whose lease was lost.
+        self.worker_id = worker_id
+        self.lease_s = None if lease_s is None else float(lease_s)
+        self._heartbeat = (
+            None if worker_id is None or lease_s is None else Heartbeat(graph, worker_id, float(lease_s))
+        )
         self._graph = graph
         self._executors = _checked_executors(executors)
         _check_context(execution_context, self._executors)
@@ -113,11 +136,42 @@ class Runner:
         self._ctx = execution_context
         self._wrap_options = wrap_options
 
+    def _claim(self, limit: int) -> list[str]:
+        if self._heartbeat is not None:
+            reclaimed = self._graph.reclaim_expired()
+            if reclaimed:
+                _log.info("worker %s reclaimed expired leases: %s", self.worker_id, reclaimed)
+        if self.worker_id is None:
+            claimed = self._graph.claim(limit)
+        else:
+            claimed = self._graph.claim(limit, worker_id=self.worker_id, lease_s=self.lease_s)
+        if self._heartbeat is not None:
+            self._heartbeat.hold(claimed)
+        return claimed
+
+    def _result(
+        self, node_id: str, outcome: str, message: object = None, **payload: Any
+    ) -> tuple[bool, list[str], list[str]]:
+        try:
+            if self.worker_id is None:
+                return self._graph.apply_result(node_id, outcome, message=message, **payload)
+            return self._graph.apply_result(
+                node_id, outcome, message=message, worker_id=self.worker_id, **payload
+            )
+        finally:
+            if self._heartbeat is not None:
+                self._heartbeat.release(node_id)
+
+    def close(self) -> None:
+        """Stops the lease heartbeat thread (leased runners); the runner may still be used afterwards."""
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+
     def _interrupt(self, node_ids: Iterable[str], exc: BaseException) -> None:
         """Marks nodes the runner holds `cancelled` (reason `interrupted`); never masks `exc`."""
         for node_id in node_ids:
             try:
-                if self._graph.apply_result(node_id, "cancelled", message=INTERRUPTED)[0]:
+                if self._result(node_id, "cancelled", message=INTERRUPTED)[0]:
                     _log.info("node %s cancelled: run interrupted by %s", node_id, type(exc).__name__)
             except Exception:  # the original interruption matters more than a failed cleanup
                 _log.warning("could not cancel node %s after an interruption", node_id, exc_info=True)
@@ -178,7 +232,7 @@ class Runner:
 
     def _apply(self, node_id: str, result: ExecutionResult, stats: RunStats) -> None:
         try:
-            _, skipped, repaired = self._graph.apply_result(
+            _, skipped, repaired = self._result(
                 node_id,
                 result.outcome,
                 message=result.message,
@@ -187,9 +241,15 @@ class Runner:
                 metadata=result.metadata,
             )
         except DagError as err:
+            if err.code == LEASE_LOST:
+                # Our lease ran out and the node went back to the queue: another worker's result counts.
+                _log.warning(
+                    "worker %s lost the lease on node %s; its result is dropped", self.worker_id, node_id
+                )
+                return
             # The result itself was unusable (e.g. non-JSON output): the node must still leave `running`.
             result = ExecutionResult.errored(f"invalid_execution_result: {err}")
-            _, skipped, repaired = self._graph.apply_result(node_id, "errored", message=result.message)
+            _, skipped, repaired = self._result(node_id, "errored", message=result.message)
         state = "errored" if result.outcome == "skipped" else result.outcome
         stats.executed += 1
         stats.outcomes[state] = stats.outcomes.get(state, 0) + 1
@@ -198,7 +258,7 @@ class Runner:
 
     def _tick(self, limit: int, stats: RunStats) -> list[str]:
         stats.propagated_skips += len(self._graph.propagate_failures())
-        claimed = self._graph.claim(limit)
+        claimed = self._claim(limit)
         for i, node_id in enumerate(claimed):
             try:
                 node, context = self._prepare(node_id)
@@ -217,9 +277,12 @@ class Runner:
 
     def run_until_idle(self, *, max_ticks: int = 10_000) -> RunStats:
         stats = RunStats()
-        for _ in range(_positive_int(max_ticks, "max_ticks")):
-            if not self._tick(10, stats):
-                break
+        try:
+            for _ in range(_positive_int(max_ticks, "max_ticks")):
+                if not self._tick(10, stats):
+                    break
+        finally:
+            self.close()
         return stats
 
     async def arun_until_idle(self, *, concurrency: int = 8) -> RunStats:
@@ -231,7 +294,7 @@ class Runner:
             while True:
                 if len(inflight) < limit:
                     stats.propagated_skips += len(self._graph.propagate_failures())
-                    claimed = self._graph.claim(limit - len(inflight))
+                    claimed = self._claim(limit - len(inflight))
                     if claimed:
                         stats.ticks += 1
                     for i, node_id in enumerate(claimed):

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TextIO
 
-from chainwarden.demo import billing, containment, dag, graph, langgraph
+from chainwarden.demo import billing, containment, dag, graph, langgraph, store
 
 # Each section prints to the stream it is given; order is the order shown.
 SECTIONS: list[tuple[str, Callable[[TextIO], None]]] = [
     ("graph", graph.run),
     ("containment", containment.run),
     ("dag", dag.run),
+    ("store", store.run),
     ("billing", billing.run),
     ("langgraph", langgraph.run),
 ]

@@ -107,6 +107,10 @@ dag_codes! {
     CompressAlreadyCompressed = "dag.compress.already_compressed", Precondition;
     CompressNotFinished = "dag.compress.not_finished", Precondition;
     CompressSummaryWouldBeLeaf = "dag.compress.summary_would_be_leaf", Precondition;
+    /// A result from a worker whose lease on the node was lost (reclaimed, or claimed by another).
+    ClaimLeaseLost = "dag.claim.lease_lost", Precondition;
+    /// A stored graph id that the store does not hold (raised by `chainwarden.dag.Store`).
+    GraphNotFound = "dag.graph_not_found", NotFound;
 }
 
 impl fmt::Display for DagCode {

@@ -2,15 +2,18 @@
 //! propagation, leaf repair, versioned rewrites and compression. Pure Rust; `rust/py` exposes it.
 
 mod arena;
+mod bulk;
 mod compress;
 mod context;
 mod create;
 mod cycle;
+mod delta;
 mod derived;
 mod error;
 mod events;
 mod gating;
 mod invariants;
+mod lease;
 mod leaves;
 mod mermaid;
 mod mutations;
@@ -28,6 +31,7 @@ pub use crate::ids::uuid7;
 pub use crate::value::{Map, Value};
 pub use arena::{Dag, Edge, Node};
 pub use create::NodeSpec;
+pub use delta::{Delta, Mark, Row};
 pub use error::{DagCode, DagError, DagResult, ErrorKind, BASE_CLASS, BASE_CODE, BASE_DOC};
 pub use events::{Event, Particulars};
 pub use mermaid::label as mermaid_label;

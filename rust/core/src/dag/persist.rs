@@ -165,25 +165,7 @@ impl Dag {
             if dag.node_index.contains_key(id.as_str()) {
                 return Err(bad(format!("duplicate node id {id:?}")));
             }
-            let node = Node {
-                id: Arc::from(id),
-                node_type: NodeType::parse(&string(&mut rec, "node_type")?)?,
-                state: State::parse(&string(&mut rec, "state")?)?,
-                input: object(&mut rec, "input")?,
-                output: object(&mut rec, "output")?,
-                output_preview: object(&mut rec, "output_preview")?,
-                metadata: object(&mut rec, "metadata")?,
-                retry_of_id: opt_string(&mut rec, "retry_of_id")?.map(Arc::from),
-                compressed_by_id: opt_string(&mut rec, "compressed_by_id")?.map(Arc::from),
-                compressed_at: opt_time(&mut rec, "compressed_at")?,
-                started_at: opt_time(&mut rec, "started_at")?,
-                finished_at: opt_time(&mut rec, "finished_at")?,
-                created_at: time(&mut rec, "created_at")?,
-                blockers: 0,
-                failed_deps: 0,
-                out_blocking: 0,
-                in_sets: 0,
-            };
+            let node = parse_node(&mut rec, id)?;
             dag.push_node(node);
         }
         for mut rec in array(&mut doc, "edges")? {
@@ -191,33 +173,11 @@ impl Dag {
             if dag.edge_index.contains_key(id.as_str()) {
                 return Err(bad(format!("duplicate edge id {id:?}")));
             }
-            let from = dag
-                .idx(&string(&mut rec, "from_node_id")?)
-                .map_err(|e| bad(e.message))?;
-            let to = dag
-                .idx(&string(&mut rec, "to_node_id")?)
-                .map_err(|e| bad(e.message))?;
-            if from == to {
-                return Err(bad(format!("edge {id:?} is a self-loop")));
-            }
-            let edge = Edge {
-                id: Arc::from(id),
-                from,
-                to,
-                edge_type: EdgeType::parse(&string(&mut rec, "edge_type")?)?,
-                metadata: object(&mut rec, "metadata")?,
-                compressed_at: opt_time(&mut rec, "compressed_at")?,
-                created_at: time(&mut rec, "created_at")?,
-            };
+            let edge = parse_edge(&dag, &mut rec, id)?;
             dag.push_edge(edge);
         }
         for mut rec in array(&mut doc, "events")? {
-            dag.events.push(Event::loaded(
-                &string(&mut rec, "event_type")?,
-                Arc::from(string(&mut rec, "subject_id")?),
-                field(&mut rec, "particulars")?,
-                time(&mut rec, "created_at")?,
-            ));
+            dag.events.push(parse_event(&mut rec)?);
         }
         if !dag.active_is_acyclic() {
             return Err(bad("the active graph has a cycle"));
@@ -225,4 +185,68 @@ impl Dag {
         dag.flush();
         Ok(dag)
     }
+}
+
+/// One node record (the shape of `node_record`) as an arena node, its fields moved out of `rec`; its
+/// counters are recomputed on flush.
+pub(crate) fn parse_node(rec: &mut Value, id: String) -> DagResult<Node> {
+    Ok(Node {
+        id: Arc::from(id),
+        node_type: NodeType::parse(&string(rec, "node_type")?)?,
+        state: State::parse(&string(rec, "state")?)?,
+        input: object(rec, "input")?,
+        output: object(rec, "output")?,
+        output_preview: object(rec, "output_preview")?,
+        metadata: object(rec, "metadata")?,
+        retry_of_id: opt_string(rec, "retry_of_id")?.map(Arc::from),
+        compressed_by_id: opt_string(rec, "compressed_by_id")?.map(Arc::from),
+        compressed_at: opt_time(rec, "compressed_at")?,
+        started_at: opt_time(rec, "started_at")?,
+        finished_at: opt_time(rec, "finished_at")?,
+        created_at: time(rec, "created_at")?,
+        blockers: 0,
+        failed_deps: 0,
+        out_blocking: 0,
+        in_sets: 0,
+    })
+}
+
+/// One edge record whose endpoints are nodes of `dag`.
+pub(crate) fn parse_edge(dag: &Dag, rec: &mut Value, id: String) -> DagResult<Edge> {
+    let from = dag
+        .idx(&string(rec, "from_node_id")?)
+        .map_err(|e| bad(e.message))?;
+    let to = dag
+        .idx(&string(rec, "to_node_id")?)
+        .map_err(|e| bad(e.message))?;
+    if from == to {
+        return Err(bad(format!("edge {id:?} is a self-loop")));
+    }
+    Ok(Edge {
+        id: Arc::from(id),
+        from,
+        to,
+        edge_type: EdgeType::parse(&string(rec, "edge_type")?)?,
+        metadata: object(rec, "metadata")?,
+        compressed_at: opt_time(rec, "compressed_at")?,
+        created_at: time(rec, "created_at")?,
+    })
+}
+
+pub(crate) fn parse_event(rec: &mut Value) -> DagResult<Event> {
+    Ok(Event::loaded(
+        &string(rec, "event_type")?,
+        Arc::from(string(rec, "subject_id")?),
+        field(rec, "particulars")?,
+        time(rec, "created_at")?,
+    ))
+}
+
+/// The id field of a node or edge record (moved out of it).
+pub(crate) fn record_id(rec: &mut Value, key: &str) -> DagResult<String> {
+    string(rec, key)
+}
+
+pub(crate) fn parse_record(text: &str) -> DagResult<Value> {
+    json::parse(text).map_err(bad)
 }

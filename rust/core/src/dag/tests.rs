@@ -559,3 +559,68 @@ fn leaf_repair_marks_the_node_and_edge_it_adds() {
     let edges = g.edge_records(false);
     assert_eq!(edges[0].get("metadata"), Some(&marker));
 }
+
+type Rows = Vec<(usize, String)>;
+
+fn view(rows: &[(usize, String)]) -> Vec<(usize, &str)> {
+    rows.iter().map(|(s, t)| (*s, t.as_str())).collect()
+}
+
+#[test]
+fn delta_names_what_a_change_touched_and_catch_up_replays_it() {
+    let mut g = Dag::new(Some("g".into()));
+    let mut copy = Dag::new(Some("g".into()));
+    for id in ["a", "b"] {
+        task(&mut g, id);
+    }
+    edge(&mut g, "a", "b", "dependency");
+    let all = g.delta_since(Default::default(), &[]);
+    assert_eq!((all.nodes.len(), all.edges.len()), (2, 1));
+    let rows = |d: &Delta| -> (Rows, Rows, Rows) {
+        (
+            d.nodes.iter().map(|(s, _, r)| (*s, r.clone())).collect(),
+            d.edges.iter().map(|(s, _, r)| (*s, r.clone())).collect(),
+            d.events.clone(),
+        )
+    };
+    let apply = |copy: &mut Dag, d: &Delta| {
+        let (n, e, v) = rows(d);
+        copy.apply_records(&view(&n), &view(&e), &view(&v)).unwrap();
+    };
+    apply(&mut copy, &all);
+    let mark = g.change_mark();
+    assert_eq!(g.claim(5), vec!["a"]);
+    let d = g.delta_since(mark, &[]);
+    assert_eq!(
+        d.nodes.iter().map(|r| r.1.as_str()).collect::<Vec<_>>(),
+        vec!["a"]
+    );
+    assert!(d.edges.is_empty() && d.events.len() == 1);
+    apply(&mut copy, &d);
+    assert_eq!(copy.claim(5), Vec::<String>::new());
+    assert_eq!(copy.to_json(), g.to_json());
+    copy.check_invariants().unwrap();
+}
+
+#[test]
+fn leases_expire_back_to_pending_then_error() {
+    let mut g = Dag::new(None);
+    task(&mut g, "t");
+    assert_eq!(g.claim_leased(1, Some("w1"), Some(10.0)), vec!["t"]);
+    assert!(g.heartbeat(&["t".into()], "w2", 50.0).unwrap().is_empty());
+    assert_eq!(g.heartbeat(&["t".into()], "w1", 20.0).unwrap(), vec!["t"]);
+    assert!(g.reclaim_expired(Some(15.0), 2).is_empty());
+    assert_eq!(g.reclaim_expired(Some(25.0), 2), vec!["t"]);
+    assert_eq!(g.node("t").unwrap().state, State::Pending);
+    assert_eq!(
+        g.check_lease("t", "w1").unwrap_err().code,
+        "dag.claim.lease_lost"
+    );
+    g.claim_leased(1, Some("w2"), Some(30.0));
+    g.check_lease("t", "w2").unwrap();
+    assert_eq!(g.reclaim_expired(Some(31.0), 2), vec!["t"]);
+    assert_eq!(g.node("t").unwrap().state, State::Errored);
+    g.check_invariants().unwrap();
+    let back = Dag::from_records("x", [], [], []).unwrap();
+    assert_eq!(back.node_count(), 0);
+}

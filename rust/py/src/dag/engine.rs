@@ -16,7 +16,7 @@ use crate::errors::Result;
 
 #[pyclass(frozen, module = "chainwarden._core")]
 pub struct DagEngine {
-    inner: Mutex<Dag>,
+    pub(super) inner: Mutex<Dag>,
 }
 
 impl DagEngine {

@@ -5,11 +5,13 @@ mod convert;
 mod engine;
 pub mod errors;
 mod records;
+mod store;
 
 use pyo3::prelude::*;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<engine::DagEngine>()?;
+    store::register(m)?;
     Ok(())
 }

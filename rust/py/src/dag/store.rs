@@ -1,0 +1,170 @@
+//! Thin bindings a durable store needs from the engine: the delta of a change, a bulk load from stored rows,
+//! and leased claims (docs/dag.md "Stores and workers"). Free functions taking the engine keep them apart from
+//! the `DagEngine` method block.
+
+use chainwarden_core::dag::{Dag, Mark, Row};
+use parking_lot::Mutex;
+use pyo3::prelude::*;
+
+use super::convert::count;
+use super::engine::DagEngine;
+use super::errors::invalid;
+use crate::errors::Error;
+
+type DeltaRows = (Vec<Row>, Vec<Row>, Vec<(usize, String)>);
+
+fn with<R: Send>(
+    py: Python<'_>,
+    engine: &Bound<'_, DagEngine>,
+    f: impl FnOnce(&mut Dag) -> R + Send,
+) -> R {
+    let engine = engine.get();
+    py.detach(|| f(&mut engine.inner.lock()))
+}
+
+fn finite(py: Python<'_>, v: f64, what: &str) -> PyResult<f64> {
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(invalid(py, format!("{what} must be a finite number")))
+    }
+}
+
+/// Where a change starts (events, nodes, edges): pass it to `dag_delta` once the change is applied.
+#[pyfunction]
+pub fn dag_change_mark(py: Python<'_>, engine: &Bound<'_, DagEngine>) -> (usize, usize, usize) {
+    let m = with(py, engine, |g| g.change_mark());
+    (m.events, m.nodes, m.edges)
+}
+
+/// (node rows, edge rows, event rows) written since `mark`.
+#[pyfunction]
+#[pyo3(signature = (engine, mark, extra_node_ids=Vec::new()))]
+pub fn dag_delta(
+    py: Python<'_>,
+    engine: &Bound<'_, DagEngine>,
+    mark: (usize, usize, usize),
+    extra_node_ids: Vec<String>,
+) -> PyResult<DeltaRows> {
+    let mark = Mark {
+        events: mark.0,
+        nodes: mark.1,
+        edges: mark.2,
+    };
+    let d = with(py, engine, |g| g.delta_since(mark, &extra_node_ids));
+    Ok((d.nodes, d.edges, d.events))
+}
+
+/// An engine built from stored records (arena order), validated like `from_json`.
+#[pyfunction]
+pub fn dag_from_records(
+    py: Python<'_>,
+    graph_id: &str,
+    nodes: Vec<String>,
+    edges: Vec<String>,
+    events: Vec<String>,
+) -> PyResult<DagEngine> {
+    if graph_id.is_empty() {
+        return Err(invalid(py, "graph_id must be a non-empty string"));
+    }
+    let dag = py
+        .detach(|| {
+            Dag::from_records(
+                graph_id,
+                nodes.iter().map(String::as_str),
+                edges.iter().map(String::as_str),
+                events.iter().map(String::as_str),
+            )
+        })
+        .map_err(|e| PyErr::from(Error::from(e)))?;
+    Ok(DagEngine {
+        inner: Mutex::new(dag),
+    })
+}
+
+/// Catch-up: applies rows committed elsewhere in place (`(seq, record)` lists); on error, reload instead.
+#[pyfunction]
+pub fn dag_apply_records(
+    py: Python<'_>,
+    engine: &Bound<'_, DagEngine>,
+    nodes: Vec<(usize, String)>,
+    edges: Vec<(usize, String)>,
+    events: Vec<(usize, String)>,
+) -> PyResult<()> {
+    with(py, engine, |g| {
+        let n: Vec<(usize, &str)> = nodes.iter().map(|(s, t)| (*s, t.as_str())).collect();
+        let e: Vec<(usize, &str)> = edges.iter().map(|(s, t)| (*s, t.as_str())).collect();
+        let v: Vec<(usize, &str)> = events.iter().map(|(s, t)| (*s, t.as_str())).collect();
+        g.apply_records(&n, &e, &v)
+    })
+    .map_err(|e| PyErr::from(Error::from(e)))
+}
+
+#[pyfunction]
+#[pyo3(signature = (engine, limit, worker_id=None, lease_until=None))]
+pub fn dag_claim_leased(
+    py: Python<'_>,
+    engine: &Bound<'_, DagEngine>,
+    limit: &Bound<'_, PyAny>,
+    worker_id: Option<String>,
+    lease_until: Option<f64>,
+) -> PyResult<Vec<String>> {
+    let limit = count(limit, "limit", 0)?;
+    let until = lease_until
+        .map(|t| finite(py, t, "lease_until"))
+        .transpose()?;
+    Ok(with(py, engine, |g| {
+        g.claim_leased(limit, worker_id.as_deref(), until)
+    }))
+}
+
+#[pyfunction]
+pub fn dag_heartbeat(
+    py: Python<'_>,
+    engine: &Bound<'_, DagEngine>,
+    node_ids: Vec<String>,
+    worker_id: String,
+    lease_until: f64,
+) -> PyResult<Vec<String>> {
+    let until = finite(py, lease_until, "lease_until")?;
+    with(py, engine, |g| g.heartbeat(&node_ids, &worker_id, until))
+        .map_err(|e| PyErr::from(Error::from(e)))
+}
+
+#[pyfunction]
+#[pyo3(signature = (engine, now, max_attempts))]
+pub fn dag_reclaim_expired(
+    py: Python<'_>,
+    engine: &Bound<'_, DagEngine>,
+    now: Option<f64>,
+    max_attempts: &Bound<'_, PyAny>,
+) -> PyResult<Vec<String>> {
+    let max = count(max_attempts, "max_attempts", 1)?;
+    let max = u32::try_from(max).map_err(|_| invalid(py, "max_attempts is too large"))?;
+    let now = now.map(|t| finite(py, t, "now")).transpose()?;
+    Ok(with(py, engine, |g| g.reclaim_expired(now, max)))
+}
+
+/// Raises `DagPreconditionError` (`dag.claim.lease_lost`) unless `worker_id` still holds `node_id`.
+#[pyfunction]
+pub fn dag_check_lease(
+    py: Python<'_>,
+    engine: &Bound<'_, DagEngine>,
+    node_id: String,
+    worker_id: String,
+) -> PyResult<()> {
+    with(py, engine, |g| g.check_lease(&node_id, &worker_id))
+        .map_err(|e| PyErr::from(Error::from(e)))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(dag_change_mark, m)?)?;
+    m.add_function(wrap_pyfunction!(dag_delta, m)?)?;
+    m.add_function(wrap_pyfunction!(dag_from_records, m)?)?;
+    m.add_function(wrap_pyfunction!(dag_apply_records, m)?)?;
+    m.add_function(wrap_pyfunction!(dag_claim_leased, m)?)?;
+    m.add_function(wrap_pyfunction!(dag_heartbeat, m)?)?;
+    m.add_function(wrap_pyfunction!(dag_reclaim_expired, m)?)?;
+    m.add_function(wrap_pyfunction!(dag_check_lease, m)?)?;
+    Ok(())
+}

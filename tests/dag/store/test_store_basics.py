@@ -1,0 +1,151 @@
+"""Store.open, create/load, versions, atomic blocks, typed errors (bad URL, unknown id, lost connection)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import psycopg
+import pytest
+from store_urls import postgres_dsn, postgres_url
+
+from chainwarden.dag import (
+    DagNotFoundError,
+    DagPreconditionError,
+    Store,
+    StoreConflictError,
+    StoreConnectionError,
+    StoreSchemaError,
+    StoreUrlError,
+)
+
+
+def test_changes_are_committed_and_load_equal(store_url: str) -> None:
+    with Store.open(store_url) as store:
+        g = store.create_graph("chat")
+        assert g.version == 0
+        with g.mutate() as m:
+            u = m.create_node("user_message", state="finished", content="hi")
+        assert g.version == 1
+        (agent,) = g.claim(5)
+        assert g.apply_result(agent, "finished", content="hello")[0]
+        assert g.version == 3
+        assert not g.mark_running(u)  # a refused transition writes nothing
+        assert g.version == 3
+        with Store.open(store_url) as other:
+            h = other.load("chat")
+            assert h.version == 3 and h.to_json() == g.to_json()
+            assert other.graph_ids() == ["chat"]
+
+
+def test_a_block_that_raises_writes_nothing(store_url: str) -> None:
+    with Store.open(store_url) as store:
+        g = store.create_graph()
+        with pytest.raises(RuntimeError), g.mutate() as m:
+            m.create_node("task", node_id="a")
+            raise RuntimeError("boom")
+        assert g.version == 0 and len(g) == 0
+        assert len(store.load(g.graph_id)) == 0
+
+
+def test_two_objects_catch_up(store_url: str) -> None:
+    with Store.open(store_url) as s1, Store.open(store_url) as s2:
+        g1 = s1.create_graph("g")
+        g2 = s2.load("g")
+        with g1.mutate() as m:
+            m.create_node("task", node_id="a")
+        with g2.mutate() as m:  # catches up with g1's change before applying its own
+            m.create_node("task", node_id="b")
+            m.create_edge("a", "b", "dependency")
+        assert g2.version == 2
+        assert g1.claim(5) == ["a"]
+        assert g2.claim(5) == []  # no double claim: g2 sees a running
+        assert g2.refresh() == 3
+        assert g1.to_json() == g2.to_json() == s2.load("g").to_json()
+
+
+def test_leases_reclaim_and_lost_results(store_url: str) -> None:
+    with Store.open(store_url, max_attempts=2) as store:
+        g = store.create_graph()
+        with g.mutate() as m:
+            m.create_node("task", node_id="t")
+        assert g.claim(1, worker_id="w1", lease_s=30) == ["t"]
+        node = g.node("t")
+        assert node["metadata"]["claimed_by"] == "w1" and node["metadata"]["lease_expires_at"] > 0
+        assert g.heartbeat(["t"], worker_id="w2", lease_s=30) == []
+        assert g.heartbeat(["t"], worker_id="w1", lease_s=60) == ["t"]
+        renewed = g.node("t")["metadata"]["lease_expires_at"]
+        assert store.load(g.graph_id).node("t")["metadata"]["lease_expires_at"] == renewed
+        assert g.reclaim_expired() == []
+        assert g.reclaim_expired(now=renewed + 1) == ["t"]
+        assert g.node("t")["state"] == "pending" and g.node("t")["metadata"]["attempt"] == 1
+        assert [e["event_type"] for e in g.events()][-2:] == ["node_lease_expired", "node_state_changed"]
+        version = g.version
+        with pytest.raises(DagPreconditionError) as info:
+            g.apply_result("t", "finished", worker_id="w1")
+        assert info.value.code == "dag.claim.lease_lost" and g.version == version
+        assert g.claim(1, worker_id="w2", lease_s=30) == ["t"]
+        until = g.node("t")["metadata"]["lease_expires_at"]
+        assert g.reclaim_expired(now=until + 1) == ["t"]
+        assert g.node("t")["state"] == "errored" and g.node("t")["metadata"]["error"] == "lease_expired"
+        assert store.load(g.graph_id).to_json() == g.to_json()
+
+
+@pytest.mark.parametrize("url", ["mysql://x/y", "sqlite:///", "file.db", "", "postgresql:/nohost"])
+def test_bad_urls(url: str) -> None:
+    with pytest.raises(StoreUrlError, match="url"):
+        Store.open(url)
+
+
+def test_bad_url_type_and_options() -> None:
+    with pytest.raises(StoreUrlError, match="url must be a str"):
+        Store.open(42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_attempts"):
+        Store.open(":memory:", max_attempts=0)
+
+
+def test_unknown_and_duplicate_ids(store_url: str) -> None:
+    with Store.open(store_url) as store:
+        with pytest.raises(DagNotFoundError, match="nope") as info:
+            store.load("nope")
+        assert info.value.code == "dag.graph_not_found"
+        store.create_graph("g")
+        with pytest.raises(StoreConflictError, match="'g'"):
+            store.create_graph("g")
+        assert store.graph_ids() == ["g"]
+
+
+def test_unreachable_sqlite_and_postgres(tmp_path: Path) -> None:
+    with pytest.raises(StoreConnectionError, match="SQLite"):
+        Store.open(f"sqlite:///{tmp_path}/missing-dir/x.db")
+    with pytest.raises(StoreConnectionError, match="PostgreSQL"):
+        Store.open(f"postgresql://nobody@/postgres?host={tmp_path}")
+
+
+def test_unknown_schema_version_is_refused(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/s.db"
+    Store.open(url).close()
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        conn.execute("UPDATE chainwarden_dag_meta SET value = '99' WHERE key = 'schema_version'")
+    conn.close()
+    with pytest.raises(StoreSchemaError, match="99"):
+        Store.open(url)
+
+
+def test_lost_postgres_connection_raises_then_reconnects() -> None:
+    url = postgres_url("dag_lost_conn")
+    with Store.open(url) as store:
+        g = store.create_graph()
+        with g.mutate() as m:
+            m.create_node("task", node_id="a")
+        with psycopg.connect(postgres_dsn(), autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE pid <> pg_backend_pid() AND query NOT ILIKE '%pg_stat_activity%' "
+                "AND datname = current_database() AND backend_type = 'client backend' AND state = 'idle'"
+            )
+        with pytest.raises(StoreConnectionError):
+            g.mark_running("a")
+        assert g.mark_running("a")  # the next call reconnects; nothing of the failed call was written
+        assert store.load(g.graph_id).node("a")["state"] == "running"
+        assert g.version == 2
