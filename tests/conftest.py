@@ -7,6 +7,17 @@ from collections.abc import Iterator
 
 import pytest
 
+# docs/testing.md "Timeouts": every test runs under pytest-timeout's default (`timeout` in pyproject.toml,
+# a few seconds); a test marked `@pytest.mark.slow` gets this instead, unless it names its own
+# `@pytest.mark.timeout(...)`.
+SLOW_TIMEOUT_S = 120
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") is not None and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:

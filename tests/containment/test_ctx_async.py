@@ -3,7 +3,7 @@
 import asyncio
 import threading
 
-from ctx_helpers import graph_node
+from ctx_helpers import graph_node, wait_until_cancelled
 
 from chainwarden.containment import ExecutionConfig, ExecutionContext, WrapOptions
 from chainwarden.shield import Decision
@@ -37,7 +37,7 @@ async def test_chain_timeout_cancels_the_running_task() -> None:
 
     async def slow() -> None:
         try:
-            await asyncio.sleep(3600)
+            await wait_until_cancelled()
         except asyncio.CancelledError:
             cancelled.set()
             raise
@@ -59,7 +59,7 @@ async def test_per_call_timeout_cancels_only_that_call() -> None:
 
     async def slow() -> None:
         try:
-            await asyncio.sleep(3600)
+            await wait_until_cancelled()
         except asyncio.CancelledError:
             cancelled.set()
             raise
@@ -83,7 +83,7 @@ async def test_abort_from_another_thread_cancels_the_running_task() -> None:
     async def slow() -> None:
         running.set()
         try:
-            await asyncio.sleep(3600)
+            await wait_until_cancelled()
         except asyncio.CancelledError:
             cancelled.set()
             raise
@@ -136,7 +136,7 @@ async def test_caller_cancellation_propagates_and_closes_the_node() -> None:
     async def slow() -> None:
         started.set()
         try:
-            await asyncio.sleep(3600)
+            await wait_until_cancelled()
         except asyncio.CancelledError:
             inner_cancelled.set()
             raise
