@@ -34,7 +34,8 @@ cp -r tests "$dir/tests"
     printf '\n[tool.mutmut]\nsource_paths = ["src"]\n'
     printf 'only_mutate = [%s]\n' "$(printf '"%s", ' "${globs[@]}" | sed 's/, $//')"
     printf 'pytest_add_cli_args_test_selection = [%s]\n' "$(printf '"%s", ' "${tests[@]}" | sed 's/, $//')"
-    printf 'pytest_add_cli_args = ["-p", "no:cacheprovider", "-x", "-q"]\n'
+    # The one test that parses the source tree (mutmut rewrites it) has nothing to say about a mutant.
+    printf 'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "--deselect", "tests/billing/test_one_ledger_writer.py"]\n'
 } >"$dir/pyproject.toml"
 
 cd "$dir"
