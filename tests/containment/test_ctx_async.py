@@ -32,7 +32,9 @@ async def test_async_success_counts_cost_and_nests() -> None:
 
 
 async def test_chain_timeout_cancels_the_running_task() -> None:
-    ctx = ExecutionContext(config(timeout_ms=30))
+    # The chain's clock starts with the context, on a timer thread: 200 ms (not 30) so that on a loaded
+    # machine the call has started before the timeout cancels it (docs/testing.md).
+    ctx = ExecutionContext(config(timeout_ms=200))
     cancelled = asyncio.Event()
 
     async def slow() -> None:
