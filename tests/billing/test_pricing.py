@@ -105,3 +105,10 @@ def test_cents_must_be_a_non_negative_int() -> None:
 def test_a_charge_too_large_for_the_ledger_is_rejected() -> None:
     with pytest.raises(ValueError, match="more credits"):
         Pricing().credits_for(Decimal("1e20"))
+
+
+@pytest.mark.parametrize(("usd", "error"), [(-1, ValueError), (math.nan, ValueError), ("1", TypeError)])
+def test_usd_to_credits_names_its_argument(usd: object, error: type[Exception]) -> None:
+    """A mutmut survivor (docs/testing.md): the error must name the argument, `usd`."""
+    with pytest.raises(error, match=r"^usd must "):
+        usd_to_credits(usd)  # type: ignore[arg-type]

@@ -179,3 +179,34 @@ async def test_concurrent_tasks_nest_under_their_own_call() -> None:
     children = [n for n in nodes if n.kind == "tool"]
     assert len(children) == 8
     assert all(n.parent_id == outer_ids[n.operation_name[-1]] for n in children)
+
+
+async def test_a_chain_timeout_far_away_lets_an_async_call_finish() -> None:
+    """A mutmut survivor (docs/testing.md): the time left on the chain is its timeout minus the elapsed
+    milliseconds, both in seconds; a call well inside it is not cut short."""
+    ctx = ExecutionContext(config(timeout_ms=60_000))
+
+    async def brief() -> str:
+        await asyncio.sleep(0.01)
+        return "done"
+
+    assert await ctx.wrap_llm_call_async(brief, WrapOptions("brief", timeout_ms=60_000)) is Decision.ALLOW
+    assert await ctx.wrap_llm_call_async(brief, WrapOptions("brief")) is Decision.ALLOW
+    assert [r.status for r in ctx.get_snapshot().nodes] == ["ok", "ok"]
+
+
+async def test_the_smallest_per_call_timeout_still_cancels() -> None:
+    """timeout_ms=1 is a limit (only None and 0 mean none): the call is cancelled, the chain goes on."""
+    ctx = ExecutionContext(config())
+    cancelled = asyncio.Event()
+
+    async def slow() -> None:
+        try:
+            await wait_until_cancelled()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    assert await ctx.wrap_llm_call_async(slow, WrapOptions("slow", timeout_ms=1)) is Decision.HALT
+    assert cancelled.is_set()
+    assert ctx.get_snapshot().nodes[-1].status == "timeout"
