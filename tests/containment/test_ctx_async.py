@@ -6,7 +6,7 @@ import threading
 from ctx_helpers import graph_node, wait_until_cancelled
 
 from chainwarden.containment import ExecutionConfig, ExecutionContext, WrapOptions
-from chainwarden.shield import Decision
+from chainwarden.shield import Decision, ShieldPipeline, ToolCallContext
 
 
 def config(timeout_ms: int = 0) -> ExecutionConfig:
@@ -210,3 +210,36 @@ async def test_the_smallest_per_call_timeout_still_cancels() -> None:
     assert await ctx.wrap_llm_call_async(slow, WrapOptions("slow", timeout_ms=1)) is Decision.HALT
     assert cancelled.is_set()
     assert ctx.get_snapshot().nodes[-1].status == "timeout"
+
+
+async def test_async_calls_record_the_model_of_llm_calls_only() -> None:
+    """A mutmut survivor (docs/testing.md): the async path attributes a model as the sync one does."""
+    ctx = ExecutionContext(config())
+
+    async def call() -> None:
+        return None
+
+    assert await ctx.wrap_llm_call_async(call, WrapOptions("plan", model="m-1")) is Decision.ALLOW
+    assert await ctx.wrap_tool_call_async(call, WrapOptions("search", model="m-1")) is Decision.ALLOW
+    llm, tool = ctx.get_snapshot().nodes
+    assert (graph_node(ctx, llm.node_id)["model"], graph_node(ctx, tool.node_id)["model"]) == ("m-1", None)
+
+
+async def test_a_pipeline_gate_refuses_an_async_call_before_it_runs() -> None:
+    """A mutmut survivor (docs/testing.md): the async path asks the pipeline, forwards its verdict and never
+    creates the coroutine."""
+
+    class Refuse:
+        def before_llm_call(self, tctx: ToolCallContext) -> Decision:
+            return Decision.DEGRADE
+
+    ctx = ExecutionContext(config(), pipeline=ShieldPipeline(pre_dispatch=Refuse()))
+    created: list[int] = []
+
+    async def call() -> None:
+        created.append(1)
+
+    assert await ctx.wrap_llm_call_async(call, WrapOptions("plan")) is Decision.DEGRADE
+    assert created == []
+    record = ctx.get_snapshot().nodes[-1]
+    assert graph_node(ctx, record.node_id)["stop_reason"] == "pipeline_halt"
