@@ -112,3 +112,11 @@ def test_usd_to_credits_names_its_argument(usd: object, error: type[Exception]) 
     """A mutmut survivor (docs/testing.md): the error must name the argument, `usd`."""
     with pytest.raises(error, match=r"^usd must "):
         usd_to_credits(usd)  # type: ignore[arg-type]
+
+
+def test_cents_to_credits_names_its_argument() -> None:
+    """mutmut survivors (docs/testing.md): both errors name `cents` and what was wrong."""
+    with pytest.raises(TypeError, match=r"^cents must be an int, got str$"):
+        cents_to_credits("1")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^cents must not be negative, got -1$"):
+        cents_to_credits(-1)

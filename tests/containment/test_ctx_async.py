@@ -243,3 +243,53 @@ async def test_a_pipeline_gate_refuses_an_async_call_before_it_runs() -> None:
     assert created == []
     record = ctx.get_snapshot().nodes[-1]
     assert graph_node(ctx, record.node_id)["stop_reason"] == "pipeline_halt"
+
+
+async def test_a_per_call_timeout_records_what_happened() -> None:
+    """mutmut survivors (docs/testing.md): the halt node, the event and the caller's cancellation record."""
+    ctx = ExecutionContext(config())
+
+    async def slow() -> None:
+        await wait_until_cancelled()
+
+    assert await ctx.wrap_llm_call_async(slow, WrapOptions("slow", timeout_ms=10)) is Decision.HALT
+    snap = ctx.get_snapshot()
+    node = graph_node(ctx, snap.nodes[-1].node_id)
+    assert (node["name"], node["status"], node["stop_reason"], node["error_class"]) == (
+        "slow",
+        "halt",
+        "timeout",
+        None,
+    )
+    [event] = snap.events
+    assert (event.event_type, event.decision, event.reason, event.hook) == (
+        "timeout",
+        Decision.HALT,
+        "call slow exceeded timeout_ms=10",
+        "ExecutionContext",
+    )
+    assert event.metadata == {"stop_reason": "timeout", "node_id": node["node_id"]}
+
+    caller = asyncio.ensure_future(ctx.wrap_llm_call_async(slow))
+    await asyncio.sleep(0.05)
+    caller.cancel()
+    await asyncio.wait((caller,))
+    node = graph_node(ctx, ctx.get_snapshot().nodes[-1].node_id)
+    assert (node["name"], node["status"], node["error_class"]) == ("unnamed", "fail", "CancelledError")
+
+
+async def test_an_async_call_result_reaches_cost_of() -> None:
+    seen: list[object] = []
+
+    def cost_of(result: object) -> float:
+        seen.append(result)
+        return 0.25
+
+    ctx = ExecutionContext(config(), cost_of=cost_of)
+
+    async def answer() -> dict[str, int]:
+        return {"tokens": 3}
+
+    assert await ctx.wrap_llm_call_async(answer, WrapOptions("plan")) is Decision.ALLOW
+    assert seen == [{"tokens": 3}]
+    assert ctx.get_snapshot().cost_usd_accumulated == 0.25
