@@ -7,7 +7,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 export PYO3_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: demo test test-rust test-py lint bench build venv wheels wheels-check clean
+.PHONY: demo test test-rust test-py lint bench build venv wheels wheels-check clean mutants mutants-rust mutants-py
 
 # The demo needs only the package (with its `cli` extra) and maturin to build it: its own small venv,
 # not the development toolchain of `make test`.
@@ -58,6 +58,20 @@ bench: venv
 	$(VENV)/bin/pytest $(or $(BENCH_ARGS),benches) -q --benchmark-only --benchmark-columns=min,median,rounds \
 		--benchmark-json=.benchmarks/latest.json
 	$(PY) benches/report.py .benchmarks/latest.json
+
+# Mutation testing (docs/testing.md): not part of `make test`. Both tools run niced, one job at a time;
+# results go to .mutants/. MUTANTS_RS_FILES / the arguments of scripts/mutants-python.sh choose the scope.
+MUTANTS_RS_FILES ?= rust/core/src/recorder/divergence.rs rust/core/src/containment/chain.rs \
+	rust/core/src/dag/leaves.rs rust/core/src/dag/propagation.rs
+mutants: mutants-rust mutants-py
+
+mutants-rust:
+	command -v cargo-mutants >/dev/null || cargo install --locked cargo-mutants
+	CARGO_PROFILE_DEV_DEBUG=0 CARGO_PROFILE_TEST_DEBUG=0 nice -n 19 cargo mutants -p chainwarden-core -j 1 \
+		--timeout 60 $(addprefix -f ,$(MUTANTS_RS_FILES)) --output .mutants/rust
+
+mutants-py: build
+	scripts/mutants-python.sh
 
 clean:
 	cargo clean

@@ -58,6 +58,7 @@ def test_concurrent_processes_commit_each_fact_once(store: Store) -> None:
         assert sum(e.amount for e in entries) == expected_balance(FACTS)
 
 
+@pytest.mark.slow
 def test_concurrent_first_use_creates_the_schema_once(store: Store) -> None:
     writers = [
         subprocess.Popen(

@@ -105,3 +105,18 @@ def test_cents_must_be_a_non_negative_int() -> None:
 def test_a_charge_too_large_for_the_ledger_is_rejected() -> None:
     with pytest.raises(ValueError, match="more credits"):
         Pricing().credits_for(Decimal("1e20"))
+
+
+@pytest.mark.parametrize(("usd", "error"), [(-1, ValueError), (math.nan, ValueError), ("1", TypeError)])
+def test_usd_to_credits_names_its_argument(usd: object, error: type[Exception]) -> None:
+    """A mutmut survivor (docs/testing.md): the error must name the argument, `usd`."""
+    with pytest.raises(error, match=r"^usd must "):
+        usd_to_credits(usd)  # type: ignore[arg-type]
+
+
+def test_cents_to_credits_names_its_argument() -> None:
+    """mutmut survivors (docs/testing.md): both errors name `cents` and what was wrong."""
+    with pytest.raises(TypeError, match=r"^cents must be an int, got str$"):
+        cents_to_credits("1")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^cents must not be negative, got -1$"):
+        cents_to_credits(-1)

@@ -34,6 +34,7 @@ def bench(*args: str, cwd: Path | None = None, prelude: str = "") -> subprocess.
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_quick_json_has_every_workload_and_the_documented_shape() -> None:
     done = bench("--quick", "--json")
     assert done.returncode == 0, done.stderr
@@ -55,6 +56,7 @@ def test_quick_json_has_every_workload_and_the_documented_shape() -> None:
         assert ratio["ratio"] > 0
 
 
+@pytest.mark.slow
 def test_missing_peers_are_rows_not_failures() -> None:
     done = bench(
         "--quick", "--only", "wrap_llm_call", "--against", "veronica-core,otel", "--json", prelude=NO_PEERS
@@ -76,6 +78,7 @@ def test_missing_peers_are_rows_not_failures() -> None:
     assert _strict(alone.stdout)["missing"] == []
 
 
+@pytest.mark.slow
 def test_call_measures_the_users_function_bare_and_contained(tmp_path: Path) -> None:
     (tmp_path / "myagent.py").write_text(
         "import asyncio\n"

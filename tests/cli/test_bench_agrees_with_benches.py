@@ -11,9 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_sync_wrap_overhead_agrees_with_the_dev_benchmark_within_2x(tmp_path: Path) -> None:
     out = tmp_path / "benches.json"
     pick = "test_bare_call or test_wrap_llm_call[chainwarden]"

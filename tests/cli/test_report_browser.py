@@ -16,7 +16,7 @@ from run_fixtures import HOSTILE, save_containment_run, save_dag_run, save_graph
 
 from chainwarden.cli import main
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = pytest.mark.slow  # a real browser per module (docs/testing.md)
 
 
 def _chromium() -> str:

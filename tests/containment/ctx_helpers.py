@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from typing import Any, NoReturn
 
 from chainwarden.containment import ExecutionContext
 from chainwarden.shield import Decision
+
+# How long a call that "runs until cancelled" waits before it gives up. Far longer than any timeout or
+# abort the tests arm (tens of milliseconds), far shorter than the per-test timeout (docs/testing.md): a
+# cancellation that never comes fails the test by its name in seconds instead of hanging the suite.
+CANCEL_WAIT_S = 5.0
+
+
+async def wait_until_cancelled() -> NoReturn:
+    """Stands for a provider call that never returns: only a cancellation ends it. Bounded, and loud when
+    the cancellation does not come."""
+    await asyncio.sleep(CANCEL_WAIT_S)
+    raise AssertionError(f"the call was not cancelled within {CANCEL_WAIT_S} s")
 
 
 def graph_node(ctx: ExecutionContext, node_id: str) -> dict[str, Any]:

@@ -3,10 +3,10 @@
 import asyncio
 import threading
 
-from ctx_helpers import graph_node
+from ctx_helpers import graph_node, wait_until_cancelled
 
 from chainwarden.containment import ExecutionConfig, ExecutionContext, WrapOptions
-from chainwarden.shield import Decision
+from chainwarden.shield import Decision, ShieldPipeline, ToolCallContext
 
 
 def config(timeout_ms: int = 0) -> ExecutionConfig:
@@ -32,12 +32,14 @@ async def test_async_success_counts_cost_and_nests() -> None:
 
 
 async def test_chain_timeout_cancels_the_running_task() -> None:
-    ctx = ExecutionContext(config(timeout_ms=30))
+    # The chain's clock starts with the context, on a timer thread: 200 ms (not 30) so that on a loaded
+    # machine the call has started before the timeout cancels it (docs/testing.md).
+    ctx = ExecutionContext(config(timeout_ms=200))
     cancelled = asyncio.Event()
 
     async def slow() -> None:
         try:
-            await asyncio.sleep(3600)
+            await wait_until_cancelled()
         except asyncio.CancelledError:
             cancelled.set()
             raise
@@ -59,7 +61,7 @@ async def test_per_call_timeout_cancels_only_that_call() -> None:
 
     async def slow() -> None:
         try:
-            await asyncio.sleep(3600)
+            await wait_until_cancelled()
         except asyncio.CancelledError:
             cancelled.set()
             raise
@@ -83,7 +85,7 @@ async def test_abort_from_another_thread_cancels_the_running_task() -> None:
     async def slow() -> None:
         running.set()
         try:
-            await asyncio.sleep(3600)
+            await wait_until_cancelled()
         except asyncio.CancelledError:
             cancelled.set()
             raise
@@ -136,7 +138,7 @@ async def test_caller_cancellation_propagates_and_closes_the_node() -> None:
     async def slow() -> None:
         started.set()
         try:
-            await asyncio.sleep(3600)
+            await wait_until_cancelled()
         except asyncio.CancelledError:
             inner_cancelled.set()
             raise
@@ -187,7 +189,7 @@ async def test_per_call_timeout_leaves_the_caller_task_uncancelled() -> None:
     ctx = ExecutionContext(config())
 
     async def slow() -> None:
-        await asyncio.sleep(3600)
+        await wait_until_cancelled()
 
     assert await ctx.wrap_llm_call_async(slow, WrapOptions("slow", timeout_ms=10)) is Decision.HALT
     task = asyncio.current_task()
@@ -221,7 +223,7 @@ async def test_an_outer_timeout_passes_through_the_wrap() -> None:
     ctx = ExecutionContext(config())
 
     async def slow() -> None:
-        await asyncio.sleep(3600)
+        await wait_until_cancelled()
 
     # The caller's own deadline is not ours to swallow, even with a per-call limit pending.
     try:
@@ -242,7 +244,7 @@ async def test_swallowed_timeout_still_ends_the_call_as_a_timeout() -> None:
 
     async def stubborn() -> str:
         try:
-            await asyncio.sleep(3600)
+            await wait_until_cancelled()
         except asyncio.CancelledError:
             return "ignored the cancellation"
         return "slept"
@@ -251,3 +253,117 @@ async def test_swallowed_timeout_still_ends_the_call_as_a_timeout() -> None:
     assert ctx.get_snapshot().nodes[-1].status == "timeout"
     task = asyncio.current_task()
     assert task is not None and task.cancelling() == 0
+
+
+async def test_a_chain_timeout_far_away_lets_an_async_call_finish() -> None:
+    """A mutmut survivor (docs/testing.md): the time left on the chain is its timeout minus the elapsed
+    milliseconds, both in seconds; a call well inside it is not cut short."""
+    ctx = ExecutionContext(config(timeout_ms=60_000))
+
+    async def brief() -> str:
+        await asyncio.sleep(0.01)
+        return "done"
+
+    assert await ctx.wrap_llm_call_async(brief, WrapOptions("brief", timeout_ms=60_000)) is Decision.ALLOW
+    assert await ctx.wrap_llm_call_async(brief, WrapOptions("brief")) is Decision.ALLOW
+    assert [r.status for r in ctx.get_snapshot().nodes] == ["ok", "ok"]
+
+
+async def test_the_smallest_per_call_timeout_still_cancels() -> None:
+    """timeout_ms=1 is a limit (only None and 0 mean none): the call is cancelled, the chain goes on."""
+    ctx = ExecutionContext(config())
+    cancelled = asyncio.Event()
+
+    async def slow() -> None:
+        try:
+            await wait_until_cancelled()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    assert await ctx.wrap_llm_call_async(slow, WrapOptions("slow", timeout_ms=1)) is Decision.HALT
+    assert cancelled.is_set()
+    assert ctx.get_snapshot().nodes[-1].status == "timeout"
+
+
+async def test_async_calls_record_the_model_of_llm_calls_only() -> None:
+    """A mutmut survivor (docs/testing.md): the async path attributes a model as the sync one does."""
+    ctx = ExecutionContext(config())
+
+    async def call() -> None:
+        return None
+
+    assert await ctx.wrap_llm_call_async(call, WrapOptions("plan", model="m-1")) is Decision.ALLOW
+    assert await ctx.wrap_tool_call_async(call, WrapOptions("search", model="m-1")) is Decision.ALLOW
+    llm, tool = ctx.get_snapshot().nodes
+    assert (graph_node(ctx, llm.node_id)["model"], graph_node(ctx, tool.node_id)["model"]) == ("m-1", None)
+
+
+async def test_a_pipeline_gate_refuses_an_async_call_before_it_runs() -> None:
+    """A mutmut survivor (docs/testing.md): the async path asks the pipeline, forwards its verdict and never
+    creates the coroutine."""
+
+    class Refuse:
+        def before_llm_call(self, tctx: ToolCallContext) -> Decision:
+            return Decision.DEGRADE
+
+    ctx = ExecutionContext(config(), pipeline=ShieldPipeline(pre_dispatch=Refuse()))
+    created: list[int] = []
+
+    async def call() -> None:
+        created.append(1)
+
+    assert await ctx.wrap_llm_call_async(call, WrapOptions("plan")) is Decision.DEGRADE
+    assert created == []
+    record = ctx.get_snapshot().nodes[-1]
+    assert graph_node(ctx, record.node_id)["stop_reason"] == "pipeline_halt"
+
+
+async def test_a_per_call_timeout_records_what_happened() -> None:
+    """mutmut survivors (docs/testing.md): the halt node, the event and the caller's cancellation record."""
+    ctx = ExecutionContext(config())
+
+    async def slow() -> None:
+        await wait_until_cancelled()
+
+    assert await ctx.wrap_llm_call_async(slow, WrapOptions("slow", timeout_ms=10)) is Decision.HALT
+    snap = ctx.get_snapshot()
+    node = graph_node(ctx, snap.nodes[-1].node_id)
+    assert (node["name"], node["status"], node["stop_reason"], node["error_class"]) == (
+        "slow",
+        "halt",
+        "timeout",
+        None,
+    )
+    [event] = snap.events
+    assert (event.event_type, event.decision, event.reason, event.hook) == (
+        "timeout",
+        Decision.HALT,
+        "call slow exceeded timeout_ms=10",
+        "ExecutionContext",
+    )
+    assert event.metadata == {"stop_reason": "timeout", "node_id": node["node_id"]}
+
+    caller = asyncio.ensure_future(ctx.wrap_llm_call_async(slow))
+    await asyncio.sleep(0.05)
+    caller.cancel()
+    await asyncio.wait((caller,))
+    node = graph_node(ctx, ctx.get_snapshot().nodes[-1].node_id)
+    assert (node["name"], node["status"], node["error_class"]) == ("unnamed", "fail", "CancelledError")
+
+
+async def test_an_async_call_result_reaches_cost_of() -> None:
+    seen: list[object] = []
+
+    def cost_of(result: object) -> float:
+        seen.append(result)
+        return 0.25
+
+    ctx = ExecutionContext(config(), cost_of=cost_of)
+
+    async def answer() -> dict[str, int]:
+        return {"tokens": 3}
+
+    assert await ctx.wrap_llm_call_async(answer, WrapOptions("plan")) is Decision.ALLOW
+    assert seen == [{"tokens": 3}]
+    assert ctx.get_snapshot().cost_usd_accumulated == 0.25

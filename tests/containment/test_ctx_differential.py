@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from veronica_core.circuit_breaker import CircuitBreaker as RefBreaker
@@ -110,6 +111,7 @@ def chain_events(snapshot: Any) -> set[str]:
     return {t.removeprefix("CHAIN_").lower() for t in types}
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(setup=setups, sequence=calls)
 def test_same_decisions_and_counters_as_the_reference(setup: Setup, sequence: list[Call]) -> None:

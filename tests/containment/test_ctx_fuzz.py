@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -116,6 +117,7 @@ def run_step(ctx: ExecutionContext, step: Step) -> None:
     assert decision in (Decision.ALLOW, Decision.RETRY, Decision.HALT)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     max_cost=numbers,

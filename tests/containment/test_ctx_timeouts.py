@@ -10,10 +10,12 @@ def test_callbacks_run_in_deadline_order_and_cancelled_ones_never() -> None:
     timeouts = Timeouts()
     fired: list[str] = []
     done = threading.Event()
-    timeouts.schedule(0.03, lambda: fired.append("late"))
-    cancelled = timeouts.schedule(0.02, lambda: fired.append("cancelled"))
-    timeouts.schedule(0.01, lambda: fired.append("early"))
-    timeouts.schedule(0.05, done.set)
+    # Deadlines half a second apart: scheduling "early" may come late on a loaded machine, yet its
+    # deadline must still fall before that of "late" (docs/testing.md).
+    timeouts.schedule(0.6, lambda: fired.append("late"))
+    cancelled = timeouts.schedule(0.4, lambda: fired.append("cancelled"))
+    timeouts.schedule(0.1, lambda: fired.append("early"))
+    timeouts.schedule(0.7, done.set)
     timeouts.cancel(cancelled)
     assert done.wait(30)
     assert fired == ["early", "late"]

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
@@ -186,7 +187,7 @@ FuzzedGraph.TestCase.settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 )
-test_fuzzed_graph = FuzzedGraph.TestCase
+test_fuzzed_graph = pytest.mark.slow(FuzzedGraph.TestCase)
 
 
 def _executor(node: dict[str, Any], context: list[dict[str, Any]]) -> Any:

@@ -128,7 +128,7 @@ def test_async_keyboard_interrupt_marks_every_inflight_node() -> None:
         if node["node_id"] == "b":
             await asyncio.sleep(0.01)
             raise KeyboardInterrupt
-        await asyncio.sleep(10)  # c is still in flight when b interrupts the run
+        await asyncio.sleep(5)  # c is still in flight when b interrupts the run (bounded: docs/testing.md)
         return ok(node, context)
 
     with pytest.raises(KeyboardInterrupt):
@@ -148,7 +148,7 @@ async def test_cancelling_the_async_run_cancels_inflight_nodes() -> None:
         if node["node_id"] == "b":
             started.set()
         try:
-            await asyncio.sleep(10)
+            await asyncio.sleep(5)  # until cancelled; bounded so a missed cancel fails, not hangs
         except asyncio.CancelledError:
             cancelled.append(node["node_id"])
             raise

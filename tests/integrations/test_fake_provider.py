@@ -10,8 +10,6 @@ import pytest
 
 from .fake_provider import FakeProvider, Reply, ToolCall
 
-pytestmark = pytest.mark.timeout(30)
-
 USAGE = Reply(
     text="The answer is 42.", input_tokens=120, output_tokens=9, cache_read_tokens=100, cache_write_tokens=0
 )

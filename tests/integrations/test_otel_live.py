@@ -15,8 +15,6 @@ from chainwarden.otel import OtelHandle, export_snapshot, instrument
 from .conftest import Spans
 from .otel_helpers import sample_run, tree
 
-pytestmark = pytest.mark.timeout(60)
-
 
 def comparable(spans: Spans) -> dict[str, dict[str, object]]:
     return {

@@ -17,7 +17,6 @@ from chainwarden.otel import export_snapshot, instrument
 from .otel_helpers import sample_run
 from .otlp_receiver import OtlpReceiver, attributes
 
-pytestmark = pytest.mark.timeout(60)
 MS = 1_000_000
 
 

@@ -16,7 +16,6 @@ from chainwarden.otel import export_snapshot
 from .conftest import Spans
 from .otel_helpers import sample_run, tree
 
-pytestmark = pytest.mark.timeout(60)
 MS = 1_000_000
 
 

@@ -13,8 +13,6 @@ import pytest
 
 from chainwarden.pricing import PRICE_KEYS, price_usage
 
-pytestmark = pytest.mark.timeout(60)
-
 
 def package_rates(provider: str, model: str) -> dict[str, Decimal]:
     """The per-million-token rates genai-prices holds for a model today (flat prices only)."""

@@ -63,6 +63,7 @@ def build(max_nodes: int, steps: list[tuple[Any, ...]]) -> ExecutionGraph:
     return g
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(max_nodes=st.sampled_from([0, 3, 8]), steps=ops)
 def test_round_trip_is_exact(max_nodes: int, steps: list[tuple[Any, ...]]) -> None:

@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 import hypothesis.strategies as st
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from chainwarden import ExecutionGraph
@@ -99,6 +100,7 @@ def call(g: ExecutionGraph, c: tuple[Any, ...]) -> None:
         getattr(g, name)(*args)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )

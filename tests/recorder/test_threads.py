@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
+
 from chainwarden import ExecutionGraph
 
 THREADS = 8
@@ -41,6 +43,7 @@ def reader(g: ExecutionGraph, stop: threading.Event, seen: list[dict[str, Any]])
         g.snapshot_json()
 
 
+@pytest.mark.slow
 def test_concurrent_lifecycles_keep_every_invariant() -> None:
     g = ExecutionGraph()
     root = g.create_root("run")

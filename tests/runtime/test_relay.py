@@ -232,7 +232,8 @@ async def test_cancel_stops_upstream_and_keeps_reported_usage(
         ctx.emit(TextDelta("working"))
         started.set()
         try:
-            await forever.wait()
+            # Only the cancel ends this wait; bounded so a missed cancel fails the test, not hangs it.
+            await asyncio.wait_for(forever.wait(), 5)
         finally:
             stopped.set()
         return "unreachable"
@@ -318,7 +319,7 @@ async def test_cancel_during_an_llm_call_cancels_the_provider_call(
     async def hanging_provider() -> object:
         in_call.set()
         try:
-            await asyncio.Event().wait()
+            await asyncio.sleep(5)  # "forever", bounded: a missed cancel fails below instead of hanging
         except asyncio.CancelledError:
             provider_cancelled.set()
             raise

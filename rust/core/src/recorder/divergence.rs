@@ -254,4 +254,35 @@ mod tests {
         assert_eq!(d.pending.len(), 2);
         assert_eq!(d.emitted_count(), 2);
     }
+
+    /// docs/testing.md "Boundary tests": a rate fires only *above* its threshold. 0.25 USD and 4 tokens
+    /// in 1 ms are exactly 250 USD/s and 4,000 tokens/s.
+    #[test]
+    fn a_rate_exactly_at_its_threshold_does_not_fire() {
+        let mut d = Divergence::default();
+        d.observe_completion(2, 0.25, Some(4), 1, 250.0, 4000.0);
+        assert!(d.pending.is_empty());
+        d.observe_completion(3, 0.25, Some(4), 1, 249.999_999, 3_999.999_999);
+        assert_eq!(
+            d.pending,
+            vec![
+                DivergenceEvent::CostRate {
+                    cost_rate: 250.0,
+                    threshold: 249.999_999,
+                    node: 3
+                },
+                DivergenceEvent::TokenVelocity {
+                    token_velocity: 4000.0,
+                    threshold: 3_999.999_999,
+                    node: 3
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn modes_have_their_documented_names() {
+        assert_eq!(Mode::Consecutive.as_str(), "consecutive");
+        assert_eq!(Mode::Frequency.as_str(), "frequency");
+    }
 }
