@@ -2,13 +2,14 @@
 # `make wheels-check`: every wheel in DIST is installed alone into a fresh venv of its own Python and tested
 # from outside the source tree.
 #
-# - Each venv gets the wheel with its `cli` and `postgres` extras, plus requirements-wheels-check.txt (pytest and
-#   its plugins, hypothesis, and veronica-core, the reference the differential tests compare against). No Rust,
-#   no maturin, no dev toolchain; the venv is created from the interpreter itself, not from a dev venv.
+# - Each venv gets the wheel with its extras (the CLI, PostgreSQL, the integrations' frameworks), plus
+#   requirements-wheels-check.txt (pytest and its plugins, hypothesis, and veronica-core, the reference the
+#   differential tests compare against). No Rust, no maturin, no dev toolchain; the venv is created from the
+#   interpreter itself, not from a dev venv.
 # - The tests run from a temporary copy of tests/ (with README.md, docs/ and the pytest settings of
 #   pyproject.toml, so the documentation examples run too), with the working directory in that copy: the
 #   package can only come from site-packages, and the test asserts that it does.
-# - The subset: everything that needs no service and no source tree. Not run here (they run in `make test`):
+# - The subset: everything that needs no PostgreSQL and no source tree. Not run here (they run in `make test`):
 #   the PostgreSQL ledger tests (CHAINWARDEN_NO_POSTGRES=1 skips them), tests/cli/test_report_browser.py
 #   (needs chromium and Playwright), tests/billing/test_one_ledger_writer.py (scans python/ in the tree) and
 #   tests/cli/test_bench_agrees_with_benches.py (runs benches/ with pytest-benchmark).
@@ -24,7 +25,13 @@ wheels=("$dist"/*.whl)
 mapfile -t interpreters < <(scripts/find-pythons.sh)
 
 work="$(mktemp -d /tmp/chainwarden-wheels-check.XXXXXX)"
-trap 'rm -rf "$work"' EXIT
+# Debian's redis-server (as in `make test`): the shared-budget tests start their own with it, and the docs'
+# example uses this one, on a unix socket in a temp dir. PostgreSQL is not started: those tests skip here.
+CHAINWARDEN_REDIS_SERVER="$(scripts/redis-path.sh)"
+export CHAINWARDEN_REDIS_SERVER
+redisdir="$(scripts/redis-up.sh)"
+export CHAINWARDEN_REDIS_URL="unix://$redisdir/redis.sock"
+trap 'scripts/redis-down.sh "$redisdir"; rm -rf "$work"' EXIT
 tests="$work/src"
 mkdir -p "$tests"
 cp -r tests README.md docs "$tests/"
@@ -71,7 +78,7 @@ for whl in "${wheels[@]}"; do
     echo "wheels-check: $name: fresh venv of $py"
     "$py" -m venv "$venv"
     "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-        "$whl[cli,postgres,otel,prices]" -r "$root/requirements-wheels-check.txt"
+        "$whl[cli,postgres,otel,prices,openai,anthropic,langchain,langgraph,redis]" -r "$root/requirements-wheels-check.txt"
     if "$venv/bin/python" -c "import maturin" 2>/dev/null; then
         echo "wheels-check: maturin leaked into the test venv" >&2
         status=1

@@ -46,11 +46,10 @@ def _private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
 def postgres_schema() -> Iterator[str]:
     """A libpq DSN to a fresh schema of the test server of `make test`, dropped afterwards."""
     import psycopg  # noqa: PLC0415 - only the tests that use PostgreSQL need it
+    from postgres_server import postgres_dsn  # noqa: PLC0415 - beside this file, on the test path
     from psycopg.conninfo import make_conninfo  # noqa: PLC0415
 
-    base = os.environ.get("CHAINWARDEN_TEST_POSTGRES_DSN")
-    if not base:
-        pytest.fail("CHAINWARDEN_TEST_POSTGRES_DSN is not set: run the tests through scripts/test-python.sh")
+    base = postgres_dsn()
     schema = f"t_{uuid.uuid4().hex[:16]}"
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")

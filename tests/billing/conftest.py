@@ -4,7 +4,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from stores import PostgresSchema, Store, postgres_dsn, sqlite_store
+from postgres_server import postgres_dsn
+from stores import PostgresSchema, Store, sqlite_store
 
 from chainwarden.billing import Ledger
 

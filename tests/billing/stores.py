@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
-import pytest
 from psycopg.conninfo import make_conninfo
 
 from chainwarden.billing import Ledger, PostgresLedger, SqliteLedger
-
-PG_DSN_VAR = "CHAINWARDEN_TEST_POSTGRES_DSN"
-
-
-def postgres_dsn() -> str:
-    """The test server's DSN; skips only when a developer opted out, fails otherwise."""
-    dsn = os.environ.get(PG_DSN_VAR)
-    if dsn:
-        return dsn
-    if os.environ.get("CHAINWARDEN_NO_POSTGRES") == "1":
-        pytest.skip("CHAINWARDEN_NO_POSTGRES=1: PostgreSQL ledger tests skipped")
-    pytest.fail(f"{PG_DSN_VAR} is not set: run the tests through scripts/test-python.sh (make test-py)")
 
 
 @dataclass

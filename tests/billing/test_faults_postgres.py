@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from stores import postgres_dsn
+from postgres_server import postgres_dsn
 
 from chainwarden.billing import (
     BillingUnsettled,

@@ -7,8 +7,9 @@ import tempfile
 from decimal import Decimal
 from pathlib import Path
 
+from postgres_server import postgres_dsn
 from psycopg.pq import Trace
-from stores import PostgresSchema, postgres_dsn
+from stores import PostgresSchema
 
 from chainwarden.billing import PostgresLedger, Pricing, UsageFact
 

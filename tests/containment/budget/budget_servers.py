@@ -71,15 +71,6 @@ class RedisServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def postgres_dsn() -> str:
-    dsn = os.environ.get("CHAINWARDEN_TEST_POSTGRES_DSN")
-    if dsn:
-        return dsn
-    if os.environ.get("CHAINWARDEN_NO_POSTGRES") == "1":
-        pytest.skip("CHAINWARDEN_NO_POSTGRES=1: PostgreSQL tests skipped")
-    pytest.fail("CHAINWARDEN_TEST_POSTGRES_DSN is not set: run the tests through scripts/test-python.sh")
-
-
 def fresh_key() -> str:
     return f"budget-{uuid.uuid4().hex[:12]}"
 

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from budget_servers import RedisServer, fresh_key, make_backend, postgres_dsn
+from budget_servers import RedisServer, fresh_key, make_backend
+from postgres_server import postgres_dsn
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from budget_servers import SCRIPTS, RedisServer, fresh_key, postgres_dsn
+from budget_servers import SCRIPTS, RedisServer, fresh_key
+from postgres_server import postgres_dsn
 
 from chainwarden.containment import (
     BudgetBackendUnavailable,

@@ -3,26 +3,15 @@ that `scripts/test-python.sh` starts (the DSN in CHAINWARDEN_TEST_POSTGRES_DSN).
 
 from __future__ import annotations
 
-import os
 import uuid
 from pathlib import Path
 from urllib.parse import quote
 
 import psycopg
-import pytest
+from postgres_server import postgres_dsn
 from psycopg.conninfo import conninfo_to_dict
 
-PG_DSN_VAR = "CHAINWARDEN_TEST_POSTGRES_DSN"
 KINDS = ["sqlite", "postgres"]
-
-
-def postgres_dsn() -> str:
-    dsn = os.environ.get(PG_DSN_VAR)
-    if dsn:
-        return dsn
-    if os.environ.get("CHAINWARDEN_NO_POSTGRES") == "1":
-        pytest.skip("CHAINWARDEN_NO_POSTGRES=1: PostgreSQL store tests skipped")
-    pytest.fail(f"{PG_DSN_VAR} is not set: run the tests through scripts/test-python.sh (make test-py)")
 
 
 def postgres_url(schema: str) -> str:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from store_urls import postgres_dsn, postgres_url
+from postgres_server import postgres_dsn
+from store_urls import postgres_url
 
 from chainwarden.dag import (
     DagNotFoundError,
