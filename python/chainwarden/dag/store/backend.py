@@ -79,7 +79,12 @@ class Backend(ABC):
             raise StoreError("the store is closed")
         if self._conn is None:
             self._conn = self._connect()
-            self._ensure_schema()
+            try:
+                self._ensure_schema()
+            except BaseException:
+                # A store we cannot use (another schema version, a lost server) keeps no connection open.
+                self._drop()
+                raise
         return self._conn
 
     def _drop(self) -> None:

@@ -23,11 +23,15 @@ class SqliteBackend(Backend):
             conn = sqlite3.connect(
                 self._target, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S
             )
+        except sqlite3.Error as exc:
+            raise StoreConnectionError(f"cannot open SQLite store {self._target!r}: {exc}") from exc
+        try:
             if self._target != MEMORY:
                 conn.execute("PRAGMA journal_mode=WAL")
                 # WAL + NORMAL: a committed change survives a crash of the process (not a power loss).
                 conn.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as exc:
+            conn.close()
             raise StoreConnectionError(f"cannot open SQLite store {self._target!r}: {exc}") from exc
         return conn
 
