@@ -2,8 +2,8 @@
 
 import asyncio
 import gc
-import weakref
 import threading
+import weakref
 
 from ctx_helpers import graph_node, wait_until_cancelled
 
