@@ -435,3 +435,16 @@ async def test_an_async_cost_pre_flight_refusal_says_why() -> None:
     assert created == []
     reasons = [event.reason for event in ctx.get_snapshot().events]
     assert any("cost estimate $2.0000" in reason for reason in reasons), reasons
+
+
+async def test_an_ungated_async_call_is_running_while_it_runs() -> None:
+    """A mutmut survivor (docs/testing.md): without a pipeline the call is marked running at admission."""
+    ctx = ExecutionContext(config())
+    seen: list[str] = []
+
+    async def call() -> None:
+        nodes = ctx.get_graph_snapshot()["nodes"].values()
+        seen.extend(node["status"] for node in nodes if node["name"] == "plan")
+
+    assert await ctx.wrap_llm_call_async(call, WrapOptions("plan")) is Decision.ALLOW
+    assert seen == ["running"]
