@@ -67,6 +67,7 @@ mutants: mutants-rust mutants-py
 
 mutants-rust:
 	command -v cargo-mutants >/dev/null || cargo install --locked cargo-mutants
+	mkdir -p .mutants
 	CARGO_PROFILE_DEV_DEBUG=0 CARGO_PROFILE_TEST_DEBUG=0 nice -n 19 cargo mutants -p chainwarden-core -j 1 \
 		--timeout 60 $(addprefix -f ,$(MUTANTS_RS_FILES)) --output .mutants/rust
 

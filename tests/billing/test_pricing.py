@@ -120,3 +120,13 @@ def test_cents_to_credits_names_its_argument() -> None:
         cents_to_credits("1")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"^cents must not be negative, got -1$"):
         cents_to_credits(-1)
+
+
+def test_a_product_longer_than_28_digits_is_not_rounded() -> None:
+    """mutmut survivors (docs/testing.md): the working precision of the markup product. 10**33 + 1 is
+    (10**22 - 10**11 + 1) * (10**11 + 1), a 22-digit by 12-digit product of 34 digits; its last digit alone
+    makes the amount exceed one credit, so any precision short of 34 digits rounds it down to 1."""
+    cost = Decimal(10**22 - 10**11 + 1).scaleb(-29)
+    markup = Decimal(10**11 + 1).scaleb(-11)
+    assert Pricing(markup).user_cost_usd(cost) == Decimal(f"{10**33 + 1}E-40")
+    assert Pricing(markup).credits_for(cost) == 2

@@ -1,7 +1,9 @@
 """Async wraps: the coroutine is awaited in the caller's task, which a timeout or abort cancels mid-flight."""
 
 import asyncio
+import gc
 import threading
+import weakref
 
 from ctx_helpers import graph_node, wait_until_cancelled
 
@@ -367,3 +369,82 @@ async def test_an_async_call_result_reaches_cost_of() -> None:
     assert await ctx.wrap_llm_call_async(answer, WrapOptions("plan")) is Decision.ALLOW
     assert seen == [{"tokens": 3}]
     assert ctx.get_snapshot().cost_usd_accumulated == 0.25
+
+
+async def test_a_per_call_timeout_is_the_last_stop_reason() -> None:
+    """mutmut survivors (docs/testing.md): the reason a per-call timeout leaves for ``last_stop_reason``."""
+    ctx = ExecutionContext(config())
+
+    async def slow() -> None:
+        await wait_until_cancelled()
+
+    assert await ctx.wrap_llm_call_async(slow, WrapOptions("slow", timeout_ms=10)) is Decision.HALT
+    assert ctx.last_stop_reason == "timeout"
+
+
+async def test_an_async_failure_reaches_the_retry_hook() -> None:
+    """A mutmut survivor (docs/testing.md): the call's own exception, not None, goes to ``on_error``."""
+    seen: list[BaseException] = []
+
+    class Retry:
+        def on_error(self, tctx: ToolCallContext, err: BaseException) -> Decision:
+            seen.append(err)
+            return Decision.RETRY
+
+    ctx = ExecutionContext(config(), pipeline=ShieldPipeline(retry=Retry()))
+    boom = ValueError("boom")
+
+    async def fails() -> None:
+        raise boom
+
+    assert await ctx.wrap_llm_call_async(fails, WrapOptions("plan")) is Decision.RETRY
+    assert seen == [boom]
+
+
+async def test_a_finished_async_call_lets_go_of_the_caller_task() -> None:
+    """A mutmut survivor (docs/testing.md): a finished call is no longer tracked for cancellation, so the
+    context holds no reference to the caller's task (otherwise every async call would leak one)."""
+    ctx = ExecutionContext(config())
+
+    async def quick() -> int:
+        return 1
+
+    async def caller() -> Decision:
+        return await ctx.wrap_llm_call_async(quick, WrapOptions("quick"))
+
+    task = asyncio.ensure_future(caller())
+    assert await task is Decision.ALLOW
+    ref = weakref.ref(task)
+    del task
+    for _ in range(3):  # let the loop run the wake-up callbacks that still hold the finished task
+        await asyncio.sleep(0)
+    gc.collect()
+    assert ref() is None
+
+
+async def test_an_async_cost_pre_flight_refusal_says_why() -> None:
+    """A mutmut survivor (docs/testing.md): the refusal of an estimate over the ceiling explains itself
+    with the call's own estimate."""
+    ctx = ExecutionContext(config())
+    created: list[int] = []
+
+    async def call() -> None:
+        created.append(1)
+
+    assert await ctx.wrap_llm_call_async(call, WrapOptions("big", cost_estimate_hint=2.0)) is Decision.HALT
+    assert created == []
+    reasons = [event.reason for event in ctx.get_snapshot().events]
+    assert any("cost estimate $2.0000" in reason for reason in reasons), reasons
+
+
+async def test_an_ungated_async_call_is_running_while_it_runs() -> None:
+    """A mutmut survivor (docs/testing.md): without a pipeline the call is marked running at admission."""
+    ctx = ExecutionContext(config())
+    seen: list[str] = []
+
+    async def call() -> None:
+        nodes = ctx.get_graph_snapshot()["nodes"].values()
+        seen.extend(node["status"] for node in nodes if node["name"] == "plan")
+
+    assert await ctx.wrap_llm_call_async(call, WrapOptions("plan")) is Decision.ALLOW
+    assert seen == ["running"]

@@ -21,7 +21,10 @@ def _exact_product(a: Decimal, b: Decimal) -> Decimal:
 
 
 def _ceil_credits(usd: Decimal) -> int:
-    credits = int(usd.scaleb(7).to_integral_value(rounding=ROUND_CEILING))
+    # scaleb rounds to its context's precision (28 digits by default), which would drop the last
+    # digits of a long exact product before the ceiling sees them: keep every digit.
+    exact = Context(prec=max(28, len(usd.as_tuple().digits))).scaleb(usd, Decimal(7))
+    credits = int(exact.to_integral_value(rounding=ROUND_CEILING))
     if credits > MAX_CREDITS:
         raise ValueError(f"{usd} USD is more credits than a ledger can hold")
     return credits

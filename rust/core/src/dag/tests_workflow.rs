@@ -47,6 +47,44 @@ fn without_leaf_repair_finished_tasks_stay_leaves() {
 }
 
 #[test]
+fn with_leaf_repair_commit_and_outcomes_repair_finished_leaves() {
+    // The counterpart of the test above (a cargo-mutants survivor, docs/testing.md): with the repair on,
+    // the outermost commit and apply_outcome append the agent_message themselves and report it.
+    let mut g = Dag::new(None);
+    g.begin();
+    task(&mut g, "a");
+    task(&mut g, "b");
+    g.create_edge("a", "b", "dependency", None, None).unwrap();
+    assert!(g.commit().is_empty());
+    assert_eq!(g.claim(10), vec!["a"]);
+    let done = g
+        .apply_outcome("a", Outcome::Finished(FinishPayload::default()))
+        .unwrap();
+    assert!(done.repaired.is_empty());
+    assert_eq!(g.claim(10), vec!["b"]);
+    let done = g
+        .apply_outcome("b", Outcome::Finished(FinishPayload::default()))
+        .unwrap();
+    assert_eq!(done.repaired.len(), 1);
+    assert_eq!(g.leaves(false), done.repaired);
+    assert_eq!(agent_messages(&g), 1);
+    assert!(g.leaves_valid());
+
+    // A finished task created inside a transaction is repaired by its commit.
+    g.begin();
+    let spec = NodeSpec {
+        node_id: Some("c".into()),
+        ..NodeSpec::default()
+    };
+    g.create_node("task", "finished", spec).unwrap();
+    let added = g.commit();
+    assert_eq!(added.len(), 1);
+    assert_eq!(agent_messages(&g), 2);
+    assert!(g.leaves_valid());
+    g.check_invariants().unwrap();
+}
+
+#[test]
 fn leaf_repair_is_on_by_default_and_survives_json() {
     let mut on = Dag::new(None);
     task(&mut on, "t");
