@@ -108,20 +108,52 @@ pub fn uuid7() -> String {
     let hi: u64 = (ms << 16) | 0x7000 | u64::from(counter);
     let lo: u64 = (rand & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
     let x = (u128::from(hi) << 64) | u128::from(lo);
-    let h = format!("{x:032x}");
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    uuid_text(x)
+}
+
+/// `x` as a lowercase 8-4-4-4-12 UUID string, written into a fixed buffer (uuid7 is on the DAG's
+/// build path; `format!` twice per id cost more than the rest of the id).
+fn uuid_text(x: u128) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [b'-'; 36];
+    let mut nibble = 32;
+    for (i, slot) in out.iter_mut().enumerate() {
+        if matches!(i, 8 | 13 | 18 | 23) {
+            continue;
+        }
+        nibble -= 1;
+        *slot = HEX[((x >> (nibble * 4)) & 0xf) as usize];
+    }
+    // Only ASCII hex digits and dashes were written.
+    out.iter().map(|&b| char::from(b)).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uuid_text_matches_format() {
+        let mut state = 0x1234_5678_9abc_def0u64;
+        let mut values: Vec<u128> = vec![0, u128::MAX, 1, 1 << 127];
+        for _ in 0..10_000 {
+            let hi = splitmix(&mut state);
+            let lo = splitmix(&mut state);
+            values.push((u128::from(hi) << 64) | u128::from(lo));
+        }
+        for x in values {
+            let h = format!("{x:032x}");
+            let want = format!(
+                "{}-{}-{}-{}-{}",
+                &h[0..8],
+                &h[8..12],
+                &h[12..16],
+                &h[16..20],
+                &h[20..32]
+            );
+            assert_eq!(uuid_text(x), want);
+        }
+    }
 
     #[test]
     fn round_trip_and_rejects_other_spellings() {

@@ -506,8 +506,8 @@ impl ChainCore {
     }
 
     /// The whole graph as JSON, in the format of `ExecutionGraph.snapshot_json()`.
-    fn graph_snapshot_json<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.inner.graph().snapshot_json())
+    fn graph_snapshot_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        crate::recorder::snapshot::snapshot_json_bytes(py, self.inner.graph())
     }
 
     fn drain_divergence<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {

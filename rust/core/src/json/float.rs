@@ -1,8 +1,10 @@
 //! Floats spelled like Python's `float.__repr__`, the one float writer of both JSON layouts.
 
+use super::sink::Sink;
+
 /// Appends `v` formatted like Python's `float.__repr__` (shortest round-trip digits,
 /// exponent form when the decimal exponent is < -4 or >= 16).
-pub fn write_f64(out: &mut Vec<u8>, v: f64) {
+pub fn write_f64<S: Sink + ?Sized>(out: &mut S, v: f64) {
     if v.is_nan() {
         out.extend_from_slice(b"NaN");
         return;
@@ -23,7 +25,7 @@ pub fn write_f64(out: &mut Vec<u8>, v: f64) {
     write_f64_python_layout(out, v.is_sign_negative(), text);
 }
 
-fn write_f64_python_layout(out: &mut Vec<u8>, negative: bool, ryu_text: &str) {
+fn write_f64_python_layout<S: Sink + ?Sized>(out: &mut S, negative: bool, ryu_text: &str) {
     let mut digits = [0u8; 32];
     let (n, exp10) = shortest_digits(ryu_text, &mut digits);
     let digits = &digits[..n];
@@ -36,11 +38,11 @@ fn write_f64_python_layout(out: &mut Vec<u8>, negative: bool, ryu_text: &str) {
     if (-3..=16).contains(&exp10) {
         if exp10 <= 0 {
             out.extend_from_slice(b"0.");
-            out.extend(std::iter::repeat_n(b'0', (-exp10) as usize));
+            out.fill(b'0', (-exp10) as usize);
             out.extend_from_slice(digits);
         } else if exp10 >= n {
             out.extend_from_slice(digits);
-            out.extend(std::iter::repeat_n(b'0', (exp10 - n) as usize));
+            out.fill(b'0', (exp10 - n) as usize);
             out.extend_from_slice(b".0");
         } else {
             out.extend_from_slice(&digits[..exp10 as usize]);

@@ -2,6 +2,7 @@
 //! bytes that need escaping, found with a lookup table, so ASCII-heavy payloads go at memcpy speed.
 
 use super::float::write_f64;
+use super::sink::Sink;
 use crate::value::Value;
 
 /// Where the call graph and the DAG differ in their JSON text.
@@ -49,7 +50,7 @@ const CLASS: [u8; 256] = {
 };
 
 /// Appends `s` as a JSON string literal, escaped like CPython's encoder for `layout`.
-pub fn write_str(out: &mut Vec<u8>, s: &str, layout: Layout) {
+pub fn write_str<S: Sink + ?Sized>(out: &mut S, s: &str, layout: Layout) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
@@ -111,7 +112,7 @@ pub(super) fn needs_escape(word: u64, copy_non_ascii: bool) -> bool {
     }
 }
 
-fn write_ascii_escape(out: &mut Vec<u8>, b: u8) {
+fn write_ascii_escape<S: Sink + ?Sized>(out: &mut S, b: u8) {
     match b {
         b'"' => out.extend_from_slice(b"\\\""),
         b'\\' => out.extend_from_slice(b"\\\\"),
@@ -124,7 +125,7 @@ fn write_ascii_escape(out: &mut Vec<u8>, b: u8) {
     }
 }
 
-fn write_u_escape(out: &mut Vec<u8>, unit: u16) {
+fn write_u_escape<S: Sink + ?Sized>(out: &mut S, unit: u16) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.extend_from_slice(&[
         b'\\',
@@ -136,16 +137,16 @@ fn write_u_escape(out: &mut Vec<u8>, unit: u16) {
     ]);
 }
 
-pub fn write_i64(out: &mut Vec<u8>, v: i64) {
+pub fn write_i64<S: Sink + ?Sized>(out: &mut S, v: i64) {
     out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
-pub fn write_u64(out: &mut Vec<u8>, v: u64) {
+pub fn write_u64<S: Sink + ?Sized>(out: &mut S, v: u64) {
     out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
 /// Appends `v`; tuples are written as arrays, like `json.dumps` does.
-pub fn write_value(out: &mut Vec<u8>, v: &Value, layout: Layout) {
+pub fn write_value<S: Sink + ?Sized>(out: &mut S, v: &Value, layout: Layout) {
     match v {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
@@ -168,7 +169,7 @@ pub fn write_value(out: &mut Vec<u8>, v: &Value, layout: Layout) {
 }
 
 /// Appends an object from its entries (also the empty `{}` of absent metadata).
-pub fn write_object(out: &mut Vec<u8>, entries: &[(String, Value)], layout: Layout) {
+pub fn write_object<S: Sink + ?Sized>(out: &mut S, entries: &[(String, Value)], layout: Layout) {
     out.push(b'{');
     for (i, (k, v)) in entries.iter().enumerate() {
         if i > 0 {

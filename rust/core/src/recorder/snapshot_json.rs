@@ -2,13 +2,14 @@
 
 use super::aggregates::AggregatesView;
 use super::arena::Extras;
-use super::graph::{now_ms, Graph};
+use super::graph::{now_ms, Graph, State};
 use super::node::Node;
 use crate::ids::{format_id_bytes, NodeId};
-use crate::json::{self, write_f64, write_i64, write_u64, Layout};
+use crate::json::{self, write_f64, write_i64, write_u64, Counter, Cursor, Layout, Sink};
+use parking_lot::MutexGuard;
 
 /// The snapshot's layout is Python's `json.dumps` defaults (docs/design.md §23).
-fn write_str(out: &mut Vec<u8>, s: &str) {
+fn write_str<S: Sink + ?Sized>(out: &mut S, s: &str) {
     json::write_str(out, s, Layout::Python);
 }
 
@@ -32,7 +33,7 @@ pub const NODE_KEYS: [&str; 15] = [
     "metadata",
 ];
 
-fn write_id(out: &mut Vec<u8>, id: NodeId) {
+fn write_id<S: Sink + ?Sized>(out: &mut S, id: NodeId) {
     let mut buf = [0u8; 24];
     let id = format_id_bytes(id, &mut buf);
     if let Ok(fixed) = <&[u8; 7]>::try_from(id) {
@@ -55,7 +56,7 @@ struct FloatCache {
 }
 
 impl FloatCache {
-    fn write(&mut self, out: &mut Vec<u8>, v: f64) {
+    fn write<S: Sink + ?Sized>(&mut self, out: &mut S, v: f64) {
         if self.bits != Some(v.to_bits()) {
             self.text.clear();
             write_f64(&mut self.text, v);
@@ -65,14 +66,14 @@ impl FloatCache {
     }
 }
 
-fn write_opt_u64(out: &mut Vec<u8>, v: Option<u64>) {
+fn write_opt_u64<S: Sink + ?Sized>(out: &mut S, v: Option<u64>) {
     match v {
         Some(v) => write_u64(out, v),
         None => out.extend_from_slice(b"null"),
     }
 }
 
-fn write_opt_str(out: &mut Vec<u8>, v: Option<&str>) {
+fn write_opt_str<S: Sink + ?Sized>(out: &mut S, v: Option<&str>) {
     match v {
         Some(v) => write_str(out, v),
         None => out.extend_from_slice(b"null"),
@@ -80,7 +81,7 @@ fn write_opt_str(out: &mut Vec<u8>, v: Option<&str>) {
 }
 
 /// Appends the ten aggregate keys in the documented order.
-pub fn write_aggregates(out: &mut Vec<u8>, a: &AggregatesView) {
+pub fn write_aggregates<S: Sink + ?Sized>(out: &mut S, a: &AggregatesView) {
     out.extend_from_slice(b"{\"total_cost_usd\": ");
     write_f64(out, a.total_cost_usd);
     out.extend_from_slice(b", \"total_llm_calls\": ");
@@ -104,13 +105,59 @@ pub fn write_aggregates(out: &mut Vec<u8>, a: &AggregatesView) {
     out.push(b'}');
 }
 
+/// A snapshot frozen for writing: the graph lock, the aggregates and the timestamp are taken once,
+/// so the sizing pass ([`SnapshotJson::byte_len`]) and the writing pass produce the same bytes and the
+/// bindings can write straight into a pre-sized Python `bytes` (docs/design.md §23).
+pub struct SnapshotJson<'g> {
+    graph: &'g Graph,
+    st: MutexGuard<'g, State>,
+    aggregates: AggregatesView,
+    ts_ms: i64,
+    /// Names repeat across nodes: each is escaped once and reused by both passes.
+    names: Vec<Option<Vec<u8>>>,
+}
+
 impl Graph {
-    pub fn snapshot_json(&self) -> Vec<u8> {
+    /// The snapshot, frozen until the returned writer is dropped (it holds the graph lock).
+    pub fn snapshot_json_writer(&self) -> SnapshotJson<'_> {
         let st = self.lock();
-        let mut out = Vec::with_capacity(256 + st.arena.len() * 360);
-        // Names repeat across nodes: escape each once.
-        let mut escaped: Vec<Option<Vec<u8>>> = vec![None; st.names.len()];
-        let mut sym = |out: &mut Vec<u8>, s: u32| {
+        let names = vec![None; st.names.len()];
+        SnapshotJson {
+            graph: self,
+            st,
+            aggregates: self.aggregates(),
+            ts_ms: now_ms(),
+            names,
+        }
+    }
+
+    pub fn snapshot_json(&self) -> Vec<u8> {
+        let mut w = self.snapshot_json_writer();
+        let mut out = Vec::with_capacity(w.byte_len());
+        w.write(&mut out);
+        out
+    }
+}
+
+impl SnapshotJson<'_> {
+    /// The exact length of the text [`SnapshotJson::write`] produces.
+    pub fn byte_len(&mut self) -> usize {
+        let mut n = Counter::default();
+        self.write(&mut n);
+        n.0
+    }
+
+    /// Writes the snapshot into `buf`; false (with `buf` partly written) unless it fits exactly.
+    pub fn write_into(&mut self, buf: &mut [u8]) -> bool {
+        let mut c = Cursor::new(buf);
+        self.write(&mut c);
+        c.finish()
+    }
+
+    pub fn write<S: Sink + ?Sized>(&mut self, out: &mut S) {
+        let st = &*self.st;
+        let escaped = &mut self.names;
+        let mut sym = |out: &mut S, s: u32| {
             let slot = &mut escaped[s as usize];
             let bytes = slot.get_or_insert_with(|| {
                 let mut b = Vec::new();
@@ -120,10 +167,10 @@ impl Graph {
             out.extend_from_slice(bytes);
         };
         out.extend_from_slice(b"{\"chain_id\": ");
-        write_str(&mut out, self.chain_id());
+        write_str(out, self.graph.chain_id());
         out.extend_from_slice(b", \"root_id\": ");
         match st.root {
-            Some(r) => write_id(&mut out, r),
+            Some(r) => write_id(out, r),
             None => out.extend_from_slice(b"null"),
         }
         out.extend_from_slice(b", \"nodes\": {");
@@ -132,25 +179,24 @@ impl Graph {
             if i > 0 {
                 out.extend_from_slice(b", ");
             }
-            write_id(&mut out, n.id);
+            write_id(out, n.id);
             out.extend_from_slice(b": ");
-            write_node(&mut out, n, st.arena.extras(n), &mut costs, &mut sym);
+            write_node(out, n, st.arena.extras(n), &mut costs, &mut sym);
         }
         out.extend_from_slice(b"}, \"aggregates\": ");
-        write_aggregates(&mut out, &self.aggregates());
+        write_aggregates(out, &self.aggregates);
         out.extend_from_slice(b", \"snapshot_ts_ms\": ");
-        write_i64(&mut out, now_ms());
+        write_i64(out, self.ts_ms);
         out.push(b'}');
-        out
     }
 }
 
-fn write_node(
-    out: &mut Vec<u8>,
+fn write_node<S: Sink + ?Sized>(
+    out: &mut S,
     n: &Node,
     extras: Option<&Extras>,
     costs: &mut FloatCache,
-    sym: &mut impl FnMut(&mut Vec<u8>, u32),
+    sym: &mut impl FnMut(&mut S, u32),
 ) {
     out.extend_from_slice(b"{\"node_id\": ");
     write_id(out, n.id);

@@ -475,3 +475,62 @@ fn loaded_extreme_timestamps_never_overflow() {
     assert!(done.duration_ms >= 1);
     assert!(done.event.unwrap().elapsed_ms.unwrap() > 0.0);
 }
+
+#[test]
+fn snapshot_json_sizing_pass_matches_the_written_bytes() {
+    // Hostile text everywhere a string lands: quotes, backslashes, every control byte, DEL,
+    // non-ASCII (two \u escapes for astral characters), and floats in both repr notations.
+    let mut nasty = String::from("q\"b\\s/\u{7f}é😀\u{2028}");
+    nasty.extend((0u8..0x20).map(char::from));
+    let g = Graph::new(nasty.as_str(), Config::default()).unwrap();
+    let meta = Value::Object(vec![
+        (nasty.clone(), Value::Str(nasty.clone())),
+        ("tiny".into(), Value::Float(1.5e-7)),
+        ("huge".into(), Value::Float(-1.0e22)),
+        ("neg0".into(), Value::Float(-0.0)),
+        (
+            "list".into(),
+            Value::Array(vec![Value::Int(i64::MIN), Value::Null, Value::Bool(true)]),
+        ),
+    ]);
+    let root = g.create_root(&nasty, Some(meta.clone())).unwrap();
+    for (i, cost) in [0.0, 1e-5, 0.1 + 0.2, 12345678901234567.0, 3.0]
+        .into_iter()
+        .enumerate()
+    {
+        let n = id_string(
+            g.begin_node(
+                &id_string(root),
+                Kind::Llm,
+                &format!("{nasty}{i}"),
+                Some(&nasty),
+                Some(meta.clone()),
+                true,
+                false,
+            )
+            .unwrap()
+            .0,
+        );
+        if i % 2 == 0 {
+            g.mark_success(&n, cost, Some(i as i64), None, false)
+                .unwrap();
+        } else {
+            g.mark_failure(&n, &nasty, Some(&nasty), false).unwrap();
+        }
+    }
+    let mut w = g.snapshot_json_writer();
+    let len = w.byte_len();
+    let mut vec = Vec::new();
+    w.write(&mut vec);
+    assert_eq!(len, vec.len());
+    let mut buf = vec![0u8; len];
+    assert!(w.write_into(&mut buf));
+    assert_eq!(buf, vec);
+    // A buffer one byte short or long is reported, never overrun.
+    assert!(!w.write_into(&mut vec![0u8; len - 1]));
+    assert!(!w.write_into(&mut vec![0u8; len + 1]));
+    drop(w);
+    let text = String::from_utf8(g.snapshot_json()).unwrap();
+    assert!(text.is_ascii());
+    assert!(crate::json::read::<Value>(text.as_bytes()).is_ok());
+}

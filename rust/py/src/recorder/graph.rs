@@ -404,9 +404,8 @@ impl ExecutionGraph {
     }
 
     /// The snapshot as JSON bytes, identical to `json.dumps(self.snapshot())`.
-    fn snapshot_json<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        let bytes = self.graph.snapshot_json();
-        PyBytes::new(py, &bytes)
+    fn snapshot_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        snapshot::snapshot_json_bytes(py, &self.graph)
     }
 
     /// The aggregate counters only, read without taking the graph lock.

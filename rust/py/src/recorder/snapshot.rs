@@ -7,10 +7,11 @@ use chainwarden_core::recorder::graph::{now_ms, Graph, State};
 use chainwarden_core::recorder::node::Node;
 use chainwarden_core::recorder::snapshot_json::NODE_KEYS;
 use chainwarden_core::recorder::{AggregatesView, Kind, Status};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyFloat, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyFloat, PyList, PyString};
 
 use crate::convert::{metadata_to_py, py_str};
 
@@ -389,4 +390,22 @@ pub fn divergence_events<'py>(
         out.append(d)?;
     }
     Ok(out)
+}
+
+/// `snapshot_json()` written straight into a Python `bytes` of the exact size: one counting pass,
+/// one writing pass, no intermediate `Vec` and no copy (docs/design.md §23).
+pub fn snapshot_json_bytes<'py>(py: Python<'py>, graph: &Graph) -> PyResult<Bound<'py, PyBytes>> {
+    let mut w = graph.snapshot_json_writer();
+    let len = w.byte_len();
+    PyBytes::new_with(py, len, |buf| {
+        if w.write_into(buf) {
+            Ok(())
+        } else {
+            // Unreachable while the writer holds the lock and its frozen aggregates; kept as a
+            // clean error rather than a panic.
+            Err(PyRuntimeError::new_err(
+                "snapshot_json: the snapshot changed while it was written",
+            ))
+        }
+    })
 }
