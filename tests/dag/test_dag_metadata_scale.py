@@ -94,12 +94,20 @@ def merge_time(n: int, deep: bool, base: int | None = None) -> float:
     ids=["from_json", "mark_finished-metadata", "mark_finished-into-small", "mark_finished-output"],
 )
 def test_cost_grows_linearly_with_the_number_of_keys(measure: Callable[[int], float]) -> None:
-    # 8x the keys: linear work takes ~8x as long, quadratic work ~64x. Both sizes are beyond the CPU caches
-    # and the allocator's small-block pools (10k keys still fit, which alone made 10k -> 80k look like
-    # 13-23x for linear code on the VM), the best of five CPU-time runs keeps the ratio meaningful on a
-    # loaded machine, and 30 sits halfway (in log scale) between what linear and quadratic code give.
-    small, large = measure(20_000), measure(160_000)
-    assert large / small < 30, (small, large)
+    # 16x the keys: linear work takes ~16x as long (up to ~32x once the large size leaves the CPU caches),
+    # quadratic work ~256x. 64 sits halfway between the two in log scale, so each side has a 2-4x margin.
+    # Both sizes are beyond the allocator's small-block pools (10k keys still fit, which alone made linear
+    # code look superlinear), and the best of five CPU-time runs ignores time lost to other processes. A
+    # loaded CI machine still once pushed an 8x ratio past its limit (cache and memory-bandwidth contention
+    # count as this thread's time), so an attempt may be repeated: quadratic code fails every attempt,
+    # noise does not repeat. docs/testing.md, "Scaling tests".
+    ratios = []
+    for _ in range(3):
+        small, large = measure(20_000), measure(320_000)
+        ratios.append(large / small)
+        if ratios[-1] < 64:
+            return
+    pytest.fail(f"16x the keys took {[round(r, 1) for r in ratios]}x the time: superlinear")
 
 
 def test_other_threads_run_while_a_large_mark_finished_merges() -> None:
