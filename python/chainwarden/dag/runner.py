@@ -315,6 +315,9 @@ class Runner:
         except BaseException as exc:
             self._abandon(inflight, exc, stats)
             raise
+        finally:
+            # Like run_until_idle: the lease keeper must not outlive the run (its stop wakes it at once).
+            self.close()
 
     def _abandon(
         self, inflight: dict[asyncio.Task[ExecutionResult], str], exc: BaseException, stats: RunStats
