@@ -128,6 +128,37 @@ def test_batch_and_single_commits_agree(store: Store) -> None:
             assert all(n % 2 == 0 for n in amounts.values())  # each charge once per run
 
 
+def test_awkward_values_are_stored_the_same_by_a_batch_and_by_single_commits(store: Store) -> None:
+    """PostgreSQL batches travel as one JSON document: text, huge integers, long decimals and nulls must come
+    back exactly as a single commit stores them."""
+    awkward = {
+        "provider": None,
+        "model": 'q"uote\\back\nline \u00e9\u4e2d\U0001f600',
+        "input_tokens": 2**62,
+        "output_tokens": 0,
+        "cache_read_tokens": None,
+        "cost_usd": Decimal("123456789.123456789012345678"),  # 27 digits, 18 places (§26)
+        "usage_raw": {'k"ey': ["\u00e9", 2**53 + 1, 1.5, None, {"nested": True}]},
+    }
+    facts = [fact(f"u{i}", **awkward) for i in range(3)]
+    with store.open() as ledger:
+        ledger.commit_usage_facts(facts, pricing=PRICING, ingress_request_id="req-\u00e9")
+        for f in facts:
+            ledger.commit_usage_fact(
+                replace(f, run_id="run-2"), call_index=0, pricing=PRICING, ingress_request_id="req-\u00e9"
+            )
+        stored = ledger.receipts()
+    assert len(stored) == 6
+    for r in stored:
+        assert (r.model, r.provider, r.input_tokens, r.output_tokens) == (awkward["model"], None, 2**62, 0)
+        assert r.ingress_request_id == "req-\u00e9" and r.usage_raw == awkward["usage_raw"]
+    batched, singles = stored[:3], stored[3:]
+    for b, s in zip(batched, singles, strict=True):
+        assert (b.charged_credits, b.response_cost_usd) == (s.charged_credits, s.response_cost_usd)
+        assert b.response_cost_usd == PRICING.user_cost_usd(awkward["cost_usd"])  # every digit kept
+        assert b.created_at.tzinfo is not None
+
+
 @pytest.mark.slow
 def test_a_killed_batch_writer_leaves_whole_batches_and_a_retry_completes_it(store: Store) -> None:
     """SIGKILL at an arbitrary moment: every batch is all there or not there at all, the balances match the

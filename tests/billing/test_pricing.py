@@ -130,3 +130,31 @@ def test_a_product_longer_than_28_digits_is_not_rounded() -> None:
     markup = Decimal(10**11 + 1).scaleb(-11)
     assert Pricing(markup).user_cost_usd(cost) == Decimal(f"{10**33 + 1}E-40")
     assert Pricing(markup).credits_for(cost) == 2
+
+
+@pytest.mark.parametrize("exponent", [-21, -1_000_000, -99_999_999, -(10**18) + 1])
+def test_any_positive_amount_costs_at_least_one_credit(exponent: int) -> None:
+    """Extreme exponents are decided without building their exact integers (which would hang), and a
+    positive amount never rounds down to nothing: the markup product no longer underflows to zero either."""
+    tiny = Decimal(f"1E{exponent}")
+    assert usd_to_credits(tiny) == 1
+    assert Pricing(markup=2.0).credits_for(tiny) == 1
+    assert Pricing(markup=2.0).user_cost_usd(tiny) == Decimal(f"2E{exponent}")
+
+
+@pytest.mark.parametrize("amount", ["922337203685.4775808", "1E+13", "1E+99999999", "1E+999999999999999999"])
+def test_amounts_beyond_the_ledger_are_refused_at_once(amount: str) -> None:
+    with pytest.raises(ValueError, match="more credits than a ledger can hold"):
+        usd_to_credits(Decimal(amount))
+
+
+def test_the_largest_amount_a_ledger_holds() -> None:
+    assert usd_to_credits(Decimal("922337203685.4775807")) == 2**63 - 1
+    assert usd_to_credits(Decimal("0")) == usd_to_credits(Decimal("-0")) == 0
+    assert usd_to_credits(Decimal("1E-20")) == usd_to_credits(Decimal("0.00000000000000000001")) == 1
+
+
+def test_charge_is_user_cost_and_credits_at_once() -> None:
+    pricing = Pricing(markup=Decimal("1.5"))
+    for cost in (Decimal(0), Decimal("0.0000001"), Decimal("123.456789012345678")):
+        assert pricing.charge(cost) == (pricing.user_cost_usd(cost), pricing.credits_for(cost))

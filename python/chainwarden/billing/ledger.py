@@ -8,6 +8,7 @@ nobody else writes.
 from __future__ import annotations
 
 import abc
+import json
 import logging
 import time
 import uuid
@@ -158,18 +159,40 @@ def _insert_entries(rows: int) -> str:
     )
 
 
-# PostgreSQL: a batch's rows as one array per column (see Ledger._insert_many).
-_UNNEST_RECEIPTS = (
-    f"INSERT INTO charge_receipts ({_RECEIPT_COLUMNS}) SELECT * FROM unnest("
-    "%s::text[], %s::text[], %s::text[], %s::int[], %s::text[], %s::text[], %s::text[], %s::text[], "
-    "%s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[], "
-    "%s::numeric[], %s::text[], %s::text[], %s::timestamptz[]) "
-    "ON CONFLICT (source_system, source_reference) DO NOTHING RETURNING source_system, source_reference"
+# PostgreSQL: a batch's rows as one JSON document of row arrays, unpacked by the server (see
+# Ledger._insert_many). `->>` gives each value as text exactly as written (an integer never passes through a
+# float) and JSON null as NULL; the casts are the columns' types. The last `shared` columns hold one value for
+# the whole batch (its commit id and time), sent once as plain parameters instead of once per row.
+def _from_json_rows(columns: str, casts: Sequence[str], shared: int) -> str:
+    own, common = casts[: len(casts) - shared], casts[len(casts) - shared :]
+    values = [f"(r->>{i}){cast}" for i, cast in enumerate(own)] + [f"%s{cast}" for cast in common]
+    return f"({columns}) SELECT {', '.join(values)} FROM jsonb_array_elements(%s::jsonb) AS r"
+
+
+_TEXT, _INT, _BIG, _NUM, _TIME = "", "::int", "::bigint", "::numeric", "::timestamptz"
+_RECEIPT_SHARED = 2  # commit_id, created_at
+_JSON_RECEIPTS = (
+    "INSERT INTO charge_receipts "
+    + _from_json_rows(
+        _RECEIPT_COLUMNS,
+        [*[_TEXT] * 3, _INT, *[_TEXT] * 6, *[_BIG] * 5, _NUM, _TEXT, _TEXT, _TIME],
+        _RECEIPT_SHARED,
+    )
+    + " ON CONFLICT (source_system, source_reference) DO NOTHING RETURNING source_system, source_reference"
 )
-_UNNEST_ENTRIES = (
-    "INSERT INTO credit_ledger (billing_account_id, amount, balance_after, reason, reference, created_at) "
-    "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::timestamptz[])"
+_ENTRY_SHARED = 1  # created_at
+_JSON_ENTRIES = "INSERT INTO credit_ledger " + _from_json_rows(
+    "billing_account_id, amount, balance_after, reason, reference, created_at",
+    [_TEXT, _BIG, _BIG, _TEXT, _TEXT, _TIME],
+    _ENTRY_SHARED,
 )
+
+
+def _json_default(value: object) -> str:
+    """The one row type JSON lacks, as its exact text: a Decimal cost."""
+    if isinstance(value, Decimal):
+        return str(value)
+    raise TypeError(f"a {type(value).__name__} cannot go into a batch row")
 
 
 @dataclass(frozen=True)
@@ -200,9 +223,9 @@ class Ledger(abc.ABC):
     # Whether the store runs INSERT/UPDATE inside WITH (PostgreSQL does, SQLite does not): then a charge
     # and its ledger entry are one statement.
     _writable_ctes = False
-    # Whether many rows go in as one array per column (PostgreSQL's unnest) rather than as multi-row VALUES
-    # lists (see `_insert_many`).
-    _unnest_arrays = False
+    # Whether many rows go in as one JSON document the server unpacks (PostgreSQL) rather than as multi-row
+    # VALUES lists (see `_insert_many`).
+    _json_batches = False
 
     def __init__(self, *, retry_timeout_s: float) -> None:
         self._closed = False
@@ -370,7 +393,7 @@ class Ledger(abc.ABC):
             logger.error("billing.missing_cost_usd source_reference=%s model=%s", key, fact.model)
             user_cost, charged = None, 0
         else:
-            user_cost, charged = pricing.user_cost_usd(cost), pricing.credits_for(cost)
+            user_cost, charged = pricing.charge(cost)
         receipt = ChargeReceipt(
             source_system=fact.source,
             source_reference=key,
@@ -454,29 +477,38 @@ class Ledger(abc.ABC):
                 (account, -charged, after, REASON_CHARGE, reference, now)
                 for (charged, reference), after in zip(entries, balances, strict=True)
             ]
-            self._insert_many(cursor, _insert_entries, _UNNEST_ENTRIES, rows, returning=False)
+            self._insert_many(
+                cursor, _insert_entries, _JSON_ENTRIES, rows, returning=False, shared=_ENTRY_SHARED
+            )
         return balances, created
 
     def _insert_many(
         self,
         cursor: Any,
         multi_row: Callable[[int], str],
-        unnest: str,
+        from_json: str,
         rows: Sequence[tuple[Any, ...]],
         *,
         returning: bool,
+        shared: int,
     ) -> list[Any]:
-        """Inserts many rows; with `returning`, the rows the statement returns.
+        """Inserts many rows; with `returning`, the rows the statement returns. The last `shared` values
+        are the same in every row.
 
-        PostgreSQL: one statement over one array per column (`unnest`): one round trip and one execution
-        on the server, and a short query text (psycopg splits a query's placeholders in Python, which for a
-        500-row VALUES list costs more than the insert). SQLite: multi-row VALUES lists, one per chunk.
+        PostgreSQL: one statement over one JSON document of the rows, encoded by the json module's C encoder:
+        one round trip, one execution and one parameter (psycopg splits a 500-row VALUES list's placeholders
+        in Python, and dumps array parameters element by element in Python: either cost more than the
+        insert; benches/README.md "Batch commits"). SQLite: multi-row VALUES lists, one per chunk.
         """
         found: list[Any] = []
         if not rows:
             return found
-        if self._unnest_arrays:
-            cursor.execute(unnest, [list(column) for column in zip(*rows, strict=True)])
+        if self._json_batches:
+            tail = rows[0][len(rows[0]) - shared :]
+            if any(row[len(row) - shared :] != tail for row in rows):
+                raise AssertionError("a batch's shared columns differ between rows")  # a bug, never input
+            own = [row[: len(row) - shared] for row in rows]
+            cursor.execute(from_json, [*tail, json.dumps(own, ensure_ascii=False, default=_json_default)])
             return list(cursor.fetchall()) if returning else found
         for chunk in _chunks(rows, _RECEIPT_CHUNK):
             cursor.execute(self._sql(multi_row(len(chunk))), [v for r in chunk for v in r])
@@ -599,7 +631,9 @@ class Ledger(abc.ABC):
             cursor: Any,
         ) -> tuple[dict[tuple[str, str], ChargeReceipt], set[tuple[str, str]], dict[str, tuple[int, bool]]]:
             rows = [c.row for c in unique.values()]
-            found = self._insert_many(cursor, _insert_receipts, _UNNEST_RECEIPTS, rows, returning=True)
+            found = self._insert_many(
+                cursor, _insert_receipts, _JSON_RECEIPTS, rows, returning=True, shared=_RECEIPT_SHARED
+            )
             inserted = {(r[0], r[1]) for r in found}
             stored = self._stored_receipts(cursor, [i for i in unique if i not in inserted], commit_id)
             # A retry whose first attempt landed finds its own rows (commit_id): charged then, with the rest.

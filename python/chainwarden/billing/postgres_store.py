@@ -103,7 +103,7 @@ class PostgresLedger(Ledger):
     """
 
     _writable_ctes = True
-    _unnest_arrays = True
+    _json_batches = True
 
     def __init__(
         self,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from decimal import ROUND_CEILING, Context, Decimal
+from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal
+from functools import cache
 
 from chainwarden.billing.facts import check_cost_usd
 
@@ -13,18 +14,38 @@ DEFAULT_MARKUP = 2.0
 MAX_CREDITS = 2**63 - 1
 
 
+@cache
+def _context(prec: int) -> Context:
+    """One context per precision, built once (building one costs more than the arithmetic), with the widest
+    exponent range so that no product underflows to zero. Shared contexts are never changed; the flags an
+    operation sets are never read."""
+    return Context(prec=prec, Emin=MIN_EMIN, Emax=MAX_EMAX)
+
+
 def _exact_product(a: Decimal, b: Decimal) -> Decimal:
     # Enough precision that the multiplication never rounds: the product of an m-digit and an n-digit
     # coefficient has at most m + n digits.
     digits = len(a.as_tuple().digits) + len(b.as_tuple().digits) + 2
-    return Context(prec=max(28, digits)).multiply(a, b)
+    return _context(max(28, digits)).multiply(a, b)
+
+
+# Amounts outside these bounds are decided without arithmetic on their exact value, whose integer form could
+# have millions of digits (1E-99999999 USD is still one credit, 1E+99999999 USD too many for any ledger).
+_TINY_ADJUSTED = -20  # below 10**-20 USD: a positive amount is 1 credit
+_HUGE_ADJUSTED = 12  # from 10**13 USD: more than MAX_CREDITS
 
 
 def _ceil_credits(usd: Decimal) -> int:
-    # scaleb rounds to its context's precision (28 digits by default), which would drop the last
-    # digits of a long exact product before the ceiling sees them: keep every digit.
-    exact = Context(prec=max(28, len(usd.as_tuple().digits))).scaleb(usd, Decimal(7))
-    credits = int(exact.to_integral_value(rounding=ROUND_CEILING))
+    """`ceil(usd * CREDITS_PER_USD)`, exactly: in integers, from the amount's exact ratio (no rounding
+    context can drop a digit)."""
+    if usd.is_zero():
+        return 0
+    if usd.adjusted() < _TINY_ADJUSTED:
+        return 1 if usd > 0 else 0
+    if usd.adjusted() >= _HUGE_ADJUSTED:
+        raise ValueError(f"{usd} USD is more credits than a ledger can hold")
+    numerator, denominator = usd.as_integer_ratio()
+    credits = -(-numerator * CREDITS_PER_USD // denominator)
     if credits > MAX_CREDITS:
         raise ValueError(f"{usd} USD is more credits than a ledger can hold")
     return credits
@@ -73,3 +94,8 @@ class Pricing:
 
     def credits_for(self, cost_usd: float | int | Decimal) -> int:
         return _ceil_credits(self.user_cost_usd(cost_usd))
+
+    def charge(self, cost_usd: float | int | Decimal) -> tuple[Decimal, int]:
+        """`(user_cost_usd(cost_usd), credits_for(cost_usd))`, the product computed once."""
+        user_cost = self.user_cost_usd(cost_usd)
+        return user_cost, _ceil_credits(user_cost)
