@@ -7,7 +7,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 export PYO3_PYTHON := $(abspath $(PY))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: demo test test-rust test-py lint bench build venv wheels wheels-check clean mutants mutants-rust mutants-py
+.PHONY: demo test test-rust test-py lint bench bench-goals build venv wheels wheels-check clean mutants mutants-rust mutants-py
 
 # The demo needs only the package (with its `cli` extra) and maturin to build it: its own small venv,
 # not the development toolchain of `make test`.
@@ -58,6 +58,11 @@ bench: venv
 	$(VENV)/bin/pytest $(or $(BENCH_ARGS),benches) -q --benchmark-only --benchmark-columns=min,median,rounds \
 		--benchmark-json=.benchmarks/latest.json
 	$(PY) benches/report.py .benchmarks/latest.json
+
+# One run of the speed goals of issues 10 and 11, with a met / not met table (benches/goals.py).
+bench-goals: venv
+	$(VENV)/bin/maturin develop --release --quiet --extras cli --features bench-floor
+	scripts/bench-goals.sh
 
 # Mutation testing (docs/testing.md): not part of `make test`. Both tools run niced, one job at a time;
 # results go to .mutants/. MUTANTS_RS_FILES / the arguments of scripts/mutants-python.sh choose the scope.

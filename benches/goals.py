@@ -1,0 +1,135 @@
+"""Checks one pytest-benchmark session against the speed goals of issue 10 (and prints each figure).
+
+Usage: python benches/goals.py .benchmarks/goals.json   (scripts/bench-goals.sh runs the session first)
+
+Medians throughout; a ratio compares two implementations measured in the same session. The memory, async-wrap
+and store-load goals come from their own scripts, which scripts/bench-goals.sh runs after the session.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+Bench = dict[str, Any]
+
+
+def median(b: Bench) -> float:
+    return float(b["stats"]["median"])
+
+
+def find(benches: list[Bench], name: str) -> Bench | None:
+    return next((b for b in benches if b["name"] == name), None)
+
+
+def per_item(b: Bench) -> float:
+    return median(b) / int(b["extra_info"]["nodes"])
+
+
+def mb_per_s(b: Bench) -> float:
+    return int(b["extra_info"]["bytes"]) / median(b) / 1e6
+
+
+def per_fact(b: Bench, facts: int) -> float:
+    return median(b) / facts
+
+
+Check = tuple[str, list[str], Callable[[list[Bench]], float], Callable[[float], bool], str]
+
+CHECKS: list[Check] = [
+    (
+        "40k-child fan-out / rustworkx",
+        ["test_build_fan_out[chainwarden]", "test_build_fan_out[rustworkx]"],
+        lambda b: median(b[0]) / median(b[1]),
+        lambda r: r <= 2,
+        "<= 2x",
+    ),
+    (
+        "200k chat build per node+edge / rustworkx",
+        ["test_build_chat[chainwarden]", "test_build_chat[rustworkx]"],
+        lambda b: median(b[0]) / median(b[1]),
+        lambda r: r <= 2,
+        "<= 2x",
+    ),
+    ("events() per item, µs", ["test_events"], lambda b: per_item(b[0]) * 1e6, lambda v: v <= 1.5, "<= 1.5"),
+    ("nodes() per item, µs", ["test_nodes"], lambda b: per_item(b[0]) * 1e6, lambda v: v <= 1.5, "<= 1.5"),
+    (
+        "context_for preview, 40k chat, ms",
+        ["test_context_for_dicts_chat[preview]"],
+        lambda b: median(b[0]) * 1e3,
+        lambda v: v <= 60,
+        "<= 60",
+    ),
+    (
+        "propagate_failures 10k fan-out / rustworkx",
+        ["test_propagate_vs_rustworkx[chainwarden]", "test_propagate_vs_rustworkx[rustworkx]"],
+        lambda b: median(b[0]) / median(b[1]),
+        lambda r: r < 1,
+        "< 1x",
+    ),
+    (
+        "DAG to_json, MB/s",
+        ["test_dag_to_json[chainwarden]"],
+        lambda b: mb_per_s(b[0]),
+        lambda v: v >= 500,
+        ">= 500",
+    ),
+    (
+        "DAG from_json, MB/s",
+        ["test_dag_from_json[chainwarden]"],
+        lambda b: mb_per_s(b[0]),
+        lambda v: v >= 300,
+        ">= 300",
+    ),
+    (
+        "snapshot_json at 100k nodes, MB/s",
+        ["test_snapshot_json[100000-chainwarden]"],
+        lambda b: mb_per_s(b[0]),
+        lambda v: v >= 2000,
+        ">= 2000",
+    ),
+    *[
+        (
+            f"snapshot_json / orjson.dumps at {n:,} nodes",
+            [f"test_snapshot_json[{n}-chainwarden]", f"test_snapshot_json[{n}-orjson]"],
+            lambda b: median(b[0]) / median(b[1]),
+            lambda r: r < 1,
+            "< 1x",
+        )
+        for n in (1_000, 10_000, 100_000)
+    ],
+    *[
+        (
+            f"{kind} batch vs per-fact rate",
+            [f"test_single_writer_commits[{kind}]", f"test_batch_commits[{kind}]"],
+            lambda b: per_fact(b[0], 300) / per_fact(b[1], 1_000),
+            lambda r: r >= 10,
+            ">= 10x",
+        )
+        for kind in ("sqlite", "postgres")
+    ],
+]
+
+
+def main(path: str) -> int:
+    with open(path) as f:
+        benches: list[Bench] = json.load(f)["benchmarks"]
+    missed = 0
+    print("| goal | measured | target | met |")
+    print("|---|---|---|---|")
+    for title, names, measure, met, target in CHECKS:
+        found = [find(benches, name) for name in names]
+        if any(b is None for b in found):
+            print(f"| {title} | not in this run | {target} | — |")
+            continue
+        value = measure([b for b in found if b is not None])
+        ok = met(value)
+        missed += not ok
+        print(f"| {title} | {value:,.2f} | {target} | {'yes' if ok else '**no**'} |")
+    return missed
+
+
+if __name__ == "__main__":
+    print(f"{main(sys.argv[1])} goal(s) not met")
