@@ -27,7 +27,7 @@ def test_a_sync_run_outlives_its_lease_and_stops_its_heartbeat() -> None:
 
     def slow(node: object, context: object) -> ExecutionResult:
         first = g.node("t")["metadata"]["lease_expires_at"]
-        time.sleep(LEASE_S * 1.5)  # longer than one lease: only the heartbeat keeps the claim
+        time.sleep(LEASE_S * 2)  # two leases: only the heartbeat keeps the claim
         seen.append(g.node("t")["metadata"]["lease_expires_at"] > first)
         return ExecutionResult.finished(output={"ok": True})
 
@@ -42,7 +42,7 @@ def test_an_async_run_outlives_its_lease_and_stops_its_heartbeat() -> None:
 
     async def slow(node: object, context: object) -> ExecutionResult:
         first = g.node("t")["metadata"]["lease_expires_at"]
-        await asyncio.sleep(LEASE_S * 1.5)
+        await asyncio.sleep(LEASE_S * 2)
         seen.append(g.node("t")["metadata"]["lease_expires_at"] > first)
         return ExecutionResult.finished(output={"ok": True})
 
