@@ -448,3 +448,34 @@ async def test_an_ungated_async_call_is_running_while_it_runs() -> None:
 
     assert await ctx.wrap_llm_call_async(call, WrapOptions("plan")) is Decision.ALLOW
     assert seen == ["running"]
+
+
+async def test_each_chain_nests_under_its_own_innermost_call_across_other_chains() -> None:
+    """Calls of chain A inside a call of chain B inside a call of A: the inner A call is A's outer call's
+    child, B's call has no parent in B, and every kind of call (async wrap, with-block, sync wrap) agrees."""
+    a, b = ExecutionContext(config()), ExecutionContext(config())
+
+    async def innermost() -> None:
+        assert await a.wrap_tool_call_async(lambda_async, WrapOptions("a-async")) is Decision.ALLOW
+        with a.tool_call("a-block"):
+            pass
+        assert a.wrap_tool_call(lambda: None, WrapOptions("a-sync")) is Decision.ALLOW
+
+    async def in_b() -> None:
+        assert await a.wrap_llm_call_async(innermost, WrapOptions("a-inner")) is Decision.ALLOW
+
+    async def in_a() -> None:
+        assert await b.wrap_llm_call_async(in_b, WrapOptions("b-call")) is Decision.ALLOW
+
+    assert await a.wrap_llm_call_async(in_a, WrapOptions("a-outer")) is Decision.ALLOW
+    by_name = {r.operation_name: r for r in a.get_snapshot().nodes}
+    assert by_name["a-outer"].parent_id is None
+    assert by_name["a-inner"].parent_id == by_name["a-outer"].node_id  # B's call in between is skipped
+    for name in ("a-async", "a-block", "a-sync"):
+        assert by_name[name].parent_id == by_name["a-inner"].node_id, name
+    [b_call] = b.get_snapshot().nodes
+    assert b_call.parent_id is None
+
+
+async def lambda_async() -> None:
+    await asyncio.sleep(0)

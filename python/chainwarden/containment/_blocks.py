@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 from chainwarden._core import CallKind
 from chainwarden.containment._outcomes import NO_RESULT, failed, gate, refuse, succeeded
-from chainwarden.containment._report import CURRENT_CALL, Binding, bind
+from chainwarden.containment._report import CURRENT_CALL, Binding, bind, enclosing
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.types import Decision
 
@@ -55,13 +55,13 @@ class ContainedBlock:
         self._s = state
         self._kind = kind
         self._opts = opts
-        self._open: list[tuple[int, Token[int | None], Token[Binding | None]]] = []
+        self._open: list[tuple[int, Token[Binding | None]]] = []
 
     def __enter__(self) -> None:
         s, opts = self._s, self._opts
         node = s.core.begin(
             None,
-            s.current.get(),
+            enclosing(s.core),
             self._kind,
             opts.operation_name,
             (opts.model or s.llm_model) if self._kind == CallKind.LLM else None,
@@ -76,15 +76,14 @@ class ContainedBlock:
             if verdict is not None:
                 raise CallRefused(verdict, s.note.reason)
         s.async_used = True
-        self._open.append((node, s.current.set(node), CURRENT_CALL.set(bind(s.core, node))))
+        self._open.append((node, CURRENT_CALL.set(bind(s.core, node))))
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> Literal[False]:
         s = self._s
-        node, parent, bound = self._open.pop()
+        node, bound = self._open.pop()
         CURRENT_CALL.reset(bound)
-        s.current.reset(parent)
         if exc is None:
             # A block has no result: it is charged what it reported, else its estimate.
             decision = succeeded(s, node, self._kind, self._opts, NO_RESULT)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from chainwarden._core import CallKind
 from chainwarden.containment._outcomes import failed, gate, not_sync, refuse, succeeded
+from chainwarden.containment._report import enclosing
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.types import Decision
 
@@ -36,7 +37,7 @@ def sync_wrap(
             # The core refuses a coroutine function (docs/design.md §21) before counting anything.
             node = core.begin(
                 fn,
-                s.current.get() if s.async_used else None,
+                enclosing(core) if s.async_used else None,
                 kind,
                 name,
                 (opts.model or s.llm_model) if is_llm else None,

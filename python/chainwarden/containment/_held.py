@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Final
 from chainwarden._core import CallKind
 from chainwarden.containment._blocks import ChainHalted
 from chainwarden.containment._outcomes import NO_RESULT, failed, gate, refuse, succeeded
+from chainwarden.containment._report import enclosing
 from chainwarden.containment._state import ChainState
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.types import Decision
@@ -38,7 +39,7 @@ class HeldCall:
         """Admits the call or raises ``ChainHalted`` (nothing is left open then)."""
         node = s.core.begin(
             None,
-            parent if parent is not None else s.current.get(),
+            parent if parent is not None else enclosing(s.core),
             kind,
             opts.operation_name,
             (opts.model or s.llm_model) if kind == CallKind.LLM else None,

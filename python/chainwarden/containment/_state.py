@@ -12,7 +12,6 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
-from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any, Protocol, cast
 
@@ -54,7 +53,6 @@ class ChainState:
         "config",
         "core",
         "cost_of",
-        "current",
         "dispatch",
         "events",
         "gated",
@@ -103,16 +101,12 @@ class ChainState:
             self.core = cast(ChainCore, BudgetedCore(self.core, self.budget, self._let_through))
         self.token = CancellationToken()
         self.events = EventLog()
-        # The enclosing async call of this chain, inherited by the tasks it creates. Sync nesting
-        # is tracked natively per thread. Per chain: a wrap nested in another context's wrap
-        # must not adopt that context's node.
-        self.current: ContextVar[int | None] = ContextVar(f"chainwarden_node_{id(self):x}", default=None)
         self.llm_model = metadata.model
         # Nothing to consult or notify besides the core: the fast path may finish the call inline.
         self.gated = pipeline is not None or breaker is not None
         self.dispatch = not self.gated
         self.plain = not self.gated and parent is None and metrics is None and cost_of is None
-        # Until an async wrap runs, no task can carry a parent node: skip the ContextVar read.
+        # Until an async wrap runs, no task can carry a parent node: skip the walk of open calls.
         self.async_used = False
         self.note = StopNote()
         self.lock = threading.Lock()
