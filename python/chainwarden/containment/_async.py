@@ -18,12 +18,13 @@ import sys
 from asyncio import get_running_loop
 from collections.abc import Awaitable, Callable
 from inspect import CO_COROUTINE
+from threading import get_ident
 from types import FunctionType
 from typing import Any, Final
 
-from chainwarden._core import CallKind, CallStatus
+from chainwarden._core import CallKind, CallStatus, open_sync_calls
 from chainwarden.containment._outcomes import failed, gate, refuse, succeeded
-from chainwarden.containment._report import CURRENT_CALL, bind, enclosing
+from chainwarden.containment._report import CURRENT_CALL, Binding, enclosing
 from chainwarden.containment._state import ChainState
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.types import Decision
@@ -38,6 +39,7 @@ _CURRENT_TASKS: Final[dict[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None]
 _current_task: Final = asyncio.current_task
 
 _DEFAULT_OPTIONS: Final = WrapOptions()
+_new_tuple: Final = tuple.__new__
 _ALLOW: Final = Decision.ALLOW
 # Why _InFlight cancelled the task.
 _ABORT: Final = 1  # cancel_all: abort, chain timeout seen by the core, a child's spending, close
@@ -131,12 +133,15 @@ async def wrap_async(
         limit_s, per_call = _deadline_s(s, opts)
         if limit_s is not None:
             timer = loop.call_later(limit_s, call.expire, _CALL_LIMIT if per_call else _CHAIN_LIMIT)
-    # Wraps and report_cost inside the call find it through this context variable.
-    bound = CURRENT_CALL.set(bind(core, node))
+    # Wraps and report_cost inside the call find it through this context variable (`bind`, inlined).
+    bound = CURRENT_CALL.set(
+        _new_tuple(Binding, (core, node, get_ident(), open_sync_calls()[0], CURRENT_CALL.get()))
+    )
     error: BaseException | None = None
     result: Any = None
     try:
-        if _is_coroutine_function(fn):
+        # The common case (an ``async def`` function) read straight off its code flags, inlined.
+        if (type(fn) is FunctionType and fn.__code__.co_flags & CO_COROUTINE) or _is_coroutine_function(fn):
             result = await fn()
         else:
             result = await _in_thread(fn)
@@ -190,10 +195,7 @@ async def wrap_async(
 
 
 def _is_coroutine_function(fn: object) -> bool:
-    # The common case (an ``async def`` function) read straight off its code flags; anything else
-    # (methods, partials, marked callables) goes through inspect.
-    if type(fn) is FunctionType and fn.__code__.co_flags & CO_COROUTINE:
-        return True
+    # Anything but a plain ``async def`` function (methods, partials, marked callables) goes through inspect.
     return inspect.iscoroutinefunction(fn)
 
 
