@@ -67,7 +67,7 @@ def test_raising_callbacks_are_logged_and_a_later_chain_timeout_still_fires(
 
     _, elapsed, ctx = _timed_out_wait(100)
     # A behavioural bound: without the thread the call would wait its full 10 s.
-    assert elapsed < 1.5
+    assert elapsed < 5.0  # the token wait would last 10 s without the timer thread
     assert ctx.cancellation_token.is_cancelled
     assert any(e.event_type == "timeout" for e in ctx.get_snapshot().events)
 
@@ -114,7 +114,7 @@ def test_the_maximum_timeout_is_accepted_and_does_not_fire() -> None:
         assert ctx.wrap_llm_call(lambda: None) is Decision.ALLOW
         assert not ctx.cancellation_token.is_cancelled
     _, elapsed, _ = _timed_out_wait(100)  # the far deadline does not delay near ones
-    assert elapsed < 1.5
+    assert elapsed < 5.0  # the token wait would last 10 s without the timer thread
 
 
 class EventsFail(ShieldPipeline):
@@ -145,7 +145,7 @@ def test_a_chain_whose_timeout_callback_raises_does_not_stop_other_chains(
     broken.close()
 
     _, elapsed, ctx = _timed_out_wait(100)
-    assert elapsed < 1.5
+    assert elapsed < 5.0  # the token wait would last 10 s without the timer thread
     assert ctx.cancellation_token.is_cancelled
 
 
