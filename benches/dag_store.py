@@ -62,7 +62,7 @@ def raw_connection(url: str) -> tuple[Any, str]:
 
         conn = sqlite3.connect(url[len("sqlite:///") :], isolation_level=None, timeout=30)
         conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA synchronous=FULL")  # as the store
         return conn, "?"
     import psycopg  # noqa: PLC0415
 

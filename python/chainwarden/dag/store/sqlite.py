@@ -28,8 +28,10 @@ class SqliteBackend(Backend):
         try:
             if self._target != MEMORY:
                 conn.execute("PRAGMA journal_mode=WAL")
-                # WAL + NORMAL: a committed change survives a crash of the process (not a power loss).
-                conn.execute("PRAGMA synchronous=NORMAL")
+                # WAL + FULL: a committed change is on disk when the call returns, so it survives a
+                # crash of the machine too, not only of the process (docs/dag.md "Stores and workers";
+                # the billing ledger does the same).
+                conn.execute("PRAGMA synchronous=FULL")
         except sqlite3.Error as exc:
             conn.close()
             raise StoreConnectionError(f"cannot open SQLite store {self._target!r}: {exc}") from exc
