@@ -85,7 +85,7 @@ CHECKS: list[Check] = [
     ),
     (
         "snapshot_json at 100k nodes, MB/s",
-        ["test_snapshot_json[100000-chainwarden]"],
+        ["test_snapshot_json[chainwarden-100000]"],
         lambda b: mb_per_s(b[0]),
         lambda v: v >= 2000,
         ">= 2000",
@@ -93,7 +93,7 @@ CHECKS: list[Check] = [
     *[
         (
             f"snapshot_json / orjson.dumps at {n:,} nodes",
-            [f"test_snapshot_json[{n}-chainwarden]", f"test_snapshot_json[{n}-orjson]"],
+            [f"test_snapshot_json[chainwarden-{n}]", f"test_snapshot_json[orjson-{n}]"],
             lambda b: median(b[0]) / median(b[1]),
             lambda r: r < 1,
             "< 1x",
