@@ -24,6 +24,11 @@ pub fn format_id_bytes(id: NodeId, buf: &mut [u8; 24]) -> &[u8] {
     &buf[..len]
 }
 
+/// The length of [`format_id_bytes`]'s text for `id`, without formatting it.
+pub fn id_len(id: NodeId) -> usize {
+    1 + crate::json::decimal_len(id).max(6)
+}
+
 pub fn format_id(id: NodeId, buf: &mut [u8; 24]) -> &str {
     // Only ASCII digits and 'n' were written.
     std::str::from_utf8(format_id_bytes(id, buf)).unwrap_or_default()

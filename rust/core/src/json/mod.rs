@@ -13,7 +13,7 @@ mod write;
 pub use float::write_f64;
 pub use read::{read, JsonTree, MAX_READ_DEPTH};
 pub use sink::{Counter, Cursor, Sink};
-pub use write::{write_i64, write_object, write_str, write_u64, write_value, Layout};
+pub use write::{decimal_len, write_i64, write_object, write_str, write_u64, write_value, Layout};
 
 use crate::value::Value;
 

@@ -138,11 +138,25 @@ fn write_u_escape<S: Sink + ?Sized>(out: &mut S, unit: u16) {
 }
 
 pub fn write_i64<S: Sink + ?Sized>(out: &mut S, v: i64) {
+    if out.counts_only() {
+        out.fill(b'0', usize::from(v < 0) + decimal_len(v.unsigned_abs()));
+        return;
+    }
     out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
 pub fn write_u64<S: Sink + ?Sized>(out: &mut S, v: u64) {
+    if out.counts_only() {
+        out.fill(b'0', decimal_len(v));
+        return;
+    }
     out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+/// How many decimal digits `v` has (the sizing pass measures integers instead of formatting them).
+#[inline]
+pub fn decimal_len(v: u64) -> usize {
+    v.checked_ilog10().map_or(1, |d| d as usize + 1)
 }
 
 /// Appends `v`; tuples are written as arrays, like `json.dumps` does.

@@ -4,7 +4,7 @@ use super::aggregates::AggregatesView;
 use super::arena::Extras;
 use super::graph::{now_ms, Graph, State};
 use super::node::Node;
-use crate::ids::{format_id_bytes, NodeId};
+use crate::ids::{format_id_bytes, id_len, NodeId};
 use crate::json::{self, write_f64, write_i64, write_u64, Counter, Cursor, Layout, Sink};
 use parking_lot::MutexGuard;
 
@@ -34,6 +34,10 @@ pub const NODE_KEYS: [&str; 15] = [
 ];
 
 fn write_id<S: Sink + ?Sized>(out: &mut S, id: NodeId) {
+    if out.counts_only() {
+        out.fill(b'"', id_len(id) + 2);
+        return;
+    }
     let mut buf = [0u8; 24];
     let id = format_id_bytes(id, &mut buf);
     if let Ok(fixed) = <&[u8; 7]>::try_from(id) {
@@ -149,9 +153,14 @@ impl SnapshotJson<'_> {
 
     /// Writes the snapshot into `buf`; false (with `buf` partly written) unless it fits exactly.
     pub fn write_into(&mut self, buf: &mut [u8]) -> bool {
-        let mut c = Cursor::new(buf);
-        self.write(&mut c);
-        c.finish()
+        self.write_into_uninit(Cursor::new(buf))
+    }
+
+    /// As [`SnapshotJson::write_into`] for a buffer that starts uninitialised: every byte is
+    /// initialised when it returns true.
+    pub fn write_into_uninit(&mut self, mut cursor: Cursor<'_>) -> bool {
+        self.write(&mut cursor);
+        cursor.finish()
     }
 
     pub fn write<S: Sink + ?Sized>(&mut self, out: &mut S) {

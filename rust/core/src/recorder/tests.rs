@@ -534,3 +534,101 @@ fn snapshot_json_sizing_pass_matches_the_written_bytes() {
     assert!(text.is_ascii());
     assert!(crate::json::read::<Value>(text.as_bytes()).is_ok());
 }
+
+/// The sizing pass measures integers and ids instead of formatting them (`Sink::counts_only`): its
+/// length must equal what the writing pass writes, for every kind of content, or the bindings' pre-sized
+/// `bytes` would not be filled exactly.
+fn assert_sized_exactly(g: &Graph) {
+    let mut w = g.snapshot_json_writer();
+    let counted = w.byte_len();
+    let mut written = Vec::new();
+    w.write(&mut written);
+    assert_eq!(counted, written.len());
+    let mut exact = vec![0u8; counted];
+    assert!(w.write_into(&mut exact));
+    assert_eq!(exact, written);
+    let mut short = vec![0u8; counted - 1];
+    assert!(!w.write_into(&mut short));
+    assert!(serde_json_free_parse(&written));
+}
+
+/// Strict JSON check without a dependency: the core's own reader.
+fn serde_json_free_parse(bytes: &[u8]) -> bool {
+    crate::json::read::<Value>(bytes).is_ok()
+}
+
+#[test]
+fn the_sizing_pass_equals_the_written_length_for_hostile_content() {
+    let g = graph();
+    let nasty = "q\"uote\\back/slash\u{0}\u{1f}\u{7f}\t\r\n é中\u{1F600}\u{2028}";
+    let meta = Value::Object(vec![
+        (nasty.into(), Value::Str(nasty.repeat(50))),
+        ("big".into(), Value::Int(i64::MIN)),
+        ("max".into(), Value::Int(i64::MAX)),
+        ("tiny".into(), Value::Float(5e-324)),
+        ("huge".into(), Value::Float(1.7976931348623157e308)),
+        (
+            "list".into(),
+            Value::Array(vec![Value::Null, Value::Bool(true), Value::Float(-0.0)]),
+        ),
+        (
+            "tuple".into(),
+            Value::Tuple(vec![Value::Int(0), Value::Int(-10)]),
+        ),
+    ]);
+    let root = g.create_root(nasty, Some(meta)).unwrap();
+    let costs = [0.0, 1e-7, 0.1, 123.456, 1e16, 1e22, 5e-324];
+    let tokens = [0, 9, 10, 99, 100, 999_999, 1_000_000, i64::MAX];
+    for (i, cost) in costs.iter().enumerate() {
+        let (id, _) = g
+            .begin_node(
+                &id_string(root),
+                Kind::Llm,
+                &nasty[..i + 1],
+                Some(nasty),
+                None,
+                true,
+                false,
+            )
+            .unwrap();
+        let id = id_string(id);
+        let t = tokens[i % tokens.len()];
+        match i % 3 {
+            0 => g
+                .mark_success(&id, *cost, Some(t), Some(t / 3), false)
+                .map(|_| ()),
+            1 => g.mark_failure(&id, nasty, Some(nasty), false).map(|_| ()),
+            _ => g.mark_halt(&id, Some(nasty), false).map(|_| ()),
+        }
+        .unwrap();
+    }
+    assert_sized_exactly(&g);
+}
+
+#[test]
+fn the_sizing_pass_counts_ids_across_the_padding_boundary() {
+    // Ids of six digits and fewer are padded ("n000001"); from a million on they are written in full.
+    let template = graph();
+    let root = template.create_root("x", None).unwrap();
+    let kid = child(&template, root, Kind::Llm, "y");
+    template
+        .mark_success(&kid, 0.5, Some(1), Some(2), false)
+        .unwrap();
+    let template = String::from_utf8(template.snapshot_json()).unwrap();
+    for ids in [
+        [999_999u64, 1_000_000],
+        [9_999_999, 10_000_000],
+        [1, 9_223_372_036_854_775_806],
+    ] {
+        let doc = template
+            .replace("n000001", &id_string(ids[0]))
+            .replace("n000002", &id_string(ids[1]));
+        let g = Graph::from_snapshot_json(doc.as_bytes(), Config::default()).unwrap();
+        assert_sized_exactly(&g);
+        let text = String::from_utf8(g.snapshot_json()).unwrap();
+        assert!(
+            text.contains(&format!("\"{}\": {{", id_string(ids[1]))),
+            "{text}"
+        );
+    }
+}
