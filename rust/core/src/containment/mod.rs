@@ -18,3 +18,5 @@ pub use record::{cut_message, Record, Status, MAX_ERROR_MESSAGE, STOP_REASONS};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_chain;
