@@ -33,8 +33,10 @@ fn record(node: u64) -> Record {
 
 #[test]
 fn a_far_timeout_admits_and_a_passed_one_refuses() {
-    // The clock is compared in milliseconds: nanoseconds * or % a million would time out at once.
-    let far = chain(1.0, 60_000);
+    // The clock is compared in milliseconds. After a millisecond of a one-second timeout, nanoseconds
+    // times a million, or modulo a million (about 60,000 here), would already have passed the limit.
+    let far = chain(1.0, 1_000);
+    thread::sleep(Duration::from_millis(1));
     assert_eq!(far.admit(0.0), Ok(()));
     let near = chain(1.0, 1);
     thread::sleep(Duration::from_millis(3));
