@@ -479,3 +479,36 @@ async def test_each_chain_nests_under_its_own_innermost_call_across_other_chains
 
 async def lambda_async() -> None:
     await asyncio.sleep(0)
+
+
+async def test_a_cancelled_caller_keeps_the_calls_name_in_its_record() -> None:
+    """A mutmut survivor (docs/testing.md): the caller-cancellation record is named like any other."""
+    ctx = ExecutionContext(config())
+    for options, expected in ((WrapOptions("named-op"), "named-op"), (None, "")):
+        started = asyncio.Event()
+
+        async def slow(started: asyncio.Event = started) -> None:
+            started.set()
+            await wait_until_cancelled()
+
+        caller = asyncio.ensure_future(ctx.wrap_llm_call_async(slow, options))
+        await started.wait()
+        caller.cancel()
+        await asyncio.wait((caller,))
+        record = ctx.get_snapshot().nodes[-1]
+        assert (record.operation_name, record.status) == (expected, "error")
+
+
+async def test_an_async_call_late_in_a_busy_chain_gets_the_time_really_left() -> None:
+    """A mutmut survivor (docs/testing.md): the time left of the chain comes from its clock, not from
+    another counter. 1,900 quick calls take milliseconds; counted as milliseconds they would leave 0.1 s."""
+    ctx = ExecutionContext(
+        ExecutionConfig(max_cost_usd=1.0, max_steps=5_000, max_retries_total=3, timeout_ms=2_000)
+    )
+    for _ in range(1_900):
+        ctx.wrap_tool_call(lambda: None)
+
+    async def takes_a_while() -> None:
+        await asyncio.sleep(0.3)
+
+    assert await ctx.wrap_llm_call_async(takes_a_while) is Decision.ALLOW
