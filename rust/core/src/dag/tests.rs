@@ -324,6 +324,16 @@ fn json_round_trip_is_lossless() {
     let mut back = Dag::from_json(&text).unwrap();
     assert_eq!(back.to_json(), text);
     back.check_invariants().unwrap();
+    // Record keys are written without the escape scan (`persist.rs`): each must be a plain identifier.
+    let mut keys = Vec::new();
+    collect_keys(&crate::json::parse(&text).unwrap(), &mut keys);
+    assert!(keys.len() > 40, "{keys:?}");
+    for key in keys {
+        assert!(
+            key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+            "{key}"
+        );
+    }
     assert_eq!(
         Dag::from_json("{}").err().unwrap().code,
         "dag.invalid_argument"
@@ -623,4 +633,23 @@ fn leases_expire_back_to_pending_then_error() {
     g.check_invariants().unwrap();
     let back = Dag::from_records("x", [], [], []).unwrap();
     assert_eq!(back.node_count(), 0);
+}
+
+/// Every object key of a document, except inside payloads (input, output, preview, metadata).
+fn collect_keys(v: &Value, keys: &mut Vec<String>) {
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map {
+                keys.push(k.clone());
+                if !matches!(
+                    k.as_str(),
+                    "input" | "output" | "output_preview" | "metadata"
+                ) {
+                    collect_keys(child, keys);
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|i| collect_keys(i, keys)),
+        _ => {}
+    }
 }
