@@ -3,47 +3,59 @@
 
 use super::arena::Dag;
 use super::error::{DagError, DagResult};
-use super::events::obj;
 use super::persist::{parse_edge, parse_event, parse_node, parse_record, record_id};
-use crate::json;
 use crate::value::Value;
 
-fn push_array<'a>(out: &mut String, key: &str, rows: impl IntoIterator<Item = &'a str>) {
-    out.push(',');
-    out.push_str(&json::to_string(
-        &Value::Str(key.to_owned()),
-        json::Layout::Compact,
-    ));
-    out.push_str(":[");
-    for (i, row) in rows.into_iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(row);
+/// Parses every record row, on two threads when there are many: JSON parsing is most of a bulk load, and
+/// the rows are independent (the 40,000-node chat: 160,000 rows). The first error in row order wins.
+fn parse_rows(rows: &[&str]) -> DagResult<Vec<Value>> {
+    const PARALLEL_FROM: usize = 4_096;
+    let parse = |part: &[&str]| {
+        part.iter()
+            .map(|r| parse_record(r))
+            .collect::<DagResult<Vec<_>>>()
+    };
+    if rows.len() < PARALLEL_FROM {
+        return parse(rows);
     }
-    out.push(']');
+    let (first, second) = rows.split_at(rows.len() / 2);
+    let (a, b) = std::thread::scope(|scope| {
+        let other = scope.spawn(|| parse(second));
+        let mine = parse(first);
+        // A panic in the parser is a bug; reported as a load error rather than unwinding further.
+        (
+            mine,
+            other
+                .join()
+                .unwrap_or_else(|_| Err(DagError::invalid("record parser panicked"))),
+        )
+    });
+    let mut values = a?;
+    values.extend(b?);
+    Ok(values)
 }
 
 impl Dag {
-    /// Builds a graph from stored record rows (each the JSON of one node / edge / event record).
+    /// Builds a graph from stored record rows (each the JSON of one node / edge / event record), with the
+    /// same validation as `from_json` and no replay of operations.
     pub fn from_records<'a>(
         graph_id: &str,
         nodes: impl IntoIterator<Item = &'a str>,
         edges: impl IntoIterator<Item = &'a str>,
         events: impl IntoIterator<Item = &'a str>,
     ) -> DagResult<Dag> {
-        let head = obj(vec![
-            ("format", Value::Str("chainwarden.dag".into())),
-            ("version", Value::Int(1)),
-            ("graph_id", Value::Str(graph_id.to_owned())),
-        ]);
-        let mut doc = json::to_string(&head, json::Layout::Compact);
-        doc.pop();
-        push_array(&mut doc, "nodes", nodes);
-        push_array(&mut doc, "edges", edges);
-        push_array(&mut doc, "events", events);
-        doc.push('}');
-        Dag::from_json(&doc)
+        let nodes: Vec<&str> = nodes.into_iter().collect();
+        let edges: Vec<&str> = edges.into_iter().collect();
+        let events: Vec<&str> = events.into_iter().collect();
+        let all: Vec<&str> = nodes.iter().chain(&edges).chain(&events).copied().collect();
+        let mut values = parse_rows(&all)?;
+        let events_v = values.split_off(nodes.len() + edges.len());
+        let edges_v = values.split_off(nodes.len());
+        let mut dag = Dag::new(Some(graph_id.to_owned()));
+        dag.load_nodes(values)?;
+        dag.load_edges(edges_v)?;
+        dag.load_events(events_v)?;
+        dag.finish_load()
     }
 }
 

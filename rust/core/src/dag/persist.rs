@@ -164,30 +164,51 @@ impl Dag {
             Some(Value::Bool(on)) => *on,
             Some(_) => return Err(bad("\"leaf_repair\" must be a boolean")),
         };
-        for mut rec in array(&mut doc, "nodes")? {
+        dag.load_nodes(array(&mut doc, "nodes")?)?;
+        dag.load_edges(array(&mut doc, "edges")?)?;
+        dag.load_events(array(&mut doc, "events")?)?;
+        dag.finish_load()
+    }
+
+    /// Parsed node records, in arena order, into a graph being loaded.
+    pub(crate) fn load_nodes(&mut self, records: Vec<Value>) -> DagResult<()> {
+        for mut rec in records {
             let id = string(&mut rec, "node_id")?;
-            if dag.node_index.contains_key(id.as_str()) {
+            if self.node_index.contains_key(id.as_str()) {
                 return Err(bad(format!("duplicate node id {id:?}")));
             }
             let node = parse_node(&mut rec, id)?;
-            dag.push_node(node);
+            self.push_node(node);
         }
-        for mut rec in array(&mut doc, "edges")? {
+        Ok(())
+    }
+
+    pub(crate) fn load_edges(&mut self, records: Vec<Value>) -> DagResult<()> {
+        for mut rec in records {
             let id = string(&mut rec, "edge_id")?;
-            if dag.edge_index.contains_key(id.as_str()) {
+            if self.edge_index.contains_key(id.as_str()) {
                 return Err(bad(format!("duplicate edge id {id:?}")));
             }
-            let edge = parse_edge(&dag, &mut rec, id)?;
-            dag.push_edge(edge);
+            let edge = parse_edge(self, &mut rec, id)?;
+            self.push_edge(edge);
         }
-        for mut rec in array(&mut doc, "events")? {
-            dag.events.push(parse_event(&mut rec)?);
+        Ok(())
+    }
+
+    pub(crate) fn load_events(&mut self, records: Vec<Value>) -> DagResult<()> {
+        for mut rec in records {
+            self.events.push(parse_event(&mut rec)?);
         }
-        if !dag.active_is_acyclic() {
+        Ok(())
+    }
+
+    /// The checks and derived state of a loaded graph.
+    pub(crate) fn finish_load(mut self) -> DagResult<Dag> {
+        if !self.active_is_acyclic() {
             return Err(bad("the active graph has a cycle"));
         }
-        dag.flush();
-        Ok(dag)
+        self.flush();
+        Ok(self)
     }
 }
 
