@@ -2,8 +2,9 @@
 so different graphs never wait on each other.
 
 A change costs two round trips: `BEGIN` + the row lock + the rows newer than the caller's version in one, and
-every delta row + the new version + `COMMIT` in the other (client-side binding lets one message carry several
-statements); round trips, not rows, are what a change costs on a server.
+every delta row + the new version + `COMMIT` in the other (psycopg's pipeline mode sends several statements
+before reading any result, each bound and prepared by the server); round trips, not rows, are what a change
+costs on a server.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from chainwarden.dag.store.errors import StoreConnectionError, StoreError, graph
 #: Advisory lock taken while the schema is checked / created, so concurrent first opens do not collide.
 SCHEMA_LOCK_KEY = 0x63776461  # "cwda"
 
-LOCK_AND_READ = (
-    "BEGIN; SELECT version FROM chainwarden_dag_graphs WHERE graph_id = %(g)s FOR UPDATE; "
+LOCK = "SELECT version FROM chainwarden_dag_graphs WHERE graph_id = %(g)s FOR UPDATE"
+CATCH_UP = (
     "SELECT 0, seq, record FROM chainwarden_dag_nodes WHERE graph_id = %(g)s AND version > %(v)s "
     "UNION ALL SELECT 1, seq, record FROM chainwarden_dag_edges WHERE graph_id = %(g)s AND version > %(v)s "
     "UNION ALL SELECT 2, seq, record FROM chainwarden_dag_events WHERE graph_id = %(g)s AND version > %(v)s "
@@ -29,14 +30,18 @@ LOCK_AND_READ = (
 UPSERT = (
     "INSERT INTO {table} (graph_id, seq, {key}, version, record) "
     "SELECT %(g)s, s, k, %(v)s, r "
-    "FROM unnest(%({p}s)s::bigint[], %({p}k)s::text[], %({p}r)s::text[]) AS t(s, k, r) "
-    "ON CONFLICT (graph_id, seq) DO UPDATE SET record = excluded.record, version = excluded.version; "
+    "FROM unnest(%(s)s::bigint[], %(k)s::text[], %(r)s::text[]) AS t(s, k, r) "
+    "ON CONFLICT (graph_id, seq) DO UPDATE SET record = excluded.record, version = excluded.version"
 )
-
+UPSERTS = {
+    "nodes": UPSERT.format(table="chainwarden_dag_nodes", key="node_id"),
+    "edges": UPSERT.format(table="chainwarden_dag_edges", key="edge_id"),
+}
 INSERT_EVENTS = (
     "INSERT INTO chainwarden_dag_events (graph_id, seq, version, record) "
-    "SELECT %(g)s, s, %(v)s, r FROM unnest(%(es)s::bigint[], %(er)s::text[]) AS t(s, r); "
+    "SELECT %(g)s, s, %(v)s, r FROM unnest(%(s)s::bigint[], %(r)s::text[]) AS t(s, r)"
 )
+BUMP = "UPDATE chainwarden_dag_graphs SET version = %(v)s WHERE graph_id = %(g)s"
 
 
 def _psycopg() -> Any:
@@ -92,20 +97,26 @@ class PostgresBackend(Backend):
         psycopg = _psycopg()
         with self._lock:
             conn = self._connection()
-            cur = psycopg.ClientCursor(conn)
+            cur = conn.cursor()
             open_tx = False
             try:
                 with self._translated():
-                    cur.execute(LOCK_AND_READ, {"g": graph_id, "v": seen})
-                    open_tx = True
-                    cur.nextset()
+                    # Pipeline mode: BEGIN, the row lock and the catch-up go out together and come back in one
+                    # round trip, as server-side-bound statements that psycopg prepares once they repeat.
+                    args = {"g": graph_id, "v": seen}
+                    with conn.pipeline():
+                        conn.execute("BEGIN")
+                        open_tx = True
+                        cur.execute(LOCK, args)
+                        rows = conn.cursor()
+                        rows.execute(CATCH_UP, args)
                     row = cur.fetchone()
                     if row is None:
                         raise graph_not_found(graph_id)
-                    cur.nextset()
                     tx = _PgTx(self, cur, graph_id, int(row[0]))
                     if tx.version != seen:
-                        tx.prefetched = _split(cur.fetchall())
+                        tx.prefetched = _split(rows.fetchall())
+                    rows.close()
                 yield tx
                 if not tx.committed:
                     with self._translated():
@@ -121,24 +132,25 @@ class PostgresBackend(Backend):
 
     def _write_and_commit(self, cur: Any, graph_id: str, delta: Delta, version: int) -> None:
         nodes, edges, events = delta
-        sql = ""
-        params: dict[str, Any] = {"g": graph_id, "v": version}
-        for prefix, table, key, rows in (
-            ("n", "chainwarden_dag_nodes", "node_id", nodes),
-            ("d", "chainwarden_dag_edges", "edge_id", edges),
-        ):
-            if rows:
-                sql += UPSERT.format(table=table, key=key, p=prefix)
-                params[f"{prefix}s"] = [r[0] for r in rows]
-                params[f"{prefix}k"] = [r[1] for r in rows]
-                params[f"{prefix}r"] = [r[2] for r in rows]
-        if events:
-            sql += INSERT_EVENTS
-            params["es"] = [e[0] for e in events]
-            params["er"] = [e[1] for e in events]
-        sql += "UPDATE chainwarden_dag_graphs SET version = %(v)s WHERE graph_id = %(g)s; COMMIT"
-        with self._translated():
-            cur.execute(sql, params)
+        base = {"g": graph_id, "v": version}
+        conn = cur.connection
+        # Every row, the new version and COMMIT in one round trip (pipeline mode, see `change`).
+        with self._translated(), conn.pipeline():
+            for name, rows in (("nodes", nodes), ("edges", edges)):
+                if rows:
+                    cur.execute(
+                        UPSERTS[name],
+                        {
+                            **base,
+                            "s": [r[0] for r in rows],
+                            "k": [r[1] for r in rows],
+                            "r": [r[2] for r in rows],
+                        },
+                    )
+            if events:
+                cur.execute(INSERT_EVENTS, {**base, "s": [e[0] for e in events], "r": [e[1] for e in events]})
+            cur.execute(BUMP, base)
+            conn.execute("COMMIT")
 
 
 class _PgTx(Tx):
