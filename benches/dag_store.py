@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "dag" / "store"))
+sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))  # postgres_server
 
 from chainwarden.dag import Store
 
