@@ -10,6 +10,7 @@ import subprocess
 import sys
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from runtime_helpers import ScriptedExecutor, request, usage_fact
@@ -223,3 +224,55 @@ async def test_a_fact_that_cannot_even_be_parked_fails_the_run_loudly(
         assert len(unsettled.value.lost) == 2
         assert unsettled.value.count == 2
         assert "could be neither committed nor kept in the outbox" in caplog.text
+
+
+def test_the_drainer_commits_parked_facts_together_and_one_refused_fact_alone(tmp_path: Path) -> None:
+    """Parked facts of the same pricing and request go to the ledger in one transaction; a fact the ledger
+    refuses (its charge does not fit a 64-bit credit column, docs/design.md §26) stays parked with its error
+    while the others are committed, each exactly once."""
+    from chainwarden.billing.delivery import BillingDelivery  # noqa: PLC0415
+
+    with SqliteLedger(tmp_path / "ledger.sqlite3") as ledger:
+        outbox = Outbox(tmp_path / "outbox.sqlite3")
+        delivery = BillingDelivery(ledger, outbox)  # an empty outbox: no drainer thread yet
+        try:
+            good = [usage_fact("run-d", f"u{i}") for i in range(25)]
+            huge = Pricing(markup=100_000)
+            too_big = usage_fact("run-d", "too-big", cost="999999999999")
+            for i, fact in enumerate(good[:10]):
+                outbox.put(
+                    ledger.identity, fact, call_index=i, pricing=PRICING, ingress_request_id="r", error="x"
+                )
+            outbox.put(
+                ledger.identity, too_big, call_index=99, pricing=huge, ingress_request_id="r", error="x"
+            )
+            outbox.put(
+                ledger.identity, good[10], call_index=10, pricing=huge, ingress_request_id="r", error="x"
+            )
+            for i, fact in enumerate(good[11:], start=11):
+                outbox.put(
+                    ledger.identity, fact, call_index=i, pricing=PRICING, ingress_request_id=None, error="x"
+                )
+            singles: list[str] = []
+            commit_one = ledger.commit_usage_fact
+
+            def counted(fact: UsageFact, **kwargs: Any) -> Any:
+                singles.append(fact.usage_unit_id or "")
+                return commit_one(fact, **kwargs)
+
+            ledger.commit_usage_fact = counted  # type: ignore[method-assign]
+            assert delivery.drain_once() == (25, False)
+            # Two groups of 10 and 14 went in one transaction each; only the refused group went one by one.
+            assert sorted(singles) == ["too-big", "u10"]
+            assert outbox.pending(ledger.identity) == ["run-d/0/too-big"]
+            [left] = outbox.due(ledger.identity, now=float("inf"))
+            assert left.attempts == 1 and "more credits than a ledger can hold" in (left.last_error or "")
+            receipts = ledger.receipts(run_id="run-d")
+            assert sorted(r.source_reference for r in receipts) == sorted(f"run-d/0/u{i}" for i in range(25))
+            assert {r.ingress_request_id for r in receipts} == {"r", None}
+            # Draining again commits nothing twice.
+            assert delivery.drain_once() == (0, False)
+            assert len(ledger.receipts(run_id="run-d")) == 25
+        finally:
+            delivery.close()
+            outbox.close()
