@@ -1,7 +1,7 @@
 //! The bindings' one Python <-> [`Value`] converter (both engines, one [`Rules`] each) and strict
 //! number extraction.
 
-use chainwarden_core::value::Value;
+use chainwarden_core::value::{Key, Value};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -109,7 +109,12 @@ pub fn metadata(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Value>> {
 
 /// Lone surrogates cannot be stored as UTF-8: bad input under `rules`, not an encoding crash.
 pub fn utf8(s: &Bound<'_, PyString>, what: &str, rules: &Rules) -> PyResult<String> {
-    s.to_str().map(str::to_owned).map_err(|_| {
+    utf8_str(s, what, rules).map(str::to_owned)
+}
+
+/// As [`utf8`], borrowed (a dict key becomes an inline `Key` without a `String` in between).
+fn utf8_str<'a>(s: &'a Bound<'_, PyString>, what: &str, rules: &Rules) -> PyResult<&'a str> {
+    s.to_str().map_err(|_| {
         (rules.value_error)(
             s.py(),
             format!("{what} is not valid Unicode (lone surrogate)"),
@@ -164,7 +169,7 @@ fn convert(obj: &Bound<'_, PyAny>, what: &str, rules: &Rules, depth: usize) -> P
                 ));
             };
             entries.push((
-                utf8(key, what, rules)?,
+                utf8_str(key, what, rules)?.into(),
                 convert(&v, what, rules, depth + 1)?,
             ));
         }
@@ -226,10 +231,7 @@ pub fn to_py_list<'py>(py: Python<'py>, items: &[Value]) -> PyResult<Bound<'py, 
     PyList::new(py, items_to_py(py, items)?)
 }
 
-pub fn dict_to_py<'py>(
-    py: Python<'py>,
-    entries: &[(String, Value)],
-) -> PyResult<Bound<'py, PyDict>> {
+pub fn dict_to_py<'py>(py: Python<'py>, entries: &[(Key, Value)]) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (k, v) in entries {
         d.set_item(PyString::new(py, k), to_py(py, v)?)?;

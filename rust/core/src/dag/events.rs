@@ -149,7 +149,7 @@ impl Event {
 }
 
 pub(crate) fn obj(pairs: Vec<(&str, Value)>) -> Value {
-    Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+    Value::Object(pairs.into_iter().map(|(k, v)| (k.into(), v)).collect())
 }
 
 pub(crate) fn str_list<'a>(ids: impl IntoIterator<Item = &'a str>) -> Value {

@@ -20,7 +20,7 @@ pub trait RecordSink {
 }
 
 /// Builds the record as a [`Value`] object.
-struct ValueSink(Vec<(String, Value)>);
+struct ValueSink(crate::value::Map);
 
 impl RecordSink for ValueSink {
     fn field(&mut self, key: &'static str, value: Field<'_>) {
@@ -31,7 +31,7 @@ impl RecordSink for ValueSink {
             Field::OptFloat(f) => f.map_or(Value::Null, Value::Float),
             Field::Value(v) => v.clone(),
         };
-        self.0.push((key.to_owned(), v));
+        self.0.push((key.into(), v));
     }
 }
 

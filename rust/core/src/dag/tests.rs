@@ -521,7 +521,7 @@ fn meta(pairs: &[(&str, i64)]) -> Option<Value> {
     Some(Value::Object(
         pairs
             .iter()
-            .map(|(k, v)| ((*k).to_owned(), Value::Int(*v)))
+            .map(|(k, v)| ((*k).into(), Value::Int(*v)))
             .collect(),
     ))
 }
@@ -640,7 +640,7 @@ fn collect_keys(v: &Value, keys: &mut Vec<String>) {
     match v {
         Value::Object(map) => {
             for (k, child) in map {
-                keys.push(k.clone());
+                keys.push(k.to_string());
                 if !matches!(
                     k.as_str(),
                     "input" | "output" | "output_preview" | "metadata"

@@ -3,12 +3,12 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::value::Value;
+use crate::value::{Key, Value};
 
 /// A value tree the reader can build. Keys of one object come out unique (a repeated key keeps
 /// its first position and its last value).
 pub trait JsonTree: Sized {
-    type Key: From<String> + Eq + std::hash::Hash + std::borrow::Borrow<str>;
+    type Key: From<String> + for<'s> From<&'s str> + Eq + std::hash::Hash + std::borrow::Borrow<str>;
     fn null() -> Self;
     fn bool(b: bool) -> Self;
     fn int(i: i64) -> Self;
@@ -19,7 +19,7 @@ pub trait JsonTree: Sized {
 }
 
 impl JsonTree for Value {
-    type Key = String;
+    type Key = Key;
     fn null() -> Self {
         Value::Null
     }
@@ -38,7 +38,7 @@ impl JsonTree for Value {
     fn array(items: Vec<Self>) -> Self {
         Value::Array(items)
     }
-    fn object(entries: Vec<(String, Self)>) -> Self {
+    fn object(entries: Vec<(Key, Self)>) -> Self {
         Value::Object(entries)
     }
 }
@@ -175,7 +175,7 @@ impl Reader<'_> {
             if self.b.get(self.i) != Some(&b'"') {
                 return self.err("expected a string key");
             }
-            let key = V::Key::from(self.string()?);
+            let key = self.key::<V::Key>()?;
             self.ws();
             if self.b.get(self.i) != Some(&b':') {
                 return self.err("expected ':'");
@@ -221,6 +221,27 @@ impl Reader<'_> {
             }
             None => self.err("invalid \\u escape"),
         }
+    }
+
+    /// An object key, borrowed from the input when it has no escape (nearly always), so that an inline key
+    /// type allocates nothing; anything else goes through [`Reader::string`], which also reports errors.
+    fn key<K: From<String> + for<'s> From<&'s str>>(&mut self) -> Result<K, String> {
+        let start = self.i + 1;
+        let mut j = start;
+        while let Some(&c) = self.b.get(j) {
+            if c == b'"' {
+                if let Ok(s) = std::str::from_utf8(&self.b[start..j]) {
+                    self.i = j + 1;
+                    return Ok(K::from(s));
+                }
+                break;
+            }
+            if c == b'\\' || c < 0x20 {
+                break;
+            }
+            j += 1;
+        }
+        self.string().map(K::from)
     }
 
     fn string(&mut self) -> Result<String, String> {

@@ -3,7 +3,7 @@
 
 use super::float::write_f64;
 use super::sink::Sink;
-use crate::value::Value;
+use crate::value::{Key, Value};
 
 /// Where the call graph and the DAG differ in their JSON text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,7 +183,7 @@ pub fn write_value<S: Sink + ?Sized>(out: &mut S, v: &Value, layout: Layout) {
 }
 
 /// Appends an object from its entries (also the empty `{}` of absent metadata).
-pub fn write_object<S: Sink + ?Sized>(out: &mut S, entries: &[(String, Value)], layout: Layout) {
+pub fn write_object<S: Sink + ?Sized>(out: &mut S, entries: &[(Key, Value)], layout: Layout) {
     out.push(b'{');
     for (i, (k, v)) in entries.iter().enumerate() {
         if i > 0 {

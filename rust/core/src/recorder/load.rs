@@ -15,7 +15,7 @@ use crate::ids::{parse_id, NodeId};
 use crate::json;
 use crate::value::Value;
 
-type Entries = [(String, Value)];
+type Entries = [(crate::value::Key, Value)];
 
 /// A node read from a snapshot, with its metadata and stop reason (kept beside the arena).
 type LoadedNode = (Node, Option<Value>, Option<Box<str>>);

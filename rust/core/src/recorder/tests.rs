@@ -484,7 +484,7 @@ fn snapshot_json_sizing_pass_matches_the_written_bytes() {
     nasty.extend((0u8..0x20).map(char::from));
     let g = Graph::new(nasty.as_str(), Config::default()).unwrap();
     let meta = Value::Object(vec![
-        (nasty.clone(), Value::Str(nasty.clone())),
+        (nasty.clone().into(), Value::Str(nasty.clone())),
         ("tiny".into(), Value::Float(1.5e-7)),
         ("huge".into(), Value::Float(-1.0e22)),
         ("neg0".into(), Value::Float(-0.0)),
