@@ -11,7 +11,7 @@ mod sink;
 mod write;
 
 pub use float::write_f64;
-pub use read::{read, JsonTree, MAX_READ_DEPTH};
+pub use read::{read, read_str, JsonTree, MAX_READ_DEPTH};
 pub use sink::{Counter, Cursor, Sink};
 pub use write::{decimal_len, write_i64, write_object, write_str, write_u64, write_value, Layout};
 
@@ -38,7 +38,7 @@ pub fn into_string(out: Vec<u8>) -> String {
 
 /// Reads a whole document (the DAG's `from_json`, payload round trips).
 pub fn parse(text: &str) -> Result<Value, String> {
-    read(text.as_bytes())
+    read_str(text)
 }
 
 #[cfg(test)]
