@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from bench_billing_writer import PRICING, make_facts, open_ledger
+from bench_billing_writer import PRICING, make_facts, open_funded, open_ledger
 from psycopg.conninfo import make_conninfo
 
 from chainwarden.billing.delivery import BillingDelivery
@@ -72,7 +72,7 @@ def test_single_writer_commits(benchmark: Any, targets: Targets, kind: str) -> N
     opened: list[Any] = []
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        ledger = open_ledger(kind, targets.new(kind))
+        ledger = open_funded(kind, targets.new(kind))
         opened.append(ledger)
         return (ledger,), {}
 
@@ -93,7 +93,7 @@ def test_four_writer_processes_commit(benchmark: Any, targets: Targets, kind: st
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
         target = targets.new(kind)
-        open_ledger(kind, target).close()  # schema first: the timed part is the commits
+        open_funded(kind, target).close()  # schema and account first: the timed part is the commits
         writers.clear()
         for seed in range(PROCESSES):
             w = subprocess.Popen(
@@ -131,7 +131,7 @@ def test_delivery_commits(benchmark: Any, targets: Targets, kind: str, batch: in
     opened: list[Any] = []
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        ledger = open_ledger(kind, targets.new(kind))
+        ledger = open_funded(kind, targets.new(kind))
         outbox = Outbox(":memory:" if batch == 0 else targets.tmp / f"{uuid.uuid4().hex}.outbox.sqlite3")
         delivery = BillingDelivery(ledger, outbox)
         opened.append((ledger, outbox, delivery))
@@ -188,7 +188,7 @@ def test_batch_commits(benchmark: Any, targets: Targets, kind: str) -> None:
     opened: list[Any] = []
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        ledger = open_ledger(kind, targets.new(kind))
+        ledger = open_funded(kind, targets.new(kind))
         opened.append(ledger)
         return (ledger,), {}
 
@@ -263,7 +263,7 @@ def test_sqlite_per_fact_floor(benchmark: Any, tmp_path: Path, impl: str) -> Non
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
         path = str(tmp_path / f"{uuid.uuid4().hex}.sqlite3")
-        open_ledger("sqlite", path).close()  # the schema (and WAL mode), untimed for both
+        open_funded("sqlite", path).close()  # the schema (and WAL mode) and the account, untimed for both
         paths.append(path)
         return (path,), {}
 
