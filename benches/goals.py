@@ -100,6 +100,13 @@ CHECKS: list[Check] = [
         )
         for n in (1_000, 10_000, 100_000)
     ],
+    (
+        "per-fact SQLite commits / raw sqlite3, same statements",
+        ["test_sqlite_per_fact_floor[raw-sqlite3]", "test_sqlite_per_fact_floor[ledger]"],
+        lambda b: median(b[0]) / median(b[1]),
+        lambda r: r >= 0.8,
+        ">= 0.8",
+    ),
     *[
         (
             f"{kind} batch vs per-fact rate",
