@@ -11,23 +11,10 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from usage_facts import fact
 
-from chainwarden.billing import UsageFact, compute_idempotency_key, with_usage_unit_id
+from chainwarden.billing import compute_idempotency_key, with_usage_unit_id
 from chainwarden.billing.facts import MAX_TOKENS, MAX_USAGE_RAW_DEPTH, check_cost_usd, check_text
-
-
-def fact(**overrides: Any) -> UsageFact:
-    fields: dict[str, Any] = {
-        "run_id": "run-1",
-        "attempt": 0,
-        "source": "litellm",
-        "billing_account_id": "acct-1",
-        "virtual_key_id": "vk-1",
-        "usage_unit_id": "u1",
-        "model": "gpt-x",
-    }
-    fields.update(overrides)
-    return UsageFact(**fields)
 
 
 @pytest.mark.parametrize(

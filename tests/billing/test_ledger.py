@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from stores import Store
+from usage_facts import fact
 
 from chainwarden.billing import (
     METRICS,
@@ -21,24 +22,6 @@ from chainwarden.billing import (
 )
 
 PRICING = Pricing(markup=2.0)
-
-
-def fact(unit: str | None = "call-1", **overrides: Any) -> UsageFact:
-    fields: dict[str, Any] = {
-        "run_id": "run-1",
-        "attempt": 0,
-        "source": "litellm",
-        "billing_account_id": "acct-1",
-        "virtual_key_id": "vk-1",
-        "usage_unit_id": unit,
-        "provider": "openai",
-        "model": "gpt-x",
-        "input_tokens": 100,
-        "output_tokens": 20,
-        "cost_usd": Decimal("0.00001"),
-    }
-    fields.update(overrides)
-    return UsageFact(**fields)
 
 
 def commit(ledger: Ledger, f: UsageFact, call_index: int = 0) -> ChargeReceipt | None:

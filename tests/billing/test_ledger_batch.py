@@ -16,26 +16,12 @@ from typing import Any
 import pytest
 from batch_writer import batch
 from stores import Store
+from usage_facts import fact
 
-from chainwarden.billing import ChargeReceipt, Ledger, Pricing, UsageFact
+from chainwarden.billing import ChargeReceipt, Ledger, Pricing
 
 PRICING = Pricing(markup=2.0)
 HERE = Path(__file__).resolve().parent
-
-
-def fact(unit: str | None, **overrides: Any) -> UsageFact:
-    fields: dict[str, Any] = {
-        "run_id": "run-1",
-        "attempt": 0,
-        "source": "litellm",
-        "billing_account_id": "acct-1",
-        "virtual_key_id": "vk-1",
-        "usage_unit_id": unit,
-        "model": "gpt-x",
-        "cost_usd": Decimal("0.00001"),
-    }
-    fields.update(overrides)
-    return UsageFact(**fields)
 
 
 def state(ledger: Ledger, *accounts: str) -> tuple[list[ChargeReceipt], list[Any]]:
