@@ -218,12 +218,7 @@ class BillingDelivery:
         if len(items) < 2 or self._ledger_down:
             return {}
         try:
-            committed = self.ledger._commit_usage_facts(
-                [item.fact for item in items],
-                pricing=pricing,
-                call_indexes=[item.call_index for item in items],
-                ingress_request_id=ingress_request_id,
-            )
+            committed = self._commit_together(items, pricing, ingress_request_id)
         except LedgerUnavailable as error:
             self._ledger_down = True
             logger.error(
@@ -244,6 +239,17 @@ class BillingDelivery:
             for item, (receipt, new) in zip(items, committed, strict=True)
             if item.seq is not None
         }
+
+    def _commit_together(
+        self, items: Sequence[Journaled] | Sequence[OutboxEntry], pricing: Pricing, request_id: str | None
+    ) -> list[tuple[ChargeReceipt, bool]]:
+        """Facts (written ahead or parked) in ONE ledger transaction, each receipt with whether it is new."""
+        return self.ledger._commit_usage_facts(
+            [item.fact for item in items],
+            pricing=pricing,
+            call_indexes=[item.call_index for item in items],
+            ingress_request_id=request_id,
+        )
 
     def _away(self) -> LedgerUnavailable:
         return LedgerUnavailable(
@@ -340,12 +346,7 @@ class BillingDelivery:
                 one_by_one.extend(group)
                 continue
             try:
-                self.ledger._commit_usage_facts(
-                    [entry.fact for entry in group],
-                    pricing=pricing,
-                    call_indexes=[entry.call_index for entry in group],
-                    ingress_request_id=request_id,
-                )
+                self._commit_together(group, pricing, request_id)
             except LedgerUnavailable as error:
                 self._ledger_down = True
                 logger.warning("billing outbox: ledger still away (%s); will retry", error.reason)
