@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 from chainwarden.billing.ledger import Failure, Ledger
@@ -81,6 +82,13 @@ _ADDED_COLUMNS = (("charge_receipts", "usage_raw", "TEXT"), ("charge_receipts", 
 _TABLES = ("billing_accounts", "charge_receipts", "credit_ledger", "runs")
 # SQLITE_BUSY and SQLITE_LOCKED (primary result codes).
 _BUSY_CODES = (5, 6)
+
+
+@lru_cache(maxsize=256)
+def _qmark(statement: str) -> str:
+    """A statement written with `%s` markers in sqlite3's `?` style (the ledger's statements are constants,
+    and batch statements come in a few sizes)."""
+    return statement.replace("%s", "?")
 
 
 class SqliteLedger(Ledger):
@@ -179,7 +187,7 @@ class SqliteLedger(Ledger):
         cursor.close()
 
     def _sql(self, statement: str) -> str:
-        return statement.replace("%s", "?")
+        return _qmark(statement)
 
     def _classify(self, error: Exception) -> Failure | None:
         if isinstance(error, sqlite3.OperationalError):
