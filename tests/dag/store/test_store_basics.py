@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -161,3 +162,30 @@ def test_a_sqlite_store_syncs_every_commit(tmp_path: Path) -> None:
         conn = store._backend._connection()  # the connection the change was committed on
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+
+
+def test_rows_an_object_cannot_take_in_place_make_it_reload_from_the_database(store_url: str) -> None:
+    """A stored graph keeps no copy of the rows: when a catch-up cannot apply them in place (here another
+    writer rewrote a row under a new id, as a migration might), it reloads every row from the database."""
+    with Store.open(store_url) as store, Store.open(store_url) as other:
+        g = store.create_graph("g")
+        with g.mutate() as m:
+            m.create_node("task", node_id="a")
+            m.create_node("task", node_id="c")
+        h = other.load("g")
+        assert h.version == 1 and [n["node_id"] for n in h.nodes()] == ["a", "c"]
+        backend = store._backend
+        conn = backend._connection()
+        sql = backend._sql
+        (text,) = conn.execute(
+            sql("SELECT record FROM chainwarden_dag_nodes WHERE graph_id = ? AND seq = 0"), ("g",)
+        ).fetchone()
+        record = json.loads(text)
+        record["node_id"] = "b"
+        rewrite = "UPDATE chainwarden_dag_nodes SET record = ?, node_id = ?, version = 2"
+        conn.execute(sql(rewrite + " WHERE graph_id = ? AND seq = 0"), (json.dumps(record), "b", "g"))
+        conn.execute(sql("UPDATE chainwarden_dag_graphs SET version = 2 WHERE graph_id = ?"), ("g",))
+        assert h.refresh() == 2
+        # Only row 0 changed, yet the reload has them all (the changed rows alone would lose "c").
+        assert [n["node_id"] for n in h.nodes()] == ["b", "c"]
+        assert h.to_json() == other.load("g").to_json()

@@ -38,6 +38,10 @@ class Tx:
             return self.prefetched
         return self._backend._rows_since(self._cur, self.graph_id, version)
 
+    def every_row(self) -> Rows:
+        """Every row of the graph, in arena order (a version below 0 reads them all)."""
+        return self._backend._rows_since(self._cur, self.graph_id, -1)
+
     def write(self, delta: Delta, version: int) -> None:
         self._backend._write(self._cur, self.graph_id, delta, version)
 

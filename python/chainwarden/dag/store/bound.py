@@ -32,32 +32,22 @@ T = TypeVar("T")
 STALE = -1
 
 
-def _patch(rows: list[str], changed: Iterable[tuple[int, str]]) -> None:
-    for seq, rec in changed:
-        if seq < len(rows):
-            rows[seq] = rec
-        else:
-            rows.append(rec)
-
-
 class StoredGraph(Graph):
     """A `Graph` whose state lives in a `Store`; same API, plus `version`, `refresh()` and `store`."""
 
-    __slots__ = ("_backend", "_rows", "_store", "_version")
+    __slots__ = ("_backend", "_store", "_version")
 
     _backend: Backend
     _store: Store
     _version: int
-    _rows: tuple[list[str], list[str], list[str]]
 
     @classmethod
     def _bind(cls, store: Store, backend: Backend, graph_id: str, version: int, rows: Rows) -> StoredGraph:
         graph = cls._adopt(DagEngine(graph_id))
         assert isinstance(graph, StoredGraph)
         graph._store, graph._backend = store, backend
-        graph._rows = ([], [], [])
         graph._version = STALE
-        graph._apply_rows(version, rows)
+        graph._apply_rows(version, rows, lambda: rows)
         return graph
 
     @classmethod
@@ -83,29 +73,24 @@ class StoredGraph(Graph):
 
     # ---- catch-up and commit ---------------------------------------------------------------------------
 
-    def _apply_rows(self, version: int, rows: Rows) -> None:
+    def _apply_rows(self, version: int, rows: Rows, every_row: Callable[[], Rows]) -> None:
         """Applies rows committed elsewhere: in place when this object is current up to them (O(rows)),
-        by a bulk load of every row otherwise."""
-        incremental = self._version != STALE
-        if incremental:
-            for cache, changed in zip(self._rows, rows, strict=True):
-                _patch(cache, changed)
-        else:  # every row, in arena order
-            self._rows = ([r for _, r in rows[0]], [r for _, r in rows[1]], [r for _, r in rows[2]])
-        if incremental:
+        else by a bulk load of every row (`every_row`, read from the database: the object keeps no copy of
+        the rows, which would double its memory)."""
+        if self._version != STALE:
             try:
                 dag_apply_records(self._engine, *rows)
                 self._version = version
                 return
             except DagError:  # rows this engine cannot take in place: rebuild from every row
-                pass
-        nodes, edges, events = self._rows
+                rows = every_row()
+        nodes, edges, events = ([record for _, record in table] for table in rows)  # three lists
         self._engine = dag_from_records(self.graph_id, nodes, edges, events)
         self._version = version
 
     def _catch_up(self, tx: Tx) -> None:
         if tx.version != self._version:
-            self._apply_rows(tx.version, tx.rows_since(self._version))
+            self._apply_rows(tx.version, tx.rows_since(self._version), tx.every_row)
 
     def _record(self, tx: Tx, mark: tuple[int, int, int], extra: list[str]) -> Delta | None:
         delta = dag_delta(self._engine, mark, extra)
@@ -117,10 +102,6 @@ class StoredGraph(Graph):
     def _committed(self, delta: Delta | None) -> None:
         if delta is None:
             return
-        nodes, edges, events = delta
-        _patch(self._rows[0], ((s, r) for s, _, r in nodes))
-        _patch(self._rows[1], ((s, r) for s, _, r in edges))
-        _patch(self._rows[2], events)
         self._version += 1
 
     def _stale(self) -> None:
