@@ -641,7 +641,10 @@ class Ledger(abc.ABC):
         def body(
             cursor: Any,
         ) -> tuple[dict[tuple[str, str], ChargeReceipt], set[tuple[str, str]], dict[str, tuple[int, bool]]]:
-            rows = [c.row for c in unique.values()]
+            # Receipts in one order for every writer (by key), as accounts below: two batches that share keys
+            # then wait on each other's unique-index entries in the same order, never crosswise (a deadlock
+            # that PostgreSQL breaks by failing one of them).
+            rows = [unique[ident].row for ident in sorted(unique)]
             found = self._insert_many(
                 cursor, _insert_receipts, _JSON_RECEIPTS, rows, returning=True, shared=_RECEIPT_SHARED
             )
