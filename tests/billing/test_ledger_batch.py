@@ -230,9 +230,9 @@ def test_the_delivery_commits_a_written_ahead_batch_and_one_refused_fact_parks_a
 def test_concurrent_overlapping_batches_charge_each_fact_once(
     store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Three writers with their own connections commit the same facts, in different orders, at once, and
-    never deadlock: each batch inserts its receipts in key order (before, PostgreSQL broke crosswise waits
-    by failing a writer, whose retries once ran out on a loaded CI machine)."""
+    """Three writers with their own connections commit the same facts, in different orders, at once. On
+    PostgreSQL they may deadlock on shared keys once; the retry inserts in key order and cannot deadlock
+    again (before, retries in the same crosswise order once ran out on a loaded CI machine)."""
     import logging  # noqa: PLC0415
     import random  # noqa: PLC0415
     import threading  # noqa: PLC0415
@@ -268,4 +268,6 @@ def test_concurrent_overlapping_batches_charge_each_fact_once(
         assert len(ledger.receipts()) == 60
         assert ledger.balance("acct-0") == ledger.balance("acct-1") == -30 * 200
         assert len(ledger.ledger_entries("acct-0")) == 30
-    assert not [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
+    retries = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
+    # Each writer is a deadlock victim at most once: its retry is in key order and cannot deadlock again.
+    assert len(retries) <= 3 and all("attempt 1," in r for r in retries), retries

@@ -638,13 +638,18 @@ class Ledger(abc.ABC):
             unique.setdefault(charge.ident, charge)
         now = self._encode_time(created_at)
 
+        attempts = [0]
+
         def body(
             cursor: Any,
         ) -> tuple[dict[tuple[str, str], ChargeReceipt], set[tuple[str, str]], dict[str, tuple[int, bool]]]:
-            # Receipts in one order for every writer (by key), as accounts below: two batches that share keys
-            # then wait on each other's unique-index entries in the same order, never crosswise (a deadlock
-            # that PostgreSQL breaks by failing one of them).
-            rows = [unique[ident].row for ident in sorted(unique)]
+            attempts[0] += 1
+            # Receipts go in in the facts' order, so their ids follow the calls. Two batches that share keys
+            # in different orders can then wait on each other's unique-index entries crosswise, a deadlock
+            # that PostgreSQL breaks by failing one: its retry inserts in key order, like the accounts below,
+            # and batches retried that way never wait crosswise again.
+            order = sorted(unique) if attempts[0] > 1 else list(unique)
+            rows = [unique[ident].row for ident in order]
             found = self._insert_many(
                 cursor, _insert_receipts, _JSON_RECEIPTS, rows, returning=True, shared=_RECEIPT_SHARED
             )
