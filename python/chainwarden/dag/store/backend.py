@@ -170,9 +170,9 @@ class Backend(ABC):
         args: tuple[object, ...]
         for table in ("chainwarden_dag_nodes", "chainwarden_dag_edges", "chainwarden_dag_events"):
             if version < 0:
-                # Every row: read in key order along the primary key, with no sort (a third faster on
-                # SQLite than the version filter, which picks the version index and sorts).
-                sql, args = f"SELECT seq, record FROM {table} WHERE graph_id = ? ORDER BY seq", (graph_id,)
+                # Every row, in whatever order the database finds them: the bulk load puts them in arena
+                # order (`dag/bulk.rs`), so PostgreSQL never sorts (with stale statistics it sorted on disk).
+                sql, args = f"SELECT seq, record FROM {table} WHERE graph_id = ?", (graph_id,)
             else:
                 sql = f"SELECT seq, record FROM {table} WHERE graph_id = ? AND version > ? ORDER BY seq"
                 args = (graph_id, version)

@@ -84,8 +84,7 @@ class StoredGraph(Graph):
                 return
             except DagError:  # rows this engine cannot take in place: rebuild from every row
                 rows = every_row()
-        nodes, edges, events = ([record for _, record in table] for table in rows)  # three lists
-        self._engine = dag_from_records(self.graph_id, nodes, edges, events)
+        self._engine = dag_from_records(self.graph_id, *rows)
         self._version = version
 
     def _catch_up(self, tx: Tx) -> None:

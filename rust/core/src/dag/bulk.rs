@@ -3,31 +3,30 @@
 
 use super::arena::Dag;
 use super::error::{DagError, DagResult};
-use super::persist::{parse_edge, parse_event, parse_node, parse_record, record_id};
-use crate::value::Value;
+use super::persist::{edge_row, event_row, node_row};
 
-/// Parses every record row, on two threads when there are many: JSON parsing is most of a bulk load, and
-/// the rows are independent (the 40,000-node chat: 160,000 rows). The first error in row order wins.
-fn parse_rows(rows: &[&str]) -> DagResult<Vec<Value>> {
+/// Reads every row with `read`, on two threads when there are many: reading the JSON is most of a bulk
+/// load, and the rows are independent (the 40,000-node chat: 160,000 rows). The first error in row order
+/// wins.
+fn read_rows<'a, T: Send>(
+    rows: &[&'a str],
+    read: impl Fn(&'a str) -> DagResult<T> + Sync,
+) -> DagResult<Vec<T>> {
     const PARALLEL_FROM: usize = 4_096;
-    let parse = |part: &[&str]| {
-        part.iter()
-            .map(|r| parse_record(r))
-            .collect::<DagResult<Vec<_>>>()
-    };
+    let read_all = |part: &[&'a str]| part.iter().map(|r| read(r)).collect::<DagResult<Vec<_>>>();
     if rows.len() < PARALLEL_FROM {
-        return parse(rows);
+        return read_all(rows);
     }
     let (first, second) = rows.split_at(rows.len() / 2);
     let (a, b) = std::thread::scope(|scope| {
-        let other = scope.spawn(|| parse(second));
-        let mine = parse(first);
-        // A panic in the parser is a bug; reported as a load error rather than unwinding further.
+        let other = scope.spawn(|| read_all(second));
+        let mine = read_all(first);
+        // A panic in the reader is a bug; reported as a load error rather than unwinding further.
         (
             mine,
             other
                 .join()
-                .unwrap_or_else(|_| Err(DagError::invalid("record parser panicked"))),
+                .unwrap_or_else(|_| Err(DagError::invalid("record reader panicked"))),
         )
     });
     let mut values = a?;
@@ -35,26 +34,52 @@ fn parse_rows(rows: &[&str]) -> DagResult<Vec<Value>> {
     Ok(values)
 }
 
+/// The records of `rows` in arena order. A store reads them in whatever order its database returns
+/// (sorting on the server was a sixth of a PostgreSQL load when its statistics were stale); rows are put in
+/// order here, and every position must be there exactly once.
+fn in_arena_order<'a>(what: &str, rows: &[RecordRow<'a>]) -> DagResult<Vec<&'a str>> {
+    let mut sorted;
+    let mut rows = rows;
+    if !rows.windows(2).all(|w| w[0].0 < w[1].0) {
+        sorted = rows.to_vec();
+        sorted.sort_unstable_by_key(|r| r.0);
+        rows = &sorted;
+    }
+    rows.iter()
+        .enumerate()
+        .map(|(at, &(seq, text))| match seq.cmp(&at) {
+            std::cmp::Ordering::Equal => Ok(text),
+            std::cmp::Ordering::Greater => Err(DagError::invalid(format!(
+                "invalid graph rows: {what} row {at} is missing"
+            ))),
+            std::cmp::Ordering::Less => Err(DagError::invalid(format!(
+                "invalid graph rows: {what} row {seq} appears twice"
+            ))),
+        })
+        .collect()
+}
+
 impl Dag {
-    /// Builds a graph from stored record rows (each the JSON of one node / edge / event record), with the
-    /// same validation as `from_json` and no replay of operations.
-    pub fn from_records<'a>(
+    /// Builds a graph from stored record rows (`(arena position, record JSON)`, in any order), with the same
+    /// validation as `from_json` and no replay of operations.
+    pub fn from_records(
         graph_id: &str,
-        nodes: impl IntoIterator<Item = &'a str>,
-        edges: impl IntoIterator<Item = &'a str>,
-        events: impl IntoIterator<Item = &'a str>,
+        nodes: &[RecordRow<'_>],
+        edges: &[RecordRow<'_>],
+        events: &[RecordRow<'_>],
     ) -> DagResult<Dag> {
-        let nodes: Vec<&str> = nodes.into_iter().collect();
-        let edges: Vec<&str> = edges.into_iter().collect();
-        let events: Vec<&str> = events.into_iter().collect();
-        let all: Vec<&str> = nodes.iter().chain(&edges).chain(&events).copied().collect();
-        let mut values = parse_rows(&all)?;
-        let events_v = values.split_off(nodes.len() + edges.len());
-        let edges_v = values.split_off(nodes.len());
+        let nodes = in_arena_order("node", nodes)?;
+        let edges = in_arena_order("edge", edges)?;
+        let events = in_arena_order("event", events)?;
         let mut dag = Dag::new(Some(graph_id.to_owned()));
-        dag.load_nodes(values)?;
-        dag.load_edges(edges_v)?;
-        dag.load_events(events_v)?;
+        dag.reserve(nodes.len(), edges.len());
+        for node in read_rows(&nodes, node_row)? {
+            dag.add_loaded_node(node)?;
+        }
+        for edge in read_rows(&edges, edge_row)? {
+            dag.add_loaded_edge(edge)?;
+        }
+        dag.events = read_rows(&events, event_row)?;
         dag.finish_load()
     }
 }
@@ -77,9 +102,7 @@ impl Dag {
         }
         let mut touched: Vec<u32> = Vec::new();
         for &(seq, text) in nodes {
-            let mut rec = parse_record(text)?;
-            let id = record_id(&mut rec, "node_id")?;
-            let mut node = parse_node(&mut rec, id)?;
+            let mut node = node_row(text)?;
             if seq < self.nodes.len() {
                 let old = &self.nodes[seq];
                 if old.id != node.id {
@@ -100,9 +123,7 @@ impl Dag {
             }
         }
         for &(seq, text) in edges {
-            let mut rec = parse_record(text)?;
-            let id = record_id(&mut rec, "edge_id")?;
-            let edge = parse_edge(self, &mut rec, id)?;
+            let edge = self.resolve_edge(edge_row(text)?)?;
             if seq < self.edges.len() {
                 let old = &mut self.edges[seq];
                 if old.id != edge.id {
@@ -133,7 +154,7 @@ impl Dag {
             if seq > self.events.len() {
                 return Err(DagError::invalid(format!("event row {seq} leaves a gap")));
             }
-            self.events.push(parse_event(&mut parse_record(text)?)?);
+            self.events.push(event_row(text)?);
         }
         for n in touched {
             self.dirty_neighbourhood(n);

@@ -38,28 +38,63 @@ pub enum Particulars {
 }
 
 impl Particulars {
-    /// The JSON object the API and the file show (keys in this order).
-    pub fn value(&self) -> Value {
-        let s = |t: &str| Value::Str(t.into());
-        match self {
-            Particulars::NodeCreated { node_type, state } => obj(vec![
-                ("node_type", s(node_type.as_str())),
-                ("state", s(state.as_str())),
-            ]),
+    /// The typed shapes as their (key, text) pairs, in the order the API and the file show them; None for
+    /// [`Particulars::Other`]. The one place each shape's keys are written.
+    fn with_pairs<R>(&self, f: impl FnOnce(&[(&str, &str)]) -> R) -> Option<R> {
+        Some(match self {
+            Particulars::NodeCreated { node_type, state } => {
+                f(&[("node_type", node_type.as_str()), ("state", state.as_str())])
+            }
             Particulars::EdgeCreated {
                 edge_type,
                 from,
                 to,
-            } => obj(vec![
-                ("edge_type", s(edge_type.as_str())),
-                ("from_node_id", s(from)),
-                ("to_node_id", s(to)),
+            } => f(&[
+                ("edge_type", edge_type.as_str()),
+                ("from_node_id", from),
+                ("to_node_id", to),
             ]),
             Particulars::StateChanged { from, to } => {
-                obj(vec![("from", s(from.as_str())), ("to", s(to.as_str()))])
+                f(&[("from", from.as_str()), ("to", to.as_str())])
             }
-            Particulars::LeafRepaired { leaf } => obj(vec![("leaf_node_id", s(leaf))]),
+            Particulars::LeafRepaired { leaf } => f(&[("leaf_node_id", leaf)]),
+            Particulars::Other { .. } => return None,
+        })
+    }
+
+    /// The JSON object the API and the file show (keys in this order).
+    pub fn value(&self) -> Value {
+        self.with_pairs(|pairs| {
+            Value::Object(
+                pairs
+                    .iter()
+                    .map(|(k, v)| ((*k).into(), Value::Str((*v).to_owned())))
+                    .collect(),
+            )
+        })
+        .unwrap_or_else(|| match self {
             Particulars::Other { particulars, .. } => (**particulars).clone(),
+            _ => unreachable!("typed particulars have pairs"),
+        })
+    }
+
+    /// Whether `v` is exactly [`Particulars::value`], compared without building it (a load checks every
+    /// event it reads).
+    fn renders_as(&self, v: &Value) -> bool {
+        match self {
+            Particulars::Other { particulars, .. } => **particulars == *v,
+            typed => typed
+                .with_pairs(|pairs| match v {
+                    Value::Object(entries) => {
+                        entries.len() == pairs.len()
+                            && entries
+                                .iter()
+                                .zip(pairs)
+                                .all(|((k, v), (pk, pv))| k == pk && v.as_str() == Some(pv))
+                    }
+                    _ => false,
+                })
+                .unwrap_or(false),
         }
     }
 }
@@ -134,7 +169,7 @@ impl Event {
             _ => None,
         };
         let particulars = match typed {
-            Some(p) if p.value() == particulars => p,
+            Some(p) if p.renders_as(&particulars) => p,
             _ => Particulars::Other {
                 event_type: event_type.into(),
                 particulars: Box::new(particulars),

@@ -1,5 +1,6 @@
 //! Lossless JSON round trip: arena order, every field, and the event log.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::arena::{Dag, Edge, Node};
@@ -7,7 +8,7 @@ use super::error::{DagError, DagResult};
 use super::events::Event;
 use super::records::{Field, RecordSink};
 use super::types::{EdgeType, NodeType, State};
-use crate::json;
+use crate::json::{self, Item, Pull};
 use crate::value::Value;
 
 const FORMAT: &str = "chainwarden.dag";
@@ -17,63 +18,83 @@ fn bad(what: impl Into<String>) -> DagError {
     DagError::invalid(format!("invalid graph JSON: {}", what.into()))
 }
 
-/// Moves `key`'s value out of a record (the document is consumed, so payloads are never copied).
-fn field(v: &mut Value, key: &str) -> DagResult<Value> {
-    let slot = match v {
-        Value::Object(m) => m.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
-        _ => None,
-    };
-    slot.map(|v| std::mem::replace(v, Value::Null))
-        .ok_or_else(|| bad(format!("missing {key:?}")))
+/// A record's fields as read from its text, by position in the record's key list (a key read twice keeps
+/// its last value, like `json.loads`; a key not in the list is read and dropped).
+type Slots<'a, const N: usize> = [Option<Item<'a>>; N];
+
+/// Reads one record object of `keys` from `p` (records are written in key order, so the next key is tried
+/// first).
+fn read_record<'a, const N: usize>(p: &mut Pull<'a>, keys: &[&str; N]) -> DagResult<Slots<'a, N>> {
+    p.begin_object().map_err(bad)?;
+    let mut slots: Slots<'a, N> = std::array::from_fn(|_| None);
+    let mut next = 0;
+    while let Some(key) = p.next_key().map_err(bad)? {
+        let at = if keys.get(next) == Some(&&*key) {
+            Some(next)
+        } else {
+            keys.iter().position(|k| *k == key)
+        };
+        let item = p.item().map_err(bad)?;
+        if let Some(at) = at {
+            slots[at] = Some(item);
+            next = at + 1;
+        }
+    }
+    Ok(slots)
 }
 
-fn string(v: &mut Value, key: &str) -> DagResult<String> {
-    match field(v, key)? {
-        Value::Str(s) if !s.is_empty() => Ok(s),
+/// One stored row: a whole text holding a single record.
+fn read_row<'a, const N: usize>(text: &'a str, keys: &[&str; N]) -> DagResult<Slots<'a, N>> {
+    let mut p = Pull::new(text);
+    let slots = read_record(&mut p, keys)?;
+    p.finish().map_err(bad)?;
+    Ok(slots)
+}
+
+fn field<'a>(slot: Option<Item<'a>>, key: &str) -> DagResult<Item<'a>> {
+    slot.ok_or_else(|| bad(format!("missing {key:?}")))
+}
+
+fn string<'a>(slot: Option<Item<'a>>, key: &str) -> DagResult<Cow<'a, str>> {
+    match field(slot, key)? {
+        Item::Str(s) if !s.is_empty() => Ok(s),
         _ => Err(bad(format!("{key:?} must be a non-empty string"))),
     }
 }
 
-fn opt_string(v: &mut Value, key: &str) -> DagResult<Option<String>> {
-    match field(v, key)? {
-        Value::Null => Ok(None),
-        Value::Str(s) => Ok(Some(s)),
+fn opt_id(slot: Option<Item<'_>>, key: &str) -> DagResult<Option<Arc<str>>> {
+    match field(slot, key)? {
+        Item::Null => Ok(None),
+        Item::Str(s) => Ok(Some(Arc::from(&*s))),
         _ => Err(bad(format!("{key:?} must be a string or null"))),
     }
 }
 
-fn number(v: &Value) -> Option<f64> {
+fn number(v: &Item<'_>) -> Option<f64> {
     match v {
-        Value::Float(f) => Some(*f),
-        Value::Int(i) => Some(*i as f64),
+        Item::Float(f) => Some(*f),
+        Item::Int(i) => Some(*i as f64),
         _ => None,
     }
 }
 
-fn time(v: &mut Value, key: &str) -> DagResult<f64> {
-    number(&field(v, key)?).ok_or_else(|| bad(format!("{key:?} must be a number")))
+fn time(slot: Option<Item<'_>>, key: &str) -> DagResult<f64> {
+    number(&field(slot, key)?).ok_or_else(|| bad(format!("{key:?} must be a number")))
 }
 
-fn opt_time(v: &mut Value, key: &str) -> DagResult<Option<f64>> {
-    match field(v, key)? {
-        Value::Null => Ok(None),
+fn opt_time(slot: Option<Item<'_>>, key: &str) -> DagResult<Option<f64>> {
+    match field(slot, key)? {
+        Item::Null => Ok(None),
         other => number(&other)
             .map(Some)
             .ok_or_else(|| bad(format!("{key:?} must be a number or null"))),
     }
 }
 
-fn object(v: &mut Value, key: &str) -> DagResult<Value> {
-    match field(v, key)? {
-        o @ Value::Object(_) => Ok(o),
+fn object(slot: Option<Item<'_>>, key: &str) -> DagResult<Value> {
+    match field(slot, key)? {
+        Item::Tree(o @ Value::Object(_)) => Ok(o),
         _ => Err(bad(format!("{key:?} must be an object"))),
-    }
-}
-
-fn array(v: &mut Value, key: &str) -> DagResult<Vec<Value>> {
-    match field(v, key)? {
-        Value::Array(a) => Ok(a),
-        _ => Err(bad(format!("{key:?} must be an array"))),
     }
 }
 
@@ -151,55 +172,121 @@ impl Dag {
     }
 
     pub fn from_json(text: &str) -> DagResult<Dag> {
-        let mut doc = json::parse(text).map_err(bad)?;
-        if doc.get("format").and_then(Value::as_str) != Some(FORMAT) {
+        // The document is pulled key by key: each record goes straight into the arena, with no tree of
+        // the whole file in between (docs/dag.md "Saving and loading").
+        let mut p = Pull::new(text);
+        p.begin_object().map_err(bad)?;
+        let (mut format, mut version, mut graph_id, mut leaf_repair) = (None, None, None, None);
+        // Its id is read below, wherever the file puts it.
+        let mut dag = Dag::new(Some(String::new()));
+        // The lists are read in arena order (edges need their nodes): one that comes before a list it
+        // depends on (a file written with sorted keys puts "edges" first) is skipped and read afterwards.
+        let mut done = [false; 3];
+        let mut later: [Option<(usize, usize)>; 3] = [None; 3];
+        while let Some(key) = p.next_key().map_err(bad)? {
+            let list = match &*key {
+                "nodes" => 0,
+                "edges" => 1,
+                "events" => 2,
+                _ => {
+                    let item = p.item().map_err(bad)?;
+                    match &*key {
+                        "format" => format = Some(item),
+                        "version" => version = Some(item),
+                        "graph_id" => graph_id = Some(item),
+                        "leaf_repair" => leaf_repair = Some(item),
+                        _ => {}
+                    }
+                    continue;
+                }
+            };
+            if done[list] || later[list].is_some() {
+                // json.loads would keep the last one; a graph file with two node lists is refused instead.
+                return Err(bad(format!("{key:?} appears twice")));
+            }
+            if done[..list].iter().all(|d| *d) {
+                dag.read_list(&mut p, list)?;
+                done[list] = true;
+            } else {
+                later[list] = Some(p.position());
+                p.item().map_err(bad)?;
+            }
+        }
+        p.finish().map_err(bad)?;
+        for (list, at) in later.into_iter().enumerate() {
+            if let Some((offset, depth)) = at {
+                dag.read_list(&mut Pull::resume(text, offset, depth), list)?;
+                done[list] = true;
+            }
+        }
+        if !matches!(format, Some(Item::Str(ref f)) if f == FORMAT) {
             return Err(bad("not a chainwarden.dag document"));
         }
-        if doc.get("version") != Some(&Value::Int(VERSION)) {
+        if version != Some(Item::Int(VERSION)) {
             return Err(bad("unsupported version"));
         }
-        let mut dag = Dag::new(Some(string(&mut doc, "graph_id")?));
-        dag.leaf_repair = match doc.get("leaf_repair") {
+        dag.graph_id = string(graph_id, "graph_id")?.into_owned();
+        dag.leaf_repair = match leaf_repair {
             None => true,
-            Some(Value::Bool(on)) => *on,
+            Some(Item::Bool(on)) => on,
             Some(_) => return Err(bad("\"leaf_repair\" must be a boolean")),
         };
-        dag.load_nodes(array(&mut doc, "nodes")?)?;
-        dag.load_edges(array(&mut doc, "edges")?)?;
-        dag.load_events(array(&mut doc, "events")?)?;
+        for (key, done) in ["nodes", "edges", "events"].iter().zip(done) {
+            if !done {
+                return Err(bad(format!("missing {key:?}")));
+            }
+        }
         dag.finish_load()
     }
 
-    /// Parsed node records, in arena order, into a graph being loaded.
-    pub(crate) fn load_nodes(&mut self, records: Vec<Value>) -> DagResult<()> {
-        for mut rec in records {
-            let id = string(&mut rec, "node_id")?;
-            if self.node_index.contains_key(id.as_str()) {
-                return Err(bad(format!("duplicate node id {id:?}")));
+    /// One of the document's lists (0 nodes, 1 edges, 2 events) from `p`, which is at its opening bracket.
+    fn read_list(&mut self, p: &mut Pull<'_>, list: usize) -> DagResult<()> {
+        p.begin_array().map_err(bad)?;
+        while p.next_item().map_err(bad)? {
+            match list {
+                0 => self.add_loaded_node(read_node(read_record(p, &NODE_KEYS)?)?)?,
+                1 => self.add_loaded_edge(read_edge(read_record(p, &EDGE_KEYS)?)?)?,
+                _ => self.events.push(read_event(read_record(p, &EVENT_KEYS)?)?),
             }
-            let node = parse_node(&mut rec, id)?;
-            self.push_node(node);
         }
         Ok(())
     }
 
-    pub(crate) fn load_edges(&mut self, records: Vec<Value>) -> DagResult<()> {
-        for mut rec in records {
-            let id = string(&mut rec, "edge_id")?;
-            if self.edge_index.contains_key(id.as_str()) {
-                return Err(bad(format!("duplicate edge id {id:?}")));
-            }
-            let edge = parse_edge(self, &mut rec, id)?;
-            self.push_edge(edge);
+    /// A node read from a record, appended to a graph being loaded.
+    pub(crate) fn add_loaded_node(&mut self, node: Node) -> DagResult<()> {
+        if self.node_index.contains_key(&*node.id) {
+            return Err(bad(format!("duplicate node id {:?}", &*node.id)));
         }
+        self.push_node(node);
         Ok(())
     }
 
-    pub(crate) fn load_events(&mut self, records: Vec<Value>) -> DagResult<()> {
-        for mut rec in records {
-            self.events.push(parse_event(&mut rec)?);
+    /// An edge read from a record, its endpoints resolved against the nodes loaded so far.
+    pub(crate) fn add_loaded_edge(&mut self, edge: EdgeRecord<'_>) -> DagResult<()> {
+        if self.edge_index.contains_key(&*edge.id) {
+            return Err(bad(format!("duplicate edge id {:?}", &*edge.id)));
         }
+        let edge = self.resolve_edge(edge)?;
+        self.push_edge(edge);
         Ok(())
+    }
+
+    /// An edge record's endpoints as arena positions.
+    pub(crate) fn resolve_edge(&self, rec: EdgeRecord<'_>) -> DagResult<Edge> {
+        let from = self.idx(&rec.from).map_err(|e| bad(e.message))?;
+        let to = self.idx(&rec.to).map_err(|e| bad(e.message))?;
+        if from == to {
+            return Err(bad(format!("edge {:?} is a self-loop", &*rec.id)));
+        }
+        Ok(Edge {
+            id: rec.id,
+            from,
+            to,
+            edge_type: rec.edge_type,
+            metadata: rec.metadata,
+            compressed_at: rec.compressed_at,
+            created_at: rec.created_at,
+        })
     }
 
     /// The checks and derived state of a loaded graph.
@@ -212,23 +299,51 @@ impl Dag {
     }
 }
 
-/// One node record (the shape of `node_record`) as an arena node, its fields moved out of `rec`; its
-/// counters are recomputed on flush.
-pub(crate) fn parse_node(rec: &mut Value, id: String) -> DagResult<Node> {
+/// The keys of a node record, in the order `visit_node` writes them (`dag/records.rs`).
+const NODE_KEYS: [&str; 13] = [
+    "node_id",
+    "node_type",
+    "state",
+    "input",
+    "output",
+    "output_preview",
+    "metadata",
+    "retry_of_id",
+    "compressed_by_id",
+    "compressed_at",
+    "started_at",
+    "finished_at",
+    "created_at",
+];
+const EDGE_KEYS: [&str; 7] = [
+    "edge_id",
+    "from_node_id",
+    "to_node_id",
+    "edge_type",
+    "metadata",
+    "compressed_at",
+    "created_at",
+];
+const EVENT_KEYS: [&str; 4] = ["event_type", "subject_id", "particulars", "created_at"];
+
+/// One node record (the shape of `node_record`) as an arena node; its counters are recomputed on flush.
+fn read_node(f: Slots<'_, 13>) -> DagResult<Node> {
+    let [id, node_type, state, input, output, preview, metadata, retry_of, compressed_by, compressed_at, started_at, finished_at, created_at] =
+        f;
     Ok(Node {
-        id: Arc::from(id),
-        node_type: NodeType::parse(&string(rec, "node_type")?)?,
-        state: State::parse(&string(rec, "state")?)?,
-        input: object(rec, "input")?,
-        output: object(rec, "output")?,
-        output_preview: object(rec, "output_preview")?,
-        metadata: object(rec, "metadata")?,
-        retry_of_id: opt_string(rec, "retry_of_id")?.map(Arc::from),
-        compressed_by_id: opt_string(rec, "compressed_by_id")?.map(Arc::from),
-        compressed_at: opt_time(rec, "compressed_at")?,
-        started_at: opt_time(rec, "started_at")?,
-        finished_at: opt_time(rec, "finished_at")?,
-        created_at: time(rec, "created_at")?,
+        id: Arc::from(&*string(id, "node_id")?),
+        node_type: NodeType::parse(&string(node_type, "node_type")?)?,
+        state: State::parse(&string(state, "state")?)?,
+        input: object(input, "input")?,
+        output: object(output, "output")?,
+        output_preview: object(preview, "output_preview")?,
+        metadata: object(metadata, "metadata")?,
+        retry_of_id: opt_id(retry_of, "retry_of_id")?,
+        compressed_by_id: opt_id(compressed_by, "compressed_by_id")?,
+        compressed_at: opt_time(compressed_at, "compressed_at")?,
+        started_at: opt_time(started_at, "started_at")?,
+        finished_at: opt_time(finished_at, "finished_at")?,
+        created_at: time(created_at, "created_at")?,
         blockers: 0,
         failed_deps: 0,
         out_blocking: 0,
@@ -236,42 +351,52 @@ pub(crate) fn parse_node(rec: &mut Value, id: String) -> DagResult<Node> {
     })
 }
 
-/// One edge record whose endpoints are nodes of `dag`.
-pub(crate) fn parse_edge(dag: &Dag, rec: &mut Value, id: String) -> DagResult<Edge> {
-    let from = dag
-        .idx(&string(rec, "from_node_id")?)
-        .map_err(|e| bad(e.message))?;
-    let to = dag
-        .idx(&string(rec, "to_node_id")?)
-        .map_err(|e| bad(e.message))?;
-    if from == to {
-        return Err(bad(format!("edge {id:?} is a self-loop")));
-    }
-    Ok(Edge {
-        id: Arc::from(id),
-        from,
-        to,
-        edge_type: EdgeType::parse(&string(rec, "edge_type")?)?,
-        metadata: object(rec, "metadata")?,
-        compressed_at: opt_time(rec, "compressed_at")?,
-        created_at: time(rec, "created_at")?,
+/// An edge record before its endpoints are resolved (which needs the graph; the rest can be read on any
+/// thread).
+pub(crate) struct EdgeRecord<'a> {
+    pub(crate) id: Arc<str>,
+    from: Cow<'a, str>,
+    to: Cow<'a, str>,
+    edge_type: EdgeType,
+    pub(crate) metadata: Value,
+    pub(crate) compressed_at: Option<f64>,
+    created_at: f64,
+}
+
+fn read_edge(f: Slots<'_, 7>) -> DagResult<EdgeRecord<'_>> {
+    let [id, from, to, edge_type, metadata, compressed_at, created_at] = f;
+    Ok(EdgeRecord {
+        id: Arc::from(&*string(id, "edge_id")?),
+        from: string(from, "from_node_id")?,
+        to: string(to, "to_node_id")?,
+        edge_type: EdgeType::parse(&string(edge_type, "edge_type")?)?,
+        metadata: object(metadata, "metadata")?,
+        compressed_at: opt_time(compressed_at, "compressed_at")?,
+        created_at: time(created_at, "created_at")?,
     })
 }
 
-pub(crate) fn parse_event(rec: &mut Value) -> DagResult<Event> {
+fn read_event(f: Slots<'_, 4>) -> DagResult<Event> {
+    let [event_type, subject, particulars, created_at] = f;
     Ok(Event::loaded(
-        &string(rec, "event_type")?,
-        Arc::from(string(rec, "subject_id")?),
-        field(rec, "particulars")?,
-        time(rec, "created_at")?,
+        &string(event_type, "event_type")?,
+        Arc::from(&*string(subject, "subject_id")?),
+        field(particulars, "particulars")?.into_value(),
+        time(created_at, "created_at")?,
     ))
 }
 
-/// The id field of a node or edge record (moved out of it).
-pub(crate) fn record_id(rec: &mut Value, key: &str) -> DagResult<String> {
-    string(rec, key)
+/// A stored node row (one record's JSON).
+pub(crate) fn node_row(text: &str) -> DagResult<Node> {
+    read_node(read_row(text, &NODE_KEYS)?)
 }
 
-pub(crate) fn parse_record(text: &str) -> DagResult<Value> {
-    json::parse(text).map_err(bad)
+/// A stored edge row, its endpoints still ids.
+pub(crate) fn edge_row(text: &str) -> DagResult<EdgeRecord<'_>> {
+    read_edge(read_row(text, &EDGE_KEYS)?)
+}
+
+/// A stored event row.
+pub(crate) fn event_row(text: &str) -> DagResult<Event> {
+    read_event(read_row(text, &EVENT_KEYS)?)
 }

@@ -517,6 +517,49 @@ fn from_json_validates_references() {
     assert!(Dag::from_json(&duplicate).is_err());
 }
 
+/// `from_json` pulls the document record by record (`persist.rs`); any key order a JSON tool may write
+/// still loads, with `json.loads`'s rule for a key repeated inside a record.
+#[test]
+fn from_json_reads_any_key_order_and_refuses_a_repeated_list() {
+    let mut g = Dag::new(Some("g".into()));
+    user(&mut g, "u");
+    task(&mut g, "t");
+    edge(&mut g, "u", "t", "dependency");
+    let text = g.to_json();
+    // Sorted keys, as `json.dumps(sort_keys=True)` writes: edges and events come before nodes.
+    let Value::Object(mut entries) = crate::json::parse(&text).unwrap() else {
+        panic!("an object")
+    };
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(&*entries[0].0, "edges");
+    let sorted = crate::json::to_string(&Value::Object(entries), crate::json::Layout::Compact);
+    assert_eq!(Dag::from_json(&sorted).unwrap().to_json(), text);
+    // Inside a record the last of a repeated key wins and an unknown key is ignored.
+    let repeated = text.replacen(
+        "\"node_id\":\"u\",",
+        "\"node_id\":\"x\",\"extra\":[1,{}],\"node_id\":\"u\",",
+        1,
+    );
+    assert_eq!(Dag::from_json(&repeated).unwrap().to_json(), text);
+    // A second node list is refused, named.
+    let twice = text.replacen("\"edges\":", "\"nodes\":[],\"edges\":", 1);
+    let err = Dag::from_json(&twice).err().unwrap();
+    assert!(
+        err.message.contains("\"nodes\" appears twice"),
+        "{}",
+        err.message
+    );
+    // A list that never comes is named too, and trailing data after the document is refused.
+    let no_events = text.replacen(",\"events\":[", ",\"other\":[", 1);
+    let err = Dag::from_json(&no_events).err().unwrap();
+    assert!(
+        err.message.contains("missing \"events\""),
+        "{}",
+        err.message
+    );
+    assert!(Dag::from_json(&format!("{text} x")).is_err());
+}
+
 fn meta(pairs: &[(&str, i64)]) -> Option<Value> {
     Some(Value::Object(
         pairs
@@ -631,7 +674,7 @@ fn leases_expire_back_to_pending_then_error() {
     assert_eq!(g.reclaim_expired(Some(31.0), 2), vec!["t"]);
     assert_eq!(g.node("t").unwrap().state, State::Errored);
     g.check_invariants().unwrap();
-    let back = Dag::from_records("x", [], [], []).unwrap();
+    let back = Dag::from_records("x", &[], &[], &[]).unwrap();
     assert_eq!(back.node_count(), 0);
 }
 
@@ -654,8 +697,9 @@ fn collect_keys(v: &Value, keys: &mut Vec<String>) {
     }
 }
 
-fn as_str(rows: &[String]) -> Vec<&str> {
-    rows.iter().map(String::as_str).collect()
+/// Rows as a store reads them: `(arena position, record)`.
+fn as_str(rows: &[String]) -> Vec<(usize, &str)> {
+    rows.iter().map(String::as_str).enumerate().collect()
 }
 
 /// The record rows of a graph (what a store holds), from its document.
@@ -674,7 +718,7 @@ fn record_rows(g: &Dag) -> [Vec<String>; 3] {
 fn a_bulk_load_of_many_rows_parses_in_parallel_and_keeps_row_order() {
     let mut g = Dag::new(Some("g".into()));
     let mut previous = user(&mut g, "u0000");
-    for i in 1..2_500 {
+    for i in 1..4_500 {
         let next = if i % 2 == 0 {
             user(&mut g, &format!("u{i:04}"))
         } else {
@@ -684,21 +728,55 @@ fn a_bulk_load_of_many_rows_parses_in_parallel_and_keeps_row_order() {
         previous = next;
     }
     let [nodes, edges, events] = record_rows(&g);
-    assert!(nodes.len() + edges.len() + events.len() > 4_096); // the two-thread path
-    let back = Dag::from_records("g", as_str(&nodes), as_str(&edges), as_str(&events)).unwrap();
+    assert!(nodes.len().min(edges.len()).min(events.len()) > 4_096); // the two-thread path, each list
+    let back = Dag::from_records("g", &as_str(&nodes), &as_str(&edges), &as_str(&events)).unwrap();
     assert_eq!(back.to_json(), g.to_json());
     // A bad row in the second half is found; with bad rows in both halves, the first in row order wins.
     let mut broken = events.clone();
     broken[events.len() - 1] = "{\"event_type\":".into();
-    let err = Dag::from_records("g", as_str(&nodes), as_str(&edges), as_str(&broken))
+    let err = Dag::from_records("g", &as_str(&nodes), &as_str(&edges), &as_str(&broken))
         .err()
         .unwrap();
     assert_eq!(err.code, "dag.invalid_argument");
     let mut first = nodes.clone();
     first[0] = "[]".into();
-    let err = Dag::from_records("g", as_str(&first), as_str(&edges), as_str(&broken))
+    let err = Dag::from_records("g", &as_str(&first), &as_str(&edges), &as_str(&broken))
         .err()
         .unwrap();
     assert_eq!(err.code, "dag.invalid_argument");
     assert!(!err.message.contains("event_type"), "{}", err.message);
+}
+
+/// A database returns rows in any order: they are put back in arena order, and a missing or repeated
+/// position is refused by name rather than loading another graph.
+#[test]
+fn a_bulk_load_takes_rows_in_any_order_but_refuses_gaps() {
+    let mut g = Dag::new(Some("g".into()));
+    user(&mut g, "u");
+    task(&mut g, "t");
+    task(&mut g, "v");
+    edge(&mut g, "u", "t", "dependency");
+    edge(&mut g, "t", "v", "dependency");
+    let [nodes, edges, events] = record_rows(&g);
+    let (mut n, e, mut v) = (as_str(&nodes), as_str(&edges), as_str(&events));
+    n.reverse();
+    v.swap(0, 2);
+    assert_eq!(
+        Dag::from_records("g", &n, &e, &v).unwrap().to_json(),
+        g.to_json()
+    );
+    let gap = [n[0], n[2]]; // positions 2 and 0: row 1 is missing
+    let err = Dag::from_records("g", &gap, &e, &v).err().unwrap();
+    assert!(
+        err.message.contains("node row 1 is missing"),
+        "{}",
+        err.message
+    );
+    let twice = [e[0], e[0], e[1]];
+    let err = Dag::from_records("g", &n, &twice, &v).err().unwrap();
+    assert!(
+        err.message.contains("edge row 0 appears twice"),
+        "{}",
+        err.message
+    );
 }

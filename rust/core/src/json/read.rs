@@ -111,22 +111,22 @@ fn dedup_keys<K: Eq + std::hash::Hash + std::borrow::Borrow<str>, V>(
     out
 }
 
-struct Reader<'a> {
-    b: &'a [u8],
-    i: usize,
+pub(super) struct Reader<'a> {
+    pub(super) b: &'a [u8],
+    pub(super) i: usize,
     /// `b` is known to be UTF-8 (it came from a `&str`).
-    utf8: bool,
+    pub(super) utf8: bool,
 }
 
 /// Objects up to this size find repeated keys by scanning; larger ones use an index.
 const SCAN_KEYS: usize = 16;
 
 impl<'a> Reader<'a> {
-    fn err<T>(&self, what: &str) -> Result<T, String> {
+    pub(super) fn err<T>(&self, what: &str) -> Result<T, String> {
         Err(format!("{what} at byte {}", self.i))
     }
 
-    fn ws(&mut self) {
+    pub(super) fn ws(&mut self) {
         while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.b.get(self.i) {
             self.i += 1;
         }
@@ -141,7 +141,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn value<V: JsonTree>(&mut self, depth: usize) -> Result<V, String> {
+    pub(super) fn value<V: JsonTree>(&mut self, depth: usize) -> Result<V, String> {
         if depth > MAX_READ_DEPTH {
             return self.err("nesting too deep");
         }
@@ -245,6 +245,16 @@ impl<'a> Reader<'a> {
     /// An object key, borrowed from the input when it has no escape (nearly always), so that an inline key
     /// type allocates nothing; anything else goes through [`Reader::string`], which also reports errors.
     fn key<K: From<String> + for<'s> From<&'s str>>(&mut self) -> Result<K, String> {
+        match self.plain_string() {
+            Some(s) => Ok(K::from(s)),
+            None => self.string().map(K::from),
+        }
+    }
+
+    /// The string at `i` (at its opening quote) borrowed from the input when it has no escape, and `i`
+    /// past it; None (and `i` unchanged) when it needs [`Reader::string`], which also reports errors.
+    #[inline]
+    pub(super) fn plain_string(&mut self) -> Option<&'a str> {
         let start = self.i + 1;
         let mut j = start;
         while let Some(chunk) = self.b.get(j..j + 8) {
@@ -256,18 +266,16 @@ impl<'a> Reader<'a> {
         }
         while let Some(&c) = self.b.get(j) {
             if c == b'"' {
-                if let Some(s) = self.run(start, j) {
-                    self.i = j + 1;
-                    return Ok(K::from(s));
-                }
-                break;
+                let s = self.run(start, j)?;
+                self.i = j + 1;
+                return Some(s);
             }
             if c == b'\\' || c < 0x20 {
-                break;
+                return None;
             }
             j += 1;
         }
-        self.string().map(K::from)
+        None
     }
 
     /// The bytes `start..end` (cut at ASCII delimiters) as text; None if they are not UTF-8.
@@ -283,7 +291,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn string(&mut self) -> Result<String, String> {
+    pub(super) fn string(&mut self) -> Result<String, String> {
         self.i += 1;
         let mut out = String::new();
         loop {
@@ -369,7 +377,7 @@ impl<'a> Reader<'a> {
         self.i - start
     }
 
-    fn number<V: JsonTree>(&mut self) -> Result<V, String> {
+    pub(super) fn number<V: JsonTree>(&mut self) -> Result<V, String> {
         let start = self.i;
         if self.b[self.i] == b'-' {
             self.i += 1;

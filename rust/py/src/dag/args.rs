@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 
 use chainwarden_core::dag::{FinishPayload, NodeSpec, Value};
 use pyo3::prelude::*;
+use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::{PyBool, PyBytes, PyList, PyString};
 
 use super::convert::{count, optional_dict, text, to_value, utf8};
@@ -102,16 +103,38 @@ typed_arg! {
     }
 }
 
+/// Graph JSON held without a copy: the caller's `bytes` or `str`, kept alive, read with the GIL released.
+pub enum JsonSource {
+    /// `bytes` already checked to be UTF-8.
+    Bytes(PyBackedBytes),
+    Str(PyBackedStr),
+}
+
+impl JsonSource {
+    pub fn as_str(&self) -> &str {
+        match self {
+            // SAFETY: checked by `std::str::from_utf8` when the argument was converted (below), and
+            // `bytes` objects are immutable.
+            JsonSource::Bytes(b) => unsafe { std::str::from_utf8_unchecked(b) },
+            JsonSource::Str(s) => s,
+        }
+    }
+}
+
 typed_arg! {
-    /// Graph JSON as `bytes` (UTF-8) or `str`.
-    JsonText(String) => |obj, what| {
+    /// Graph JSON as `bytes` (UTF-8) or `str`, not copied (a 20 MB document was a 20 MB copy).
+    JsonText(JsonSource) => |obj, what| {
         if let Ok(b) = obj.cast::<PyBytes>() {
-            return std::str::from_utf8(b.as_bytes())
-                .map(str::to_owned)
-                .map_err(|_| invalid(obj.py(), format!("{what} is not UTF-8")));
+            if std::str::from_utf8(b.as_bytes()).is_err() {
+                return Err(invalid(obj.py(), format!("{what} is not UTF-8")));
+            }
+            return Ok(JsonSource::Bytes(PyBackedBytes::from(b.clone())));
         }
         match obj.cast::<PyString>() {
-            Ok(s) => utf8(s, what),
+            // Fails only on a lone surrogate; worded like every other text argument (`convert.rs`).
+            Ok(s) => PyBackedStr::try_from(s.clone())
+                .map(JsonSource::Str)
+                .map_err(|_| utf8(s, what).err().unwrap_or_else(|| invalid(obj.py(), what.to_owned()))),
             Err(_) => Err(invalid(obj.py(), format!("{what} must be bytes or str"))),
         }
     }

@@ -410,7 +410,7 @@ impl DagEngine {
 
     #[staticmethod]
     fn from_json(py: Python<'_>, data: JsonText<name::Data>) -> Result<DagEngine> {
-        let dag = py.detach(|| Dag::from_json(&data.0))?;
+        let dag = py.detach(|| Dag::from_json(data.0.as_str()))?;
         Ok(DagEngine {
             inner: Mutex::new(dag),
         })
