@@ -112,3 +112,16 @@ def test_integers_beyond_64_bits_are_refused_with_the_argument_named() -> None:
         with pytest.raises(DagInvalidArgumentError, match=r"^metadata: integer out of the 64-bit range"):
             g.mark_finished("t", metadata={"n": value})
     assert g.to_json() == before
+
+
+def test_a_file_rewritten_by_a_json_tool_loads_the_same() -> None:
+    """from_json pulls records straight from the text (docs/dag.md "Reading a file"): sorted keys, a `str`
+    and indented output all load to the same graph; two node lists are refused, named."""
+    g = base()
+    data = g.to_json()
+    doc = json.loads(data)
+    for text in (json.dumps(doc, sort_keys=True), json.dumps(doc, indent=2), data.decode()):
+        assert Graph.from_json(text).to_json() == data
+    twice = '{"nodes": [], ' + json.dumps(doc)[1:]
+    with pytest.raises(DagInvalidArgumentError, match='"nodes" appears twice'):
+        Graph.from_json(twice)
