@@ -105,7 +105,7 @@ impl Dag {
             }
         }
         let mut dirty = dirty;
-        dirty.clear();
+        super::txn::release(&mut dirty);
         self.dirty = dirty;
     }
 

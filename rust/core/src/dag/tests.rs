@@ -780,3 +780,21 @@ fn a_bulk_load_takes_rows_in_any_order_but_refuses_gaps() {
         err.message
     );
 }
+/// A big block's undo log and dirty list are returned when it commits, not kept for the graph's life.
+#[test]
+fn a_big_block_releases_its_scratch_buffers() {
+    let mut g = Dag::new(None);
+    g.begin();
+    let mut previous = user(&mut g, "u0");
+    for i in 1..5_000 {
+        let next = user(&mut g, &format!("u{i}"));
+        edge(&mut g, &previous, &next, "sequence");
+        previous = next;
+    }
+    assert!(g.txn.log_capacity() > super::txn::KEEP);
+    g.commit();
+    g.flush();
+    assert!(g.txn.log_capacity() <= super::txn::KEEP);
+    assert!(g.dirty.capacity() <= super::txn::KEEP);
+    assert_eq!(g.node_count(), 5_001); // and the agent_message the leaf repair added
+}

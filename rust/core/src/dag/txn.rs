@@ -7,6 +7,15 @@ use rustc_hash::FxHashMap;
 
 use super::arena::{Dag, Node};
 
+/// Scratch buffers keep this much room between uses; what a large block grew beyond it is returned.
+pub(crate) const KEEP: usize = 1_024;
+
+/// Empties a scratch buffer, returning what it grew beyond [`KEEP`].
+pub(crate) fn release<T>(v: &mut Vec<T>) {
+    v.clear();
+    v.shrink_to(KEEP);
+}
+
 pub(crate) enum Undo {
     NodeAdded,
     EdgeAdded,
@@ -35,6 +44,11 @@ pub(crate) struct Txn {
 impl Txn {
     pub fn depth(&self) -> usize {
         self.savepoints.len()
+    }
+
+    #[cfg(test)]
+    pub fn log_capacity(&self) -> usize {
+        self.log.capacity()
     }
 
     pub fn log_node_added(&mut self) {
@@ -106,9 +120,13 @@ impl Dag {
         };
         self.txn.savepoints.pop();
         if self.txn.savepoints.is_empty() {
-            self.txn.log.clear();
+            // A big block's undo log is released, not kept: cleared in place it held 16 to 32 bytes per
+            // row the block wrote, for the life of the graph (docs/dag.md "Mutations are atomic").
+            release(&mut self.txn.log);
             self.txn.saved_nodes.clear();
             self.txn.saved_edges.clear();
+            self.txn.saved_nodes.shrink_to(KEEP);
+            self.txn.saved_edges.shrink_to(KEEP);
         }
         repaired
     }
