@@ -57,3 +57,43 @@ mod tests {
         );
     }
 }
+
+/// An optional timestamp in eight bytes instead of sixteen: NaN stands for "none", which no stored time
+/// can be (every time is finite: docs/design.md §23). A DAG node carries two (docs/dag.md "Memory").
+#[derive(Clone, Copy, Debug)]
+pub struct OptTime(f64);
+
+impl OptTime {
+    pub const NONE: OptTime = OptTime(f64::NAN);
+
+    pub fn get(self) -> Option<f64> {
+        (!self.0.is_nan()).then_some(self.0)
+    }
+}
+
+impl From<Option<f64>> for OptTime {
+    fn from(t: Option<f64>) -> Self {
+        OptTime(t.unwrap_or(f64::NAN))
+    }
+}
+
+impl PartialEq for OptTime {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+#[cfg(test)]
+mod opt_time_tests {
+    use super::OptTime;
+
+    #[test]
+    fn none_and_times_round_trip() {
+        assert_eq!(OptTime::NONE.get(), None);
+        assert_eq!(OptTime::from(None).get(), None);
+        assert_eq!(OptTime::from(Some(0.0)).get(), Some(0.0));
+        assert_eq!(OptTime::from(Some(-1.5)).get(), Some(-1.5));
+        assert_eq!(OptTime::from(Some(f64::NAN)), OptTime::NONE);
+        assert_eq!(std::mem::size_of::<OptTime>(), 8);
+    }
+}

@@ -130,6 +130,11 @@ impl Value {
             if let Some(slot) = m.iter_mut().find(|(k, _)| k == key) {
                 slot.1 = value;
             } else {
+                // The first key of an empty object gets room for itself only: pushing would reserve four
+                // (224 bytes for 56), and most payload objects keep one key (`{"content": ...}`).
+                if m.capacity() == 0 {
+                    m.reserve_exact(1);
+                }
                 m.push((key.into(), value));
             }
         }

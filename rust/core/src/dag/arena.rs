@@ -13,6 +13,7 @@ use super::error::{DagError, DagResult};
 use super::events::Event;
 use super::txn::Txn;
 use super::types::{EdgeType, NodeType, State};
+use crate::clock::OptTime;
 use crate::value::Value;
 
 #[derive(Clone, Debug)]
@@ -22,13 +23,11 @@ pub struct Node {
     pub state: State,
     pub input: Value,
     pub output: Value,
-    pub output_preview: Value,
     pub metadata: Value,
-    pub retry_of_id: Option<Arc<str>>,
-    pub compressed_by_id: Option<Arc<str>>,
-    pub compressed_at: Option<f64>,
-    pub started_at: Option<f64>,
-    pub finished_at: Option<f64>,
+    /// What few nodes have, behind one pointer (docs/dag.md "Memory").
+    pub(crate) rare: Option<Box<Rare>>,
+    pub started_at: OptTime,
+    pub finished_at: OptTime,
     pub created_at: f64,
     /// Live incoming blocking edges whose parent does not (yet) unblock this node.
     pub(crate) blockers: u32,
@@ -41,9 +40,84 @@ pub struct Node {
     pub(crate) in_sets: u8,
 }
 
+/// The fields of a node that most nodes never set: a retry's original, an archived node's summary and time,
+/// and an `output_preview` read from a file that differs from the one derived from the output.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Rare {
+    retry_of_id: Option<Arc<str>>,
+    compressed_by_id: Option<Arc<str>>,
+    compressed_at: Option<f64>,
+    preview: Option<Value>,
+}
+
 impl Node {
     pub fn is_active(&self) -> bool {
-        self.compressed_at.is_none()
+        self.compressed_at().is_none()
+    }
+
+    pub fn retry_of_id(&self) -> Option<&Arc<str>> {
+        self.rare.as_ref()?.retry_of_id.as_ref()
+    }
+
+    pub fn compressed_by_id(&self) -> Option<&Arc<str>> {
+        self.rare.as_ref()?.compressed_by_id.as_ref()
+    }
+
+    pub fn compressed_at(&self) -> Option<f64> {
+        self.rare.as_ref()?.compressed_at
+    }
+
+    /// The readable excerpt of the output (`preview::derive`), computed when read rather than stored: it is
+    /// a function of `output`, and storing it doubled an agent message's output (docs/dag.md "Memory").
+    pub fn output_preview(&self) -> std::borrow::Cow<'_, Value> {
+        match self.rare.as_ref().and_then(|r| r.preview.as_ref()) {
+            Some(kept) => std::borrow::Cow::Borrowed(kept),
+            None => std::borrow::Cow::Owned(super::preview::derive(&self.output)),
+        }
+    }
+
+    fn rare_mut(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    pub(crate) fn set_retry_of(&mut self, id: Arc<str>) {
+        self.rare_mut().retry_of_id = Some(id);
+    }
+
+    pub(crate) fn set_archived(&mut self, by: Arc<str>, at: f64) {
+        let rare = self.rare_mut();
+        rare.compressed_by_id = Some(by);
+        rare.compressed_at = Some(at);
+    }
+
+    /// After `output` changed: the preview follows it again.
+    pub(crate) fn output_changed(&mut self) {
+        if let Some(rare) = &mut self.rare {
+            rare.preview = None;
+        }
+    }
+
+    /// Fields read from a record: a preview equal to the derived one is not kept.
+    pub(crate) fn set_loaded(
+        &mut self,
+        retry_of_id: Option<Arc<str>>,
+        compressed_by_id: Option<Arc<str>>,
+        compressed_at: Option<f64>,
+        preview: Value,
+    ) {
+        let preview = (preview != super::preview::derive(&self.output)).then_some(preview);
+        if retry_of_id.is_some()
+            || compressed_by_id.is_some()
+            || compressed_at.is_some()
+            || preview.is_some()
+        {
+            self.rare = Some(Box::new(Rare {
+                retry_of_id,
+                compressed_by_id,
+                compressed_at,
+                preview,
+            }));
+        }
     }
 }
 
@@ -332,24 +406,16 @@ impl Dag {
         metadata: Value,
         at: f64,
     ) -> Node {
-        let preview = super::preview::derive(&output);
         Node {
             id: Arc::from(id.unwrap_or_else(crate::ids::uuid7)),
             node_type,
             state,
             input,
             output,
-            output_preview: preview,
             metadata,
-            retry_of_id: None,
-            compressed_by_id: None,
-            compressed_at: None,
-            started_at: if state == State::Running {
-                Some(at)
-            } else {
-                None
-            },
-            finished_at: if state.is_terminal() { Some(at) } else { None },
+            rare: None,
+            started_at: OptTime::from((state == State::Running).then_some(at)),
+            finished_at: OptTime::from(state.is_terminal().then_some(at)),
             created_at: at,
             blockers: 0,
             failed_deps: 0,

@@ -7,7 +7,6 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::arena::Dag;
 use super::error::{DagCode, DagError, DagResult};
 use super::events::{obj, str_list};
-use super::preview::derive;
 use super::types::{EdgeType, NodeType, State};
 use crate::clock::now;
 use crate::value::Value;
@@ -104,7 +103,7 @@ impl Dag {
 
         let at = now();
         let output = obj(vec![("content", Value::Str(summary_content.to_owned()))]);
-        let mut node = Dag::new_node(
+        let node = Dag::new_node(
             node_id,
             NodeType::Summary,
             State::Finished,
@@ -113,7 +112,6 @@ impl Dag {
             metadata,
             at,
         );
-        node.output_preview = derive(&node.output);
         let s = self.push_node(node);
         let summary_id: Arc<str> = self.nodes[s as usize].id.clone();
         // One rewired edge per (outside node, type, direction), blocking edges only: a branch edge records

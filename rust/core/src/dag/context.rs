@@ -99,7 +99,7 @@ impl Dag {
         let node = &self.nodes[n as usize];
         let mut payload = vec![
             ("input", node.input.clone()),
-            ("output_preview", node.output_preview.clone()),
+            ("output_preview", node.output_preview().into_owned()),
         ];
         if full {
             payload.push(("output", node.output.clone()));

@@ -129,10 +129,10 @@ impl Dag {
             let node = &mut self.nodes[n as usize];
             node.state = to;
             if from == State::Pending && to == State::Running {
-                node.started_at = Some(at);
+                node.started_at = Some(at).into();
             }
             if to.is_terminal() {
-                node.finished_at = Some(at);
+                node.finished_at = Some(at).into();
             }
         }
         if self.nodes[n as usize].is_active() {
@@ -180,8 +180,7 @@ impl Dag {
         self.save_node(n);
         {
             let node = &mut self.nodes[n as usize];
-            node.compressed_at = Some(at);
-            node.compressed_by_id = Some(by.clone());
+            node.set_archived(by.clone(), at);
         }
         self.node_active[n as usize] = false;
         let incident: Vec<u32> = self.in_adj[n as usize]

@@ -118,7 +118,7 @@ impl Dag {
                     node.metadata
                         .set("error", Value::Str("lease_expired".to_owned()));
                 } else {
-                    node.started_at = None;
+                    node.started_at = crate::clock::OptTime::NONE;
                 }
             }
             let id = self.nodes[n as usize].id.clone();

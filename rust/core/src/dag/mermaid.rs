@@ -18,10 +18,11 @@ fn mermaid_id(index: u32) -> String {
 }
 
 fn snippet(node: &Node) -> String {
+    let preview = node.output_preview();
     let v = match node.node_type {
         NodeType::Task => node.input.get("name"),
         NodeType::UserMessage => node.input.get("content"),
-        _ => node.output_preview.get("content"),
+        _ => preview.get("content"),
     };
     match v {
         None | Some(Value::Null) => String::new(),

@@ -231,7 +231,7 @@ impl Dag {
             at,
         );
         if kind == ReplaceKind::Retry {
-            node.retry_of_id = Some(old_id.clone());
+            node.set_retry_of(old_id.clone());
         }
         let incoming: Vec<(u32, EdgeType, Value)> = self
             .live_in(old)

@@ -8,6 +8,7 @@ use super::error::{DagError, DagResult};
 use super::events::Event;
 use super::records::{Field, RecordSink};
 use super::types::{EdgeType, NodeType, State};
+use crate::clock::OptTime;
 use crate::json::{self, Item, Pull};
 use crate::value::Value;
 
@@ -330,25 +331,34 @@ const EVENT_KEYS: [&str; 4] = ["event_type", "subject_id", "particulars", "creat
 fn read_node(f: Slots<'_, 13>) -> DagResult<Node> {
     let [id, node_type, state, input, output, preview, metadata, retry_of, compressed_by, compressed_at, started_at, finished_at, created_at] =
         f;
-    Ok(Node {
+    let mut node = Node {
         id: Arc::from(&*string(id, "node_id")?),
         node_type: NodeType::parse(&string(node_type, "node_type")?)?,
         state: State::parse(&string(state, "state")?)?,
         input: object(input, "input")?,
         output: object(output, "output")?,
-        output_preview: object(preview, "output_preview")?,
-        metadata: object(metadata, "metadata")?,
-        retry_of_id: opt_id(retry_of, "retry_of_id")?,
-        compressed_by_id: opt_id(compressed_by, "compressed_by_id")?,
-        compressed_at: opt_time(compressed_at, "compressed_at")?,
-        started_at: opt_time(started_at, "started_at")?,
-        finished_at: opt_time(finished_at, "finished_at")?,
-        created_at: time(created_at, "created_at")?,
+        metadata: Value::Null,
+        rare: None,
+        started_at: OptTime::NONE,
+        finished_at: OptTime::NONE,
+        created_at: 0.0,
         blockers: 0,
         failed_deps: 0,
         out_blocking: 0,
         in_sets: 0,
-    })
+    };
+    let preview = object(preview, "output_preview")?;
+    node.metadata = object(metadata, "metadata")?;
+    node.set_loaded(
+        opt_id(retry_of, "retry_of_id")?,
+        opt_id(compressed_by, "compressed_by_id")?,
+        opt_time(compressed_at, "compressed_at")?,
+        preview,
+    );
+    node.started_at = opt_time(started_at, "started_at")?.into();
+    node.finished_at = opt_time(finished_at, "finished_at")?.into();
+    node.created_at = time(created_at, "created_at")?;
+    Ok(node)
 }
 
 /// An edge record before its endpoints are resolved (which needs the graph; the rest can be read on any

@@ -48,16 +48,19 @@ impl Dag {
         s.field("state", Field::Str(node.state.as_str()));
         s.field("input", Field::Value(&node.input));
         s.field("output", Field::Value(&node.output));
-        s.field("output_preview", Field::Value(&node.output_preview));
+        s.field("output_preview", Field::Value(&node.output_preview()));
         s.field("metadata", Field::Value(&node.metadata));
-        s.field("retry_of_id", Field::OptStr(node.retry_of_id.as_deref()));
+        s.field(
+            "retry_of_id",
+            Field::OptStr(node.retry_of_id().map(|s| &**s)),
+        );
         s.field(
             "compressed_by_id",
-            Field::OptStr(node.compressed_by_id.as_deref()),
+            Field::OptStr(node.compressed_by_id().map(|s| &**s)),
         );
-        s.field("compressed_at", Field::OptFloat(node.compressed_at));
-        s.field("started_at", Field::OptFloat(node.started_at));
-        s.field("finished_at", Field::OptFloat(node.finished_at));
+        s.field("compressed_at", Field::OptFloat(node.compressed_at()));
+        s.field("started_at", Field::OptFloat(node.started_at.get()));
+        s.field("finished_at", Field::OptFloat(node.finished_at.get()));
         s.field("created_at", Field::Float(node.created_at));
     }
 

@@ -79,7 +79,7 @@ impl Dag {
         if let Some(meta) = payload.metadata {
             node.metadata.shallow_merge(meta);
         }
-        node.output_preview = super::preview::derive(&node.output);
+        node.output_changed();
         self.set_state(n, State::Finished, now());
         self.flush();
         Ok(true)

@@ -214,7 +214,7 @@ fn retry_takes_over_pending_downstream() {
     fail(&mut g, "t");
     let new = g.retry("t", Some("t2".into())).unwrap();
     let n = g.node(&new).unwrap();
-    assert_eq!(n.retry_of_id.as_deref(), Some("t"));
+    assert_eq!(n.retry_of_id().map(|s| &**s), Some("t"));
     assert_eq!(n.metadata.get("attempt"), Some(&Value::Int(2)));
     assert!(n.metadata.get("error").is_none());
     assert!(!g.node("t").unwrap().is_active());
@@ -472,7 +472,10 @@ fn edit_archives_the_whole_descendant_closure() {
         .unwrap();
     for id in ["u", "a", "t", "b"] {
         assert!(!g.node(id).unwrap().is_active(), "{id}");
-        assert_eq!(g.node(id).unwrap().compressed_by_id.as_deref(), Some("u2"));
+        assert_eq!(
+            g.node(id).unwrap().compressed_by_id().map(|s| &**s),
+            Some("u2")
+        );
     }
     assert_eq!(g.leaves(false), vec![u2]);
     assert_eq!(g.leaves(true), vec!["b".to_string(), "u2".to_string()]);
@@ -797,4 +800,44 @@ fn a_big_block_releases_its_scratch_buffers() {
     assert!(g.txn.log_capacity() <= super::txn::KEEP);
     assert!(g.dirty.capacity() <= super::txn::KEEP);
     assert_eq!(g.node_count(), 5_001); // and the agent_message the leaf repair added
+}
+
+/// `output_preview` is derived from the output when read (docs/dag.md "Memory"); a file whose preview says
+/// something else keeps it, byte for byte, until the output changes.
+#[test]
+fn a_preview_is_derived_unless_a_file_says_otherwise() {
+    let mut g = Dag::new(Some("g".into()));
+    task(&mut g, "t");
+    g.claim(1);
+    let out = FinishPayload {
+        output: Some(Value::Object(vec![(
+            "content".into(),
+            Value::Str("done".into()),
+        )])),
+        ..FinishPayload::default()
+    };
+    g.mark_finished("t", out).unwrap();
+    assert_eq!(
+        g.node("t").unwrap().output_preview().get("content"),
+        Some(&Value::Str("done".into()))
+    );
+    assert!(
+        g.node("t").unwrap().rare.is_none(),
+        "a derived preview is not stored"
+    );
+    let text = g.to_json();
+    let odd = text.replace(
+        "\"output_preview\":{\"content\":\"done\"}",
+        "\"output_preview\":{\"note\":\"hand-written\"}",
+    );
+    assert_ne!(odd, text);
+    let back = Dag::from_json(&odd).unwrap();
+    assert_eq!(back.to_json(), odd, "a preview the file chose round-trips");
+    assert!(back.node("t").unwrap().rare.is_some());
+    assert!(Dag::from_json(&text)
+        .unwrap()
+        .node("t")
+        .unwrap()
+        .rare
+        .is_none());
 }

@@ -125,19 +125,22 @@ fn node<'py>(
     d.set_item(intern!(py, "state"), word(py, n.state.as_str()))?;
     d.set_item(intern!(py, "input"), to_py(py, &n.input)?)?;
     d.set_item(intern!(py, "output"), to_py(py, &n.output)?)?;
-    d.set_item(intern!(py, "output_preview"), to_py(py, &n.output_preview)?)?;
+    d.set_item(
+        intern!(py, "output_preview"),
+        to_py(py, &n.output_preview())?,
+    )?;
     d.set_item(intern!(py, "metadata"), to_py(py, &n.metadata)?)?;
     // The template holds None already: only present values are written.
-    if let Some(id) = n.retry_of_id.as_deref() {
+    if let Some(id) = n.retry_of_id() {
         d.set_item(intern!(py, "retry_of_id"), py_str(py, id))?;
     }
-    if let Some(id) = n.compressed_by_id.as_deref() {
+    if let Some(id) = n.compressed_by_id() {
         d.set_item(intern!(py, "compressed_by_id"), py_str(py, id))?;
     }
     for (key, at) in [
-        (intern!(py, "compressed_at"), n.compressed_at),
-        (intern!(py, "started_at"), n.started_at),
-        (intern!(py, "finished_at"), n.finished_at),
+        (intern!(py, "compressed_at"), n.compressed_at()),
+        (intern!(py, "started_at"), n.started_at.get()),
+        (intern!(py, "finished_at"), n.finished_at.get()),
     ] {
         if let Some(at) = at {
             d.set_item(key, PyFloat::new(py, at))?;
@@ -168,7 +171,7 @@ fn context_entry<'py>(py: Python<'py>, node: &Node, full: bool) -> PyResult<Boun
     payload.set_item(intern!(py, "input"), to_py(py, &node.input)?)?;
     payload.set_item(
         intern!(py, "output_preview"),
-        to_py(py, &node.output_preview)?,
+        to_py(py, &node.output_preview())?,
     )?;
     if full {
         payload.set_item(intern!(py, "output"), to_py(py, &node.output)?)?;
