@@ -69,6 +69,14 @@ impl OptTime {
     pub fn get(self) -> Option<f64> {
         (!self.0.is_nan()).then_some(self.0)
     }
+
+    pub fn is_none(self) -> bool {
+        self.0.is_nan()
+    }
+
+    pub fn is_some(self) -> bool {
+        !self.is_none()
+    }
 }
 
 impl From<Option<f64>> for OptTime {

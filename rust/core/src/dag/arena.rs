@@ -128,7 +128,7 @@ pub struct Edge {
     pub to: u32,
     pub edge_type: EdgeType,
     pub metadata: Value,
-    pub compressed_at: Option<f64>,
+    pub compressed_at: OptTime,
     pub created_at: f64,
 }
 
@@ -439,7 +439,7 @@ impl Dag {
             to,
             edge_type,
             metadata,
-            compressed_at: None,
+            compressed_at: OptTime::NONE,
             created_at: at,
         }
     }

@@ -163,7 +163,7 @@ impl Dag {
         }
         self.save_edge(e);
         let edge = &mut self.edges[e as usize];
-        edge.compressed_at = Some(at);
+        edge.compressed_at = Some(at).into();
         self.hot[e as usize].active = false;
         let key = (edge.from, edge.to, edge.edge_type);
         let (from, to) = (edge.from, edge.to);

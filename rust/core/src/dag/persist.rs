@@ -285,7 +285,7 @@ impl Dag {
             to,
             edge_type: rec.edge_type,
             metadata: rec.metadata,
-            compressed_at: rec.compressed_at,
+            compressed_at: rec.compressed_at.into(),
             created_at: rec.created_at,
         })
     }

@@ -73,7 +73,7 @@ impl Dag {
         s.field("to_node_id", Field::Str(&self.nodes[edge.to as usize].id));
         s.field("edge_type", Field::Str(edge.edge_type.as_str()));
         s.field("metadata", Field::Value(&edge.metadata));
-        s.field("compressed_at", Field::OptFloat(edge.compressed_at));
+        s.field("compressed_at", Field::OptFloat(edge.compressed_at.get()));
         s.field("created_at", Field::Float(edge.created_at));
     }
 

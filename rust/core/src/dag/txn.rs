@@ -104,9 +104,10 @@ impl Dag {
             return;
         }
         let id = sp.id;
-        self.txn
-            .log
-            .push(Undo::EdgeSaved(e, self.edges[e as usize].compressed_at));
+        self.txn.log.push(Undo::EdgeSaved(
+            e,
+            self.edges[e as usize].compressed_at.get(),
+        ));
         self.txn.saved_edges.insert(e, id);
     }
 
@@ -182,7 +183,7 @@ impl Dag {
                 }
                 Undo::EdgeSaved(e, at) => {
                     let edge = &mut self.edges[e as usize];
-                    edge.compressed_at = at;
+                    edge.compressed_at = at.into();
                     self.hot[e as usize].active = at.is_none();
                     if at.is_none() {
                         self.active_keys
