@@ -79,7 +79,8 @@ impl Dag {
         for edge in read_rows(&edges, edge_row)? {
             dag.add_loaded_edge(edge)?;
         }
-        dag.events = read_rows(&events, event_row)?;
+        let events = read_rows(&events, |row| event_row(row, &dag))?;
+        dag.events = events;
         dag.finish_load()
     }
 }
@@ -154,7 +155,8 @@ impl Dag {
             if seq > self.events.len() {
                 return Err(DagError::invalid(format!("event row {seq} leaves a gap")));
             }
-            self.events.push(event_row(text)?);
+            let event = event_row(text, self)?;
+            self.events.push(event);
         }
         for n in touched {
             self.dirty_neighbourhood(n);

@@ -10,7 +10,14 @@ use std::sync::Arc;
 
 use super::arena::Dag;
 use super::types::{EdgeType, NodeType, State};
+use smallvec::SmallVec;
+
+use crate::json::FLAT_PAIRS;
 use crate::value::Value;
+
+/// Gives an id read back as a shared string: the graph's own when it names one of its nodes or edges
+/// (`Dag::shared_id`), so loaded events hold no copies of ids.
+pub type Ids<'a> = dyn Fn(&str) -> Arc<str> + Sync + 'a;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Particulars {
@@ -62,6 +69,48 @@ impl Particulars {
         })
     }
 
+    /// The typed form of particulars read back (unique keys, in order), when rendering it gives back exactly
+    /// these pairs (so a round trip is byte-identical); None otherwise.
+    fn typed(event_type: &str, pairs: &[(&str, &str)], ids: &Ids<'_>) -> Option<Particulars> {
+        let text = |k: &str| pairs.iter().find(|(pk, _)| *pk == k).map(|(_, v)| *v);
+        let typed = match event_type {
+            NODE_CREATED => match (text("node_type"), text("state")) {
+                (Some(t), Some(s)) => NodeType::parse(t)
+                    .ok()
+                    .zip(State::parse(s).ok())
+                    .map(|(node_type, state)| Particulars::NodeCreated { node_type, state }),
+                _ => None,
+            },
+            EDGE_CREATED => match (text("edge_type"), text("from_node_id"), text("to_node_id")) {
+                (Some(t), Some(f), Some(to)) => {
+                    EdgeType::parse(t)
+                        .ok()
+                        .map(|edge_type| Particulars::EdgeCreated {
+                            edge_type,
+                            from: ids(f),
+                            to: ids(to),
+                        })
+                }
+                _ => None,
+            },
+            STATE_CHANGED => match (text("from"), text("to")) {
+                (Some(f), Some(t)) => State::parse(f)
+                    .ok()
+                    .zip(State::parse(t).ok())
+                    .map(|(from, to)| Particulars::StateChanged { from, to }),
+                _ => None,
+            },
+            LEAF_REPAIRED => {
+                text("leaf_node_id").map(|l| Particulars::LeafRepaired { leaf: ids(l) })
+            }
+            _ => None,
+        }?;
+        typed
+            .with_pairs(|want| want == pairs)
+            .unwrap_or(false)
+            .then_some(typed)
+    }
+
     /// The JSON object the API and the file show (keys in this order).
     pub fn value(&self) -> Value {
         self.with_pairs(|pairs| {
@@ -76,26 +125,6 @@ impl Particulars {
             Particulars::Other { particulars, .. } => (**particulars).clone(),
             _ => unreachable!("typed particulars have pairs"),
         })
-    }
-
-    /// Whether `v` is exactly [`Particulars::value`], compared without building it (a load checks every
-    /// event it reads).
-    fn renders_as(&self, v: &Value) -> bool {
-        match self {
-            Particulars::Other { particulars, .. } => **particulars == *v,
-            typed => typed
-                .with_pairs(|pairs| match v {
-                    Value::Object(entries) => {
-                        entries.len() == pairs.len()
-                            && entries
-                                .iter()
-                                .zip(pairs)
-                                .all(|((k, v), (pk, pv))| k == pk && v.as_str() == Some(pv))
-                    }
-                    _ => false,
-                })
-                .unwrap_or(false),
-        }
     }
 }
 
@@ -134,47 +163,49 @@ impl Event {
         subject_id: Arc<str>,
         particulars: Value,
         created_at: f64,
+        ids: &Ids<'_>,
     ) -> Event {
-        let text = |k: &str| particulars.get(k).and_then(Value::as_str);
-        let typed = match event_type {
-            NODE_CREATED => match (text("node_type"), text("state")) {
-                (Some(t), Some(s)) => NodeType::parse(t)
-                    .ok()
-                    .zip(State::parse(s).ok())
-                    .map(|(node_type, state)| Particulars::NodeCreated { node_type, state }),
-                _ => None,
-            },
-            EDGE_CREATED => match (text("edge_type"), text("from_node_id"), text("to_node_id")) {
-                (Some(t), Some(f), Some(to)) => {
-                    EdgeType::parse(t)
-                        .ok()
-                        .map(|edge_type| Particulars::EdgeCreated {
-                            edge_type,
-                            from: Arc::from(f),
-                            to: Arc::from(to),
-                        })
-                }
-                _ => None,
-            },
-            STATE_CHANGED => match (text("from"), text("to")) {
-                (Some(f), Some(t)) => State::parse(f)
-                    .ok()
-                    .zip(State::parse(t).ok())
-                    .map(|(from, to)| Particulars::StateChanged { from, to }),
-                _ => None,
-            },
-            LEAF_REPAIRED => {
-                text("leaf_node_id").map(|l| Particulars::LeafRepaired { leaf: Arc::from(l) })
-            }
+        // Only a small object of strings can be one of the typed shapes.
+        let pairs: Option<SmallVec<[(&str, &str); FLAT_PAIRS]>> = match &particulars {
+            Value::Object(m) if m.len() <= FLAT_PAIRS => m
+                .iter()
+                .map(|(k, v)| v.as_str().map(|s| (k.as_str(), s)))
+                .collect(),
             _ => None,
         };
-        let particulars = match typed {
-            Some(p) if p.renders_as(&particulars) => p,
-            _ => Particulars::Other {
+        let particulars = match pairs.and_then(|p| Particulars::typed(event_type, &p, ids)) {
+            Some(typed) => typed,
+            None => Particulars::Other {
                 event_type: event_type.into(),
                 particulars: Box::new(particulars),
             },
         };
+        Event {
+            subject_id,
+            particulars,
+            created_at,
+        }
+    }
+
+    /// [`Event::loaded`] of particulars read as string pairs (`json::Pull::item_flat`): a typed event is
+    /// stored without building its value first.
+    pub fn loaded_pairs(
+        event_type: &str,
+        subject_id: Arc<str>,
+        pairs: &[(&str, &str)],
+        created_at: f64,
+        ids: &Ids<'_>,
+    ) -> Event {
+        let particulars = Particulars::typed(event_type, pairs, ids).unwrap_or_else(|| {
+            let value = pairs
+                .iter()
+                .map(|(k, v)| ((*k).into(), Value::Str((*v).to_owned())))
+                .collect();
+            Particulars::Other {
+                event_type: event_type.into(),
+                particulars: Box::new(Value::Object(value)),
+            }
+        });
         Event {
             subject_id,
             particulars,
@@ -269,6 +300,7 @@ mod tests {
                 e.subject_id.clone(),
                 e.particulars_value(),
                 e.created_at,
+                &|s| Arc::from(s),
             );
             assert_eq!(back, e);
         }
@@ -296,7 +328,7 @@ mod tests {
             (NODE_CREATED, unknown),
             ("custom", Value::Int(3)),
         ] {
-            let e = Event::loaded(t, Arc::from("s"), p.clone(), 0.0);
+            let e = Event::loaded(t, Arc::from("s"), p.clone(), 0.0, &|s| Arc::from(s));
             assert!(matches!(e.particulars, Particulars::Other { .. }));
             assert_eq!((e.event_type(), e.particulars_value()), (t, p));
         }

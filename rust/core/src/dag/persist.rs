@@ -3,13 +3,15 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use super::arena::{Dag, Edge, Node};
 use super::error::{DagError, DagResult};
 use super::events::Event;
 use super::records::{Field, RecordSink};
 use super::types::{EdgeType, NodeType, State};
 use crate::clock::OptTime;
-use crate::json::{self, Item, Pull};
+use crate::json::{self, Flat, Item, Pairs, Pull, FLAT_PAIRS};
 use crate::value::Value;
 
 const FORMAT: &str = "chainwarden.dag";
@@ -26,6 +28,16 @@ type Slots<'a, const N: usize> = [Option<Item<'a>>; N];
 /// Reads one record object of `keys` from `p` (records are written in key order, so the next key is tried
 /// first).
 fn read_record<'a, const N: usize>(p: &mut Pull<'a>, keys: &[&str; N]) -> DagResult<Slots<'a, N>> {
+    read_record_with(p, keys, None)
+}
+
+/// [`read_record`] that reads the field at position `flat.0` with `Pull::item_flat`, leaving string pairs
+/// in `flat.1` (and `Item::Null` in the slot) rather than building a value.
+fn read_record_with<'a, const N: usize>(
+    p: &mut Pull<'a>,
+    keys: &[&str; N],
+    mut flat: Option<(usize, &mut Option<Pairs<'a>>)>,
+) -> DagResult<Slots<'a, N>> {
     p.begin_object().map_err(bad)?;
     let mut slots: Slots<'a, N> = std::array::from_fn(|_| None);
     let mut next = 0;
@@ -35,7 +47,19 @@ fn read_record<'a, const N: usize>(p: &mut Pull<'a>, keys: &[&str; N]) -> DagRes
         } else {
             keys.iter().position(|k| *k == key)
         };
-        let item = p.item().map_err(bad)?;
+        let item = match (&mut flat, at) {
+            (Some((f, out)), Some(at)) if *f == at => match p.item_flat().map_err(bad)? {
+                Flat::Pairs(pairs) => {
+                    **out = Some(pairs);
+                    Item::Null
+                }
+                Flat::Item(item) => {
+                    **out = None;
+                    item
+                }
+            },
+            _ => p.item().map_err(bad)?,
+        };
         if let Some(at) = at {
             slots[at] = Some(item);
             next = at + 1;
@@ -247,10 +271,22 @@ impl Dag {
             match list {
                 0 => self.add_loaded_node(read_node(read_record(p, &NODE_KEYS)?)?)?,
                 1 => self.add_loaded_edge(read_edge(read_record(p, &EDGE_KEYS)?)?)?,
-                _ => self.events.push(read_event(read_record(p, &EVENT_KEYS)?)?),
+                _ => {
+                    let event = read_event(p, self)?;
+                    self.events.push(event);
+                }
             }
         }
         Ok(())
+    }
+
+    /// `id` as the graph's own string when it names a node or an edge, else a new one: events read back
+    /// share the ids the arena holds instead of three more copies per edge.
+    pub(crate) fn shared_id(&self, id: &str) -> Arc<str> {
+        self.node_index
+            .get_key_value(id)
+            .or_else(|| self.edge_index.get_key_value(id))
+            .map_or_else(|| Arc::from(id), |(k, _)| k.clone())
     }
 
     /// A node read from a record, appended to a graph being loaded.
@@ -386,14 +422,25 @@ fn read_edge(f: Slots<'_, 7>) -> DagResult<EdgeRecord<'_>> {
     })
 }
 
-fn read_event(f: Slots<'_, 4>) -> DagResult<Event> {
-    let [event_type, subject, particulars, created_at] = f;
-    Ok(Event::loaded(
-        &string(event_type, "event_type")?,
-        Arc::from(&*string(subject, "subject_id")?),
-        field(particulars, "particulars")?.into_value(),
-        time(created_at, "created_at")?,
-    ))
+/// One event record; its particulars, when a small object of strings (nearly always), are matched against
+/// the typed shapes without building a value (`Event::loaded_pairs`).
+fn read_event(p: &mut Pull<'_>, dag: &Dag) -> DagResult<Event> {
+    let ids = |id: &str| dag.shared_id(id);
+    let mut pairs = None;
+    let [event_type, subject, particulars, created_at] =
+        read_record_with(p, &EVENT_KEYS, Some((2, &mut pairs)))?;
+    let event_type = string(event_type, "event_type")?;
+    let subject = ids(&string(subject, "subject_id")?);
+    let particulars = field(particulars, "particulars")?;
+    let at = time(created_at, "created_at")?;
+    Ok(match pairs {
+        Some(pairs) => {
+            let pairs: SmallVec<[(&str, &str); FLAT_PAIRS]> =
+                pairs.iter().map(|(k, v)| (&**k, &**v)).collect();
+            Event::loaded_pairs(&event_type, subject, &pairs, at, &ids)
+        }
+        None => Event::loaded(&event_type, subject, particulars.into_value(), at, &ids),
+    })
 }
 
 /// A stored node row (one record's JSON).
@@ -406,7 +453,10 @@ pub(crate) fn edge_row(text: &str) -> DagResult<EdgeRecord<'_>> {
     read_edge(read_row(text, &EDGE_KEYS)?)
 }
 
-/// A stored event row.
-pub(crate) fn event_row(text: &str) -> DagResult<Event> {
-    read_event(read_row(text, &EVENT_KEYS)?)
+/// A stored event row of `dag` (whose nodes and edges it may name).
+pub(crate) fn event_row(text: &str, dag: &Dag) -> DagResult<Event> {
+    let mut p = Pull::new(text);
+    let event = read_event(&mut p, dag)?;
+    p.finish().map_err(bad)?;
+    Ok(event)
 }

@@ -841,3 +841,42 @@ fn a_preview_is_derived_unless_a_file_says_otherwise() {
         .rare
         .is_none());
 }
+
+/// Events read back share the arena's id strings (`Dag::shared_id`): a loaded graph holds one copy of each.
+#[test]
+fn loaded_events_share_the_arena_ids() {
+    let mut g = Dag::new(Some("g".into()));
+    user(&mut g, "u");
+    task(&mut g, "t");
+    let e = edge(&mut g, "u", "t", "dependency");
+    let [nodes, edges, events] = record_rows(&g);
+    let loaded = [
+        Dag::from_json(&g.to_json()).unwrap(),
+        Dag::from_records("g", &as_str(&nodes), &as_str(&edges), &as_str(&events)).unwrap(),
+    ];
+    for back in loaded {
+        let node_id = |id: &str| back.node(id).unwrap().id.clone();
+        let mut shared = 0;
+        for event in back.events() {
+            if let Particulars::EdgeCreated { from, to, .. } = &event.particulars {
+                assert!(
+                    std::sync::Arc::ptr_eq(from, &node_id("u"))
+                        && std::sync::Arc::ptr_eq(to, &node_id("t"))
+                );
+                assert!(std::sync::Arc::ptr_eq(
+                    &event.subject_id,
+                    &back.edge(&e).unwrap().id
+                ));
+                shared += 1;
+            }
+            if let Particulars::NodeCreated { .. } = &event.particulars {
+                assert!(std::sync::Arc::ptr_eq(
+                    &event.subject_id,
+                    &node_id(&event.subject_id)
+                ));
+                shared += 1;
+            }
+        }
+        assert_eq!(shared, 3);
+    }
+}

@@ -12,7 +12,7 @@ mod sink;
 mod write;
 
 pub use float::write_f64;
-pub use pull::{Item, Pull};
+pub use pull::{Flat, Item, Pairs, Pull, FLAT_PAIRS};
 pub use read::{read, read_str, JsonTree, MAX_READ_DEPTH};
 pub use sink::{Counter, Cursor, Sink};
 pub use write::{decimal_len, write_i64, write_object, write_str, write_u64, write_value, Layout};

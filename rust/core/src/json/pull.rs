@@ -6,8 +6,16 @@
 
 use std::borrow::Cow;
 
+use smallvec::SmallVec;
+
 use super::read::{Reader, MAX_READ_DEPTH};
 use crate::value::Value;
+
+/// The most keys [`Pull::item_flat`] reads as [`Flat::Pairs`].
+pub const FLAT_PAIRS: usize = 4;
+
+/// A small object of strings, its keys unique, in order.
+pub type Pairs<'a> = SmallVec<[(Cow<'a, str>, Cow<'a, str>); FLAT_PAIRS]>;
 
 /// One value read by [`Pull::item`]: scalars as they are (strings borrowed when possible), arrays and
 /// objects as a [`Value`] tree.
@@ -19,6 +27,14 @@ pub enum Item<'a> {
     Float(f64),
     Str(Cow<'a, str>),
     Tree(Value),
+}
+
+/// What [`Pull::item_flat`] read: kept apart from [`Item`], which stays small (records hold an array of
+/// them).
+#[derive(Debug, PartialEq)]
+pub enum Flat<'a> {
+    Pairs(Pairs<'a>),
+    Item(Item<'a>),
 }
 
 impl Item<'_> {
@@ -179,6 +195,64 @@ impl<'a> Pull<'a> {
         Ok(item)
     }
 
+    /// As [`Pull::item`], but an object of at most [`FLAT_PAIRS`] distinct keys whose values are all strings
+    /// comes back as [`Flat::Pairs`], borrowed from the input: nothing is allocated for a small record a
+    /// caller only inspects (an event's particulars). Anything else is read again as `item` reads it.
+    pub fn item_flat(&mut self) -> Result<Flat<'a>, String> {
+        self.r.ws();
+        let start = self.r.i;
+        if let Some(pairs) = self.flat_pairs() {
+            self.fresh = false;
+            return Ok(Flat::Pairs(pairs));
+        }
+        self.r.i = start;
+        self.item().map(Flat::Item)
+    }
+
+    /// The object at the current position as pairs, or None (position undefined) if it is not such.
+    fn flat_pairs(&mut self) -> Option<Pairs<'a>> {
+        if self.r.b.get(self.r.i) != Some(&b'{') {
+            return None;
+        }
+        self.r.i += 1;
+        let mut pairs = Pairs::new();
+        self.r.ws();
+        if self.r.b.get(self.r.i) == Some(&b'}') {
+            self.r.i += 1;
+            return Some(pairs);
+        }
+        loop {
+            self.r.ws();
+            if self.r.b.get(self.r.i) != Some(&b'"') || pairs.len() == FLAT_PAIRS {
+                return None;
+            }
+            let key = self.r.plain_string()?;
+            self.r.ws();
+            if self.r.b.get(self.r.i) != Some(&b':') {
+                return None;
+            }
+            self.r.i += 1;
+            self.r.ws();
+            if self.r.b.get(self.r.i) != Some(&b'"') {
+                return None;
+            }
+            let value = self.r.plain_string()?;
+            if pairs.iter().any(|(k, _)| k == key) {
+                return None; // a repeated key: the tree reader's rule applies
+            }
+            pairs.push((Cow::Borrowed(key), Cow::Borrowed(value)));
+            self.r.ws();
+            match self.r.b.get(self.r.i) {
+                Some(b',') => self.r.i += 1,
+                Some(b'}') => {
+                    self.r.i += 1;
+                    return Some(pairs);
+                }
+                _ => return None,
+            }
+        }
+    }
+
     /// Checks that only whitespace follows the document.
     pub fn finish(mut self) -> Result<(), String> {
         self.r.ws();
@@ -239,6 +313,41 @@ mod tests {
             &plain[0].1,
             Item::Str(Cow::Borrowed("plain text"))
         ));
+    }
+
+    #[test]
+    fn small_string_objects_come_flat_and_anything_else_as_a_tree() {
+        fn flat(text: &str) -> Flat<'_> {
+            let mut p = Pull::new(text);
+            let item = p.item_flat().unwrap();
+            p.finish().unwrap();
+            item
+        }
+        let Flat::Pairs(pairs) = flat(r#" {"a": "x", "b" : "y"} "#) else {
+            panic!("flat")
+        };
+        assert_eq!(
+            &*pairs,
+            &[("a".into(), "x".into()), ("b".into(), "y".into())]
+        );
+        assert!(matches!(&pairs[0].1, Cow::Borrowed(_)));
+        assert_eq!(flat("{}"), Flat::Pairs(Pairs::new()));
+        for tree in [
+            r#"{"a": 1}"#,
+            r#"{"a": "x\n"}"#,
+            r#"{"a": "x", "a": "y"}"#,
+            r#"{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}"#,
+            r#"{"a": {"b": "c"}}"#,
+        ] {
+            let want = crate::json::parse(tree).unwrap();
+            assert_eq!(flat(tree), Flat::Item(Item::Tree(want)), "{tree}");
+        }
+        assert_eq!(flat(r#""s""#), Flat::Item(Item::Str("s".into())));
+        let mut bad = Pull::new(r#"{"a": "x""#);
+        assert!(
+            bad.item_flat().is_err(),
+            "an unterminated object is still an error"
+        );
     }
 
     #[test]
