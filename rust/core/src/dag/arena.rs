@@ -50,6 +50,13 @@ pub(crate) struct Rare {
     preview: Option<Value>,
 }
 
+impl Rare {
+    #[cfg(test)]
+    pub(crate) fn has_preview(&self) -> bool {
+        self.preview.is_some()
+    }
+}
+
 impl Node {
     pub fn is_active(&self) -> bool {
         self.compressed_at().is_none()
@@ -90,14 +97,18 @@ impl Node {
         rare.compressed_at = Some(at);
     }
 
-    /// After `output` changed: the preview follows it again.
+    /// After `output` changed: the preview follows it again, derived on read when that is cheap (text),
+    /// else derived once here and kept.
     pub(crate) fn output_changed(&mut self) {
-        if let Some(rare) = &mut self.rare {
+        if super::preview::is_costly(&self.output) {
+            self.rare_mut().preview = Some(super::preview::derive(&self.output));
+        } else if let Some(rare) = &mut self.rare {
             rare.preview = None;
         }
     }
 
-    /// Fields read from a record: a preview equal to the derived one is not kept.
+    /// Fields read from a record: a preview that can be derived cheaply and equals the derived one is not
+    /// kept.
     pub(crate) fn set_loaded(
         &mut self,
         retry_of_id: Option<Arc<str>>,
@@ -105,7 +116,10 @@ impl Node {
         compressed_at: Option<f64>,
         preview: Value,
     ) {
-        let preview = (preview != super::preview::derive(&self.output)).then_some(preview);
+        // Kept when deriving it is costly or gives something else (a file written by hand or elsewhere).
+        let preview = (super::preview::is_costly(&self.output)
+            || preview != super::preview::derive(&self.output))
+        .then_some(preview);
         if retry_of_id.is_some()
             || compressed_by_id.is_some()
             || compressed_at.is_some()
@@ -406,7 +420,7 @@ impl Dag {
         metadata: Value,
         at: f64,
     ) -> Node {
-        Node {
+        let mut node = Node {
             id: Arc::from(id.unwrap_or_else(crate::ids::uuid7)),
             node_type,
             state,
@@ -421,7 +435,9 @@ impl Dag {
             failed_deps: 0,
             out_blocking: 0,
             in_sets: 0,
-        }
+        };
+        node.output_changed();
+        node
     }
 
     pub(crate) fn new_edge(

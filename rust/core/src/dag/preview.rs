@@ -1,7 +1,7 @@
 //! `output_preview`: a small readable excerpt derived from `output` (docs/dag-rules.md §4.4, docs/design.md §12).
 
 use crate::json;
-use crate::value::Value;
+use crate::value::{Key, Value};
 
 pub const PREVIEW_LIMIT: usize = 200;
 
@@ -28,26 +28,40 @@ fn snippet(v: &Value) -> Value {
     Value::Str(text)
 }
 
-pub fn derive(output: &Value) -> Value {
+/// Which value the preview shows, under which key; None for an empty preview.
+fn source(output: &Value) -> Option<(Key, &Value)> {
     let Some(map) = output.as_object() else {
         return match output {
-            Value::Null => Value::empty_object(),
-            other => Value::Object(vec![("json".into(), snippet(other))]),
+            Value::Null => None,
+            other => Some(("json".into(), other)),
         };
     };
     if map.is_empty() {
-        return Value::empty_object();
+        return None;
     }
     for key in ["content", "result"] {
         if let Some(v) = output.get(key) {
-            return Value::Object(vec![(key.into(), snippet(v))]);
+            return Some((key.into(), v));
         }
     }
     if map.len() == 1 {
         let (k, v) = &map[0];
-        return Value::Object(vec![(k.clone(), snippet(v))]);
+        return Some((k.clone(), v));
     }
-    Value::Object(vec![("json".into(), snippet(output))])
+    Some(("json".into(), output))
+}
+
+pub fn derive(output: &Value) -> Value {
+    match source(output) {
+        None => Value::empty_object(),
+        Some((key, v)) => Value::Object(vec![(key, snippet(v))]),
+    }
+}
+
+/// Whether deriving the preview writes JSON (the shown value is not text): then its cost grows with the
+/// output, and a node keeps its preview instead of deriving it on every read (docs/dag.md "Memory").
+pub fn is_costly(output: &Value) -> bool {
+    source(output).is_some_and(|(_, v)| !matches!(v, Value::Str(_)))
 }
 
 #[cfg(test)]

@@ -880,3 +880,32 @@ fn loaded_events_share_the_arena_ids() {
         assert_eq!(shared, 3);
     }
 }
+
+/// A preview that shows JSON (not text) costs as much as the output to derive: it is derived once, when the
+/// output changes, and kept (docs/dag.md "Memory").
+#[test]
+fn a_costly_preview_is_kept_not_derived_on_every_read() {
+    let mut g = Dag::new(Some("g".into()));
+    task(&mut g, "t");
+    g.claim(1);
+    let many = Value::Object(vec![
+        ("a".into(), Value::Int(1)),
+        ("b".into(), Value::Array(vec![Value::Bool(true)])),
+    ]);
+    let out = FinishPayload {
+        output: Some(many.clone()),
+        ..FinishPayload::default()
+    };
+    g.mark_finished("t", out).unwrap();
+    let node = g.node("t").unwrap();
+    assert!(node.rare.as_ref().is_some_and(|r| r.has_preview()));
+    assert_eq!(*node.output_preview(), super::preview::derive(&many));
+    let back = Dag::from_json(&g.to_json()).unwrap();
+    assert!(back
+        .node("t")
+        .unwrap()
+        .rare
+        .as_ref()
+        .is_some_and(|r| r.has_preview()));
+    assert_eq!(back.to_json(), g.to_json());
+}
