@@ -41,7 +41,8 @@ pub struct Node {
 }
 
 /// The fields of a node that most nodes never set: a retry's original, an archived node's summary and time,
-/// and an `output_preview` read from a file that differs from the one derived from the output.
+/// and a kept `output_preview` (one that shows JSON, or one read from a file that differs from the derived
+/// one).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Rare {
     retry_of_id: Option<Arc<str>>,
@@ -74,8 +75,8 @@ impl Node {
         self.rare.as_ref()?.compressed_at
     }
 
-    /// The readable excerpt of the output (`preview::derive`), computed when read rather than stored: it is
-    /// a function of `output`, and storing it doubled an agent message's output (docs/dag.md "Memory").
+    /// The readable excerpt of the output (`preview::derive`): computed when read unless kept (see [`Rare`]);
+    /// storing every preview doubled an agent message's output (docs/dag.md "Memory").
     pub fn output_preview(&self) -> std::borrow::Cow<'_, Value> {
         match self.rare.as_ref().and_then(|r| r.preview.as_ref()) {
             Some(kept) => std::borrow::Cow::Borrowed(kept),
