@@ -18,6 +18,7 @@ __all__ = [
     "DagNotFoundError",
     "DagPreconditionError",
     "ExecutionGraph",
+    "Mutation",
     "NodeEvent",
     "StopCause",
     "__version__",
@@ -185,6 +186,47 @@ class DagEdgeError(DagError): ...
 class DagPreconditionError(DagError): ...
 
 DAG_ERROR_CODES: Final[Mapping[str, type[DagError]]]
+
+@final
+class Mutation:
+    """The handle a `Graph.mutate()` block receives; usable only inside that block."""
+
+    def __new__(cls, engine: DagEngine) -> Mutation: ...
+    def _end(self) -> None: ...
+    def create_node(
+        self,
+        node_type: str,
+        state: str = "pending",
+        *,
+        content: Any = None,
+        input: dict[str, Any] | None = None,
+        output: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+        node_id: str | None = None,
+    ) -> str: ...
+    def create_edge(
+        self,
+        from_id: str,
+        to_id: str,
+        edge_type: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        edge_id: str | None = None,
+    ) -> str: ...
+    def fork(
+        self,
+        from_id: str,
+        node_type: str,
+        *,
+        state: str = "pending",
+        content: Any = None,
+        input: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+        node_id: str | None = None,
+    ) -> str: ...
+    def retry(self, node_id: str, *, new_node_id: str | None = None) -> str: ...
+    def regenerate(self, node_id: str, *, new_node_id: str | None = None) -> str: ...
+    def edit(self, node_id: str, new_input: dict[str, Any], *, new_node_id: str | None = None) -> str: ...
 
 @final
 class DagEngine:

@@ -15,6 +15,7 @@ from chainwarden.dag import (
     DagNotFoundError,
     DagPreconditionError,
     Graph,
+    Mutation,
 )
 
 
@@ -310,3 +311,28 @@ def test_nested_blocks_roll_back_independently() -> None:
             inner.create_node("task", node_id="dropped")
             raise KeyError("inner")
     assert [n["node_id"] for n in g.nodes()] == ["kept"]
+
+
+def test_the_handle_works_only_inside_its_block() -> None:
+    """`Mutation` is native (rust/py/src/dag/mutation.rs): the block ends it, also when the block raises,
+    and every call after that raises DagInvalidArgumentError with the graph unchanged."""
+    g = Graph()
+    with g.mutate() as m:
+        assert isinstance(m, Mutation)
+        assert m.create_node("task", node_id="a") == "a"
+        assert g.node("a")["state"] == "pending"  # the default state of the contract
+    with pytest.raises(DagInvalidArgumentError, match="this mutation block has ended"):
+        m.create_node("task")
+    with pytest.raises(ValueError), g.mutate() as failed:
+        failed.create_node("task", node_id="b")
+        raise ValueError("boom")
+    for call in (
+        lambda: failed.create_edge("a", "b", "dependency"),
+        lambda: failed.fork("a", "task"),
+        lambda: failed.retry("a"),
+        lambda: failed.regenerate("a"),
+        lambda: failed.edit("a", {"x": 1}),
+    ):
+        with pytest.raises(DagInvalidArgumentError, match="this mutation block has ended"):
+            call()
+    assert [n["node_id"] for n in g.nodes()] == ["a"]

@@ -3,6 +3,7 @@
 `Graph` holds nodes and edges, `Runner` executes what is ready; see docs/dag.md.
 """
 
+from chainwarden._core import Mutation
 from chainwarden.dag.errors import (
     DAG_ERROR_CODES,
     DagEdgeError,
@@ -11,7 +12,7 @@ from chainwarden.dag.errors import (
     DagNotFoundError,
     DagPreconditionError,
 )
-from chainwarden.dag.graph import Graph, Mutation
+from chainwarden.dag.graph import Graph
 from chainwarden.dag.result import ExecutionResult
 from chainwarden.dag.runner import Executor, Runner, RunStats
 from chainwarden.dag.store import (

@@ -14,6 +14,7 @@ from typing import Any
 
 from chainwarden._core import (
     DagEngine,
+    Mutation,
     dag_check_lease,
     dag_claim_leased,
     dag_heartbeat,
@@ -45,77 +46,6 @@ def _ids(node_ids: object) -> list[str]:
     if not all(isinstance(i, str) for i in ids):
         raise invalid_argument("node_ids must be an iterable of node id strings")
     return ids
-
-
-class Mutation:
-    """The handle a `mutate()` block receives; usable only inside that block."""
-
-    __slots__ = ("_engine", "_open")
-
-    def __init__(self, engine: DagEngine) -> None:
-        self._engine = engine
-        self._open = True
-
-    def _live(self) -> DagEngine:
-        if not self._open:
-            raise invalid_argument("this mutation block has ended")
-        return self._engine
-
-    def create_node(
-        self,
-        node_type: str,
-        state: str = "pending",
-        *,
-        content: Any = None,
-        input: JSONDict | None = None,
-        output: JSONDict | None = None,
-        metadata: JSONDict | None = None,
-        node_id: str | None = None,
-    ) -> str:
-        return self._live().create_node(
-            node_type,
-            state,
-            content=content,
-            input=input,
-            output=output,
-            metadata=metadata,
-            node_id=node_id,
-        )
-
-    def create_edge(
-        self,
-        from_id: str,
-        to_id: str,
-        edge_type: str,
-        *,
-        metadata: JSONDict | None = None,
-        edge_id: str | None = None,
-    ) -> str:
-        return self._live().create_edge(from_id, to_id, edge_type, metadata=metadata, edge_id=edge_id)
-
-    def fork(
-        self,
-        from_id: str,
-        node_type: str,
-        *,
-        state: str = "pending",
-        content: Any = None,
-        input: JSONDict | None = None,
-        metadata: JSONDict | None = None,
-        node_id: str | None = None,
-    ) -> str:
-        return self._live().fork(
-            from_id, node_type, state=state, content=content, input=input, metadata=metadata, node_id=node_id
-        )
-
-    def retry(self, node_id: str, *, new_node_id: str | None = None) -> str:
-        return self._live().retry(node_id, new_node_id=new_node_id)
-
-    def regenerate(self, node_id: str, *, new_node_id: str | None = None) -> str:
-        return self._live().regenerate(node_id, new_node_id=new_node_id)
-
-    def edit(self, node_id: str, new_input: JSONDict, *, new_node_id: str | None = None) -> str:
-        return self._live().edit(node_id, new_input, new_node_id=new_node_id)
 
 
 class Graph:
@@ -154,14 +84,16 @@ class Graph:
         """An atomic block: all of it happens (then leaves are repaired), or none of it does."""
         with self._lock:
             self._engine.begin()
+            # The native handle (`rust/py/src/dag/mutation.rs`) calls the engine directly; ended here, so
+            # a call after the block raises.
             handle = Mutation(self._engine)
             try:
                 yield handle
             except BaseException:
-                handle._open = False
+                handle._end()
                 self._engine.rollback()
                 raise
-            handle._open = False
+            handle._end()
             self._engine.commit()
 
     def compress(

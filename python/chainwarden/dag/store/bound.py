@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from chainwarden._core import (
     DagEngine,
     DagError,
+    Mutation,
     dag_apply_records,
     dag_change_mark,
     dag_delta,
     dag_from_records,
 )
-from chainwarden.dag.graph import Graph, JSONDict, Mutation
+from chainwarden.dag.graph import Graph, JSONDict
 from chainwarden.dag.store.backend import Backend, Delta, Rows, Tx
 
 if TYPE_CHECKING:

@@ -102,7 +102,7 @@ impl DagEngine {
 
     #[pyo3(signature = (node_type, state=None, *, content=None, input=None, output=None, metadata=None, node_id=None))]
     #[allow(clippy::too_many_arguments)]
-    fn create_node(
+    pub(super) fn create_node(
         &self,
         py: Python<'_>,
         node_type: Text<name::NodeType>,
@@ -121,7 +121,7 @@ impl DagEngine {
     }
 
     #[pyo3(signature = (from_id, to_id, edge_type, *, metadata=None, edge_id=None))]
-    fn create_edge(
+    pub(super) fn create_edge(
         &self,
         py: Python<'_>,
         from_id: Text<name::FromId>,
@@ -138,7 +138,7 @@ impl DagEngine {
 
     #[pyo3(signature = (from_id, node_type, *, state=None, content=None, input=None, metadata=None, node_id=None))]
     #[allow(clippy::too_many_arguments)]
-    fn fork(
+    pub(super) fn fork(
         &self,
         py: Python<'_>,
         from_id: Text<name::FromId>,
@@ -158,7 +158,7 @@ impl DagEngine {
     }
 
     #[pyo3(signature = (node_id, *, new_node_id=None))]
-    fn retry(
+    pub(super) fn retry(
         &self,
         py: Python<'_>,
         node_id: Text<name::NodeId>,
@@ -169,7 +169,7 @@ impl DagEngine {
     }
 
     #[pyo3(signature = (node_id, *, new_node_id=None))]
-    fn regenerate(
+    pub(super) fn regenerate(
         &self,
         py: Python<'_>,
         node_id: Text<name::NodeId>,
@@ -180,7 +180,7 @@ impl DagEngine {
     }
 
     #[pyo3(signature = (node_id, new_input, *, new_node_id=None))]
-    fn edit(
+    pub(super) fn edit(
         &self,
         py: Python<'_>,
         node_id: Text<name::NodeId>,

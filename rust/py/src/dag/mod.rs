@@ -1,9 +1,10 @@
-//! Bindings of the DAG engine: the `DagEngine` class and the `DagError` exception family.
+//! Bindings of the DAG engine: the `DagEngine` and `Mutation` classes and the `DagError` exception family.
 
 mod args;
 mod convert;
 mod engine;
 pub mod errors;
+mod mutation;
 mod records;
 mod store;
 
@@ -12,6 +13,7 @@ use pyo3::prelude::*;
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<engine::DagEngine>()?;
+    m.add_class::<mutation::Mutation>()?;
     store::register(m)?;
     Ok(())
 }
