@@ -91,6 +91,18 @@ fn splitmix(state: &mut u64) -> u64 {
 }
 
 pub fn uuid7() -> String {
+    uuid7_bytes().iter().map(|&b| char::from(b)).collect()
+}
+
+/// A new UUIDv7 as a shared string, allocated once (the DAG's node and edge ids: going through a `String`
+/// was an allocation, a copy and a free per id on the build path).
+pub fn uuid7_arc() -> std::sync::Arc<str> {
+    let bytes = uuid7_bytes();
+    // Only ASCII hex digits and dashes (`uuid_text`).
+    std::sync::Arc::from(std::str::from_utf8(&bytes).unwrap_or_default())
+}
+
+fn uuid7_bytes() -> [u8; 36] {
     let wall = u64::try_from(now_ms()).unwrap_or(0);
     let mut c = CLOCK.lock();
     if c.rng == 0 {
@@ -116,9 +128,9 @@ pub fn uuid7() -> String {
     uuid_text(x)
 }
 
-/// `x` as a lowercase 8-4-4-4-12 UUID string, written into a fixed buffer (uuid7 is on the DAG's
-/// build path; `format!` twice per id cost more than the rest of the id).
-fn uuid_text(x: u128) -> String {
+/// `x` as a lowercase 8-4-4-4-12 UUID, written into a fixed buffer (uuid7 is on the DAG's build path;
+/// `format!` twice per id cost more than the rest of the id).
+fn uuid_text(x: u128) -> [u8; 36] {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut out = [b'-'; 36];
     let mut nibble = 32;
@@ -129,8 +141,7 @@ fn uuid_text(x: u128) -> String {
         nibble -= 1;
         *slot = HEX[((x >> (nibble * 4)) & 0xf) as usize];
     }
-    // Only ASCII hex digits and dashes were written.
-    out.iter().map(|&b| char::from(b)).collect()
+    out
 }
 
 #[cfg(test)]
@@ -156,7 +167,7 @@ mod tests {
                 &h[16..20],
                 &h[20..32]
             );
-            assert_eq!(uuid_text(x), want);
+            assert_eq!(std::str::from_utf8(&uuid_text(x)), Ok(want.as_str()));
         }
     }
 
@@ -185,5 +196,7 @@ mod tests {
             assert_eq!(&next[14..15], "7");
             prev = next;
         }
+        let shared = uuid7_arc();
+        assert!(*shared > *prev && shared.len() == 36 && &shared[14..15] == "7");
     }
 }

@@ -422,7 +422,7 @@ impl Dag {
         at: f64,
     ) -> Node {
         let mut node = Node {
-            id: Arc::from(id.unwrap_or_else(crate::ids::uuid7)),
+            id: id.map_or_else(crate::ids::uuid7_arc, Arc::from),
             node_type,
             state,
             input,
@@ -451,7 +451,7 @@ impl Dag {
         at: f64,
     ) -> Edge {
         Edge {
-            id: Arc::from(id.unwrap_or_else(crate::ids::uuid7)),
+            id: id.map_or_else(crate::ids::uuid7_arc, Arc::from),
             from,
             to,
             edge_type,
