@@ -113,18 +113,11 @@ impl Particulars {
 
     /// The JSON object the API and the file show (keys in this order).
     pub fn value(&self) -> Value {
-        self.with_pairs(|pairs| {
-            Value::Object(
-                pairs
-                    .iter()
-                    .map(|(k, v)| ((*k).into(), Value::Str((*v).to_owned())))
-                    .collect(),
-            )
-        })
-        .unwrap_or_else(|| match self {
-            Particulars::Other { particulars, .. } => (**particulars).clone(),
-            _ => unreachable!("typed particulars have pairs"),
-        })
+        self.with_pairs(strings_object)
+            .unwrap_or_else(|| match self {
+                Particulars::Other { particulars, .. } => (**particulars).clone(),
+                _ => unreachable!("typed particulars have pairs"),
+            })
     }
 }
 
@@ -196,22 +189,27 @@ impl Event {
         created_at: f64,
         ids: &Ids<'_>,
     ) -> Event {
-        let particulars = Particulars::typed(event_type, pairs, ids).unwrap_or_else(|| {
-            let value = pairs
-                .iter()
-                .map(|(k, v)| ((*k).into(), Value::Str((*v).to_owned())))
-                .collect();
-            Particulars::Other {
+        let particulars =
+            Particulars::typed(event_type, pairs, ids).unwrap_or_else(|| Particulars::Other {
                 event_type: event_type.into(),
-                particulars: Box::new(Value::Object(value)),
-            }
-        });
+                particulars: Box::new(strings_object(pairs)),
+            });
         Event {
             subject_id,
             particulars,
             created_at,
         }
     }
+}
+
+/// An object of string values, keys in order.
+fn strings_object(pairs: &[(&str, &str)]) -> Value {
+    Value::Object(
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).into(), Value::Str((*v).to_owned())))
+            .collect(),
+    )
 }
 
 pub(crate) fn obj(pairs: Vec<(&str, Value)>) -> Value {

@@ -10,7 +10,6 @@ use super::error::{DagError, DagResult};
 use super::events::Event;
 use super::records::{Field, RecordSink};
 use super::types::{EdgeType, NodeType, State};
-use crate::clock::OptTime;
 use crate::json::{self, Flat, Item, Pairs, Pull, FLAT_PAIRS};
 use crate::value::Value;
 
@@ -198,7 +197,7 @@ impl Dag {
 
     pub fn from_json(text: &str) -> DagResult<Dag> {
         // The document is pulled key by key: each record goes straight into the arena, with no tree of
-        // the whole file in between (docs/dag.md "Saving and loading").
+        // the whole file in between (docs/dag.md "Events and export", "Reading a file").
         let mut p = Pull::new(text);
         p.begin_object().map_err(bad)?;
         let (mut format, mut version, mut graph_id, mut leaf_repair) = (None, None, None, None);
@@ -367,33 +366,32 @@ const EVENT_KEYS: [&str; 4] = ["event_type", "subject_id", "particulars", "creat
 fn read_node(f: Slots<'_, 13>) -> DagResult<Node> {
     let [id, node_type, state, input, output, preview, metadata, retry_of, compressed_by, compressed_at, started_at, finished_at, created_at] =
         f;
+    let id = Arc::from(&*string(id, "node_id")?);
+    let node_type = NodeType::parse(&string(node_type, "node_type")?)?;
+    let state = State::parse(&string(state, "state")?)?;
+    let (input, output) = (object(input, "input")?, object(output, "output")?);
+    let preview = object(preview, "output_preview")?;
+    let metadata = object(metadata, "metadata")?;
+    let retry_of = opt_id(retry_of, "retry_of_id")?;
+    let compressed_by = opt_id(compressed_by, "compressed_by_id")?;
+    let compressed_at = opt_time(compressed_at, "compressed_at")?;
     let mut node = Node {
-        id: Arc::from(&*string(id, "node_id")?),
-        node_type: NodeType::parse(&string(node_type, "node_type")?)?,
-        state: State::parse(&string(state, "state")?)?,
-        input: object(input, "input")?,
-        output: object(output, "output")?,
-        metadata: Value::Null,
+        id,
+        node_type,
+        state,
+        input,
+        output,
+        metadata,
         rare: None,
-        started_at: OptTime::NONE,
-        finished_at: OptTime::NONE,
-        created_at: 0.0,
+        started_at: opt_time(started_at, "started_at")?.into(),
+        finished_at: opt_time(finished_at, "finished_at")?.into(),
+        created_at: time(created_at, "created_at")?,
         blockers: 0,
         failed_deps: 0,
         out_blocking: 0,
         in_sets: 0,
     };
-    let preview = object(preview, "output_preview")?;
-    node.metadata = object(metadata, "metadata")?;
-    node.set_loaded(
-        opt_id(retry_of, "retry_of_id")?,
-        opt_id(compressed_by, "compressed_by_id")?,
-        opt_time(compressed_at, "compressed_at")?,
-        preview,
-    );
-    node.started_at = opt_time(started_at, "started_at")?.into();
-    node.finished_at = opt_time(finished_at, "finished_at")?.into();
-    node.created_at = time(created_at, "created_at")?;
+    node.set_loaded(retry_of, compressed_by, compressed_at, preview);
     Ok(node)
 }
 

@@ -96,15 +96,12 @@ pub fn dag_from_records(
 pub fn dag_apply_records(
     py: Python<'_>,
     engine: &Bound<'_, DagEngine>,
-    nodes: Vec<(usize, String)>,
-    edges: Vec<(usize, String)>,
-    events: Vec<(usize, String)>,
+    nodes: StoredRows,
+    edges: StoredRows,
+    events: StoredRows,
 ) -> PyResult<()> {
     with(py, engine, |g| {
-        let n: Vec<(usize, &str)> = nodes.iter().map(|(s, t)| (*s, t.as_str())).collect();
-        let e: Vec<(usize, &str)> = edges.iter().map(|(s, t)| (*s, t.as_str())).collect();
-        let v: Vec<(usize, &str)> = events.iter().map(|(s, t)| (*s, t.as_str())).collect();
-        g.apply_records(&n, &e, &v)
+        g.apply_records(&borrowed(&nodes), &borrowed(&edges), &borrowed(&events))
     })
     .map_err(|e| PyErr::from(Error::from(e)))
 }
