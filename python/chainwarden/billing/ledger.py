@@ -284,6 +284,11 @@ class Ledger(abc.ABC):
     @abc.abstractmethod
     def _close_connection(self) -> None: ...
 
+    def _lock_keys(self, cursor: Any, idents: Sequence[tuple[str, str]]) -> None:  # noqa: B027 - a hook
+        """Takes, in one order for every writer, what a batch's receipt inserts would otherwise wait on
+        crosswise (docs/billing.md "Many facts in one transaction"). SQLite needs nothing: its write lock
+        already serializes whole transactions."""
+
     # --- retries ---------------------------------------------------------------------------------------
     def _retrying(self, work: Callable[[Any], T]) -> T:
         """Runs `work(connection)`, retrying lock and connection failures within ONE budget per call.
@@ -638,18 +643,15 @@ class Ledger(abc.ABC):
             unique.setdefault(charge.ident, charge)
         now = self._encode_time(created_at)
 
-        attempts = [0]
-
         def body(
             cursor: Any,
         ) -> tuple[dict[tuple[str, str], ChargeReceipt], set[tuple[str, str]], dict[str, tuple[int, bool]]]:
-            attempts[0] += 1
-            # Receipts go in in the facts' order, so their ids follow the calls. Two batches that share keys
-            # in different orders can then wait on each other's unique-index entries crosswise, a deadlock
-            # that PostgreSQL breaks by failing one: its retry inserts in key order, like the accounts below,
-            # and batches retried that way never wait crosswise again.
-            order = sorted(unique) if attempts[0] > 1 else list(unique)
-            rows = [unique[ident].row for ident in order]
+            # Receipts go in in the facts' order, so their ids follow the calls. Two batches sharing keys in
+            # different orders would then wait on each other's unique-index entries crosswise (a deadlock):
+            # the keys are locked first, in one order for every writer.
+            if len(unique) > 1:
+                self._lock_keys(cursor, list(unique))
+            rows = [charge.row for charge in unique.values()]
             found = self._insert_many(
                 cursor, _insert_receipts, _JSON_RECEIPTS, rows, returning=True, shared=_RECEIPT_SHARED
             )

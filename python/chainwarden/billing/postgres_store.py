@@ -6,9 +6,10 @@ transaction is retried on a fresh connection (docs/billing.md, "When PostgreSQL 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from decimal import Decimal
@@ -91,6 +92,23 @@ _SCHEMA_COLUMNS = (
 _RESTART_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
 # CREATE TABLE IF NOT EXISTS races between sessions (duplicate pg_type rows); one advisory lock serialises it.
 _SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(74616263)"
+
+
+# A batch's receipt keys are locked as (this class, a 32-bit hash of the key): transaction-level advisory
+# locks, released at COMMIT or ROLLBACK, in another key space than the DAG store's schema lock. Two keys
+# sharing a hash only wait for each other; they cannot deadlock (docs/billing.md "Many facts in one
+# transaction").
+_KEY_LOCK_CLASS = 0x63776C6B  # "cwlk"
+_LOCK_KEYS = (
+    "SELECT pg_advisory_xact_lock(%s, k) FROM unnest(%s::int[]) WITH ORDINALITY AS t(k, n) ORDER BY n"
+)
+
+
+def _key_lock(ident: tuple[str, str]) -> int:
+    """A stable 32-bit hash of a receipt key (the same in every process, unlike `hash`)."""
+    source, reference = ident
+    digest = hashlib.blake2b(f"{source}\x00{reference}".encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 class PostgresLedger(Ledger):
@@ -216,6 +234,10 @@ class PostgresLedger(Ledger):
 
     def _sql(self, statement: str) -> str:
         return statement
+
+    def _lock_keys(self, cursor: Any, idents: Sequence[tuple[str, str]]) -> None:
+        # Ascending: every writer takes the locks it shares with another in the same order.
+        cursor.execute(_LOCK_KEYS, (_KEY_LOCK_CLASS, sorted({_key_lock(i) for i in idents})))
 
     def _classify(self, error: Exception) -> Failure | None:
         errors = self._psycopg.errors
