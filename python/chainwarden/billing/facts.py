@@ -111,19 +111,19 @@ def check_usage_fields(
     cache_read_tokens: object = None,
     cache_write_tokens: object = None,
     cost_usd: object = None,
-) -> None:
+) -> Decimal | None:
     """The §26 limits of what a provider reports about one call (docs/design.md §26).
 
     Shared by ``UsageFact`` and by the runtime's ``LlmResult``, so a client adapter learns of a value the
-    ledger would refuse when it builds its result, not after the usage is already being billed."""
+    ledger would refuse when it builds its result, not after the usage is already being billed. Returns the
+    cost as the exact Decimal billing uses (None without one)."""
     check_text("usage_unit_id", usage_unit_id, optional=True)
     check_text("provider", provider, optional=True)
     check_text("model", model, optional=True)
     counts = (input_tokens, output_tokens, cache_read_tokens, cache_write_tokens)
     for name, value in zip(_TOKEN_FIELDS, counts, strict=True):
         _check_count(name, value)
-    if cost_usd is not None:
-        check_fact_cost(cost_usd)
+    return None if cost_usd is None else check_fact_cost(cost_usd)
 
 
 def encode_usage_raw(value: object) -> str | None:
@@ -205,12 +205,14 @@ class UsageFact:
     # The JSON text of usage_raw, taken at construction: what is billed cannot change if the caller later
     # mutates the mapping it passed.
     usage_raw_json: str | None = field(default=None, init=False, repr=False, compare=False)
+    # cost_usd as checked at construction, the exact Decimal billing uses (checked once, not per commit).
+    _cost: Decimal | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in _REQUIRED_TEXT:
             check_text(name, getattr(self, name))
         unit_id = None if _is_fallback_unit_id(self.usage_unit_id, self.run_id) else self.usage_unit_id
-        check_usage_fields(
+        cost = check_usage_fields(
             usage_unit_id=unit_id,
             provider=self.provider,
             model=self.model,
@@ -224,11 +226,12 @@ class UsageFact:
         if self.attempt > MAX_ATTEMPT:
             raise ValueError(f"attempt must be below 2**31, got {self.attempt}")
         object.__setattr__(self, "usage_raw_json", encode_usage_raw(self.usage_raw))
+        object.__setattr__(self, "_cost", cost)
 
     @property
     def cost_decimal(self) -> Decimal | None:
         """The cost as the exact Decimal billing uses, or None when the adapter did not report one."""
-        return None if self.cost_usd is None else check_cost_usd(self.cost_usd)
+        return self._cost
 
 
 def compute_idempotency_key(fact: UsageFact) -> str:

@@ -13,7 +13,6 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -66,10 +65,12 @@ _INSERT_RECEIPT = (
 )
 # A duplicate in `commit_usage_fact`: whose row it is (commit_id) and, when it is this call's own row from an
 # attempt that landed before the connection broke, the balance its entry left.
-_SELECT_LANDED = (
-    "SELECT commit_id, (SELECT balance_after FROM credit_ledger WHERE billing_account_id = %s "
-    "AND reference = %s AND reason = %s ORDER BY id LIMIT 1) "
-    "FROM charge_receipts WHERE source_system = %s AND source_reference = %s"
+_SELECT_COMMIT_ID = "SELECT commit_id FROM charge_receipts WHERE source_system = %s AND source_reference = %s"
+# A commit's own entry, found after its lost COMMIT had landed: among the account's newest entries, so it is
+# searched from the newest down (the account index), never by a walk from the account's first entry.
+_SELECT_OWN_BALANCE = (
+    "SELECT balance_after FROM credit_ledger WHERE billing_account_id = %s AND reference = %s "
+    "AND reason = %s ORDER BY id DESC LIMIT 1"
 )
 _CREATE_ACCOUNT = (
     "INSERT INTO billing_accounts (id, balance_credits, created_at) VALUES (%s, %s, %s) "
@@ -248,8 +249,10 @@ class Ledger(abc.ABC):
         """Which ledger this is (same data, same identity, across processes): outbox entries belong to one."""
 
     @abc.abstractmethod
-    def _connection(self, timeout_s: float) -> AbstractContextManager[Any]:
-        """A DB-API connection this thread may use alone until the block ends."""
+    def _attempt(self, timeout_s: float, work: Callable[[Any], T]) -> T:
+        """Runs `work(connection)` once on a DB-API connection this thread uses alone meanwhile, waiting at
+        most `timeout_s` for it (or for a lock). A method, not a context manager: it is on every commit's
+        path, and a generator-based block costs a commit as much as its Python does elsewhere."""
 
     @abc.abstractmethod
     def _begin(self, conn: Any) -> Any:
@@ -307,8 +310,7 @@ class Ledger(abc.ABC):
             if attempts > 1:
                 remaining -= time.monotonic() - start
             try:
-                with self._connection(max(remaining, 0.0)) as conn:
-                    return work(conn)
+                return self._attempt(max(remaining, 0.0), work)
             except Exception as error:
                 failure = self._classify(error)
                 if failure is None:
@@ -403,7 +405,7 @@ class Ledger(abc.ABC):
             logger.error("billing.missing_cost_usd source_reference=%s model=%s", key, fact.model)
             user_cost, charged = None, 0
         else:
-            user_cost, charged = pricing.charge(cost)
+            user_cost, charged = pricing._charge_checked(cost)
         receipt = ChargeReceipt(
             source_system=fact.source,
             source_reference=key,
@@ -454,7 +456,7 @@ class Ledger(abc.ABC):
         so the balances after each entry follow from the final one. `now` is the new account's created_at:
         a returned created_at equal to it means this statement created the row.
         """
-        total = sum(charged for charged, _ in entries)
+        total = entries[0][0] if len(entries) == 1 else sum(charged for charged, _ in entries)
         if total > MAX_CREDITS:
             # One upsert's parameter must fit 64 bits: split (no real batch gets here).
             half = len(entries) // 2
@@ -476,7 +478,9 @@ class Ledger(abc.ABC):
                 f"charging {total} credits would take the balance of {account!r} below the ledger's "
                 "64-bit range"
             )
-        final, created = int(found[0]), self._decode_time(found[1]) == self._decode_time(now)
+        # `now` as the store encodes it comes back unchanged (SQLite text, a PostgreSQL timestamptz compared
+        # as an instant): equal values need no decoding.
+        final, created = int(found[0]), found[1] == now
         balances = []
         running = final + total
         for charged, _ in entries:
@@ -565,13 +569,13 @@ class Ledger(abc.ABC):
             # whole commit is four round trips: BEGIN, this insert, the debit with its entry, COMMIT.
             cursor.execute(self._sql(_INSERT_RECEIPT), charge.row)
             if cursor.rowcount != 1:
-                cursor.execute(
-                    self._sql(_SELECT_LANDED), (account, key, REASON_CHARGE, receipt.source_system, key)
-                )
+                # The key is taken: a duplicate (one indexed read), or this call's own first attempt.
+                cursor.execute(self._sql(_SELECT_COMMIT_ID), (receipt.source_system, key))
                 found = cursor.fetchone()
                 if found is None or found[0] != commit_id:
                     return None
-                return int(found[1]), False
+                cursor.execute(self._sql(_SELECT_OWN_BALANCE), (account, key, REASON_CHARGE))
+                return int(cursor.fetchone()[0]), False
             balances, created = self._debit(cursor, account, [(receipt.charged_credits, key)], now)
             return balances[0], created
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from chainwarden.billing.errors import LedgerUnavailable
 from chainwarden.billing.ledger import Failure, Ledger
+
+T = TypeVar("T")
 
 logger = logging.getLogger("chainwarden.billing")
 
@@ -209,10 +210,9 @@ class PostgresLedger(Ledger):
         added = {("charge_receipts", "usage_raw"), ("charge_receipts", "commit_id")}
         return tables == {"billing_accounts", "charge_receipts", "credit_ledger", "runs"} and added <= found
 
-    @contextmanager
-    def _connection(self, timeout_s: float) -> Iterator[Any]:
+    def _attempt(self, timeout_s: float, work: Callable[[Any], T]) -> T:
         with self._pool.connection(timeout=max(timeout_s, 0.001)) as conn:
-            yield conn
+            return work(conn)
 
     def _begin(self, conn: Any) -> Any:
         cursor = conn.cursor()

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal
-from functools import cache
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 
 from chainwarden.billing.facts import check_cost_usd
 
@@ -14,19 +13,14 @@ DEFAULT_MARKUP = 2.0
 MAX_CREDITS = 2**63 - 1
 
 
-@cache
-def _context(prec: int) -> Context:
-    """One context per precision, built once (building one costs more than the arithmetic), with the widest
-    exponent range so that no product underflows to zero. Shared contexts are never changed; the flags an
-    operation sets are never read."""
-    return Context(prec=prec, Emin=MIN_EMIN, Emax=MAX_EMAX)
+# Products are exact: with the largest precision libmpdec has, a multiplication never rounds (its result is
+# as long as it needs, never as long as the precision), and the widest exponent range means no product
+# underflows to zero. One shared context, never changed; the flags an operation sets are never read.
+_EXACT = Context(prec=MAX_PREC, Emin=MIN_EMIN, Emax=MAX_EMAX)
 
 
 def _exact_product(a: Decimal, b: Decimal) -> Decimal:
-    # Enough precision that the multiplication never rounds: the product of an m-digit and an n-digit
-    # coefficient has at most m + n digits.
-    digits = len(a.as_tuple().digits) + len(b.as_tuple().digits) + 2
-    return _context(max(28, digits)).multiply(a, b)
+    return _EXACT.multiply(a, b)
 
 
 # Amounts outside these bounds are decided without arithmetic on their exact value, whose integer form could
@@ -97,5 +91,9 @@ class Pricing:
 
     def charge(self, cost_usd: float | int | Decimal) -> tuple[Decimal, int]:
         """`(user_cost_usd(cost_usd), credits_for(cost_usd))`, the product computed once."""
-        user_cost = self.user_cost_usd(cost_usd)
+        return self._charge_checked(check_cost_usd(cost_usd))
+
+    def _charge_checked(self, cost: Decimal) -> tuple[Decimal, int]:
+        """`charge` of an amount already checked (a `UsageFact.cost_decimal`): no second validation."""
+        user_cost = _exact_product(cost, self._markup)
         return user_cost, _ceil_credits(user_cost)

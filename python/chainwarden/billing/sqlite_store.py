@@ -6,14 +6,15 @@ import math
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from chainwarden.billing.ledger import Failure, Ledger
+
+T = TypeVar("T")
 
 # Amounts are TEXT so a Decimal round-trips exactly; SQLite has no exact numeric type.
 _SCHEMA = """
@@ -162,13 +163,12 @@ class SqliteLedger(Ledger):
             self._conn.execute(f"PRAGMA busy_timeout = {ms}")
             self._busy_ms = ms
 
-    @contextmanager
-    def _connection(self, timeout_s: float) -> Iterator[Any]:
+    def _attempt(self, timeout_s: float, work: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
             self._check_open()
             # What is left of this call's budget: the busy handler never waits longer in total.
             self._set_busy_timeout(timeout_s)
-            yield self._conn
+            return work(self._conn)
 
     def _begin(self, conn: Any) -> Any:
         cursor = conn.cursor()
