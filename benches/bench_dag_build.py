@@ -5,7 +5,9 @@
 Building: every implementation adds the same nodes and edges one call at a time from Python (chainwarden
 inside one `mutate()` block, as a caller building a graph does); the reference libraries store a small payload
 dict per node so they hold what the node carries. `extra_info["nodes"]` lets `benches/report.py` print the
-time per node.
+time per node. The `floor` rows run the same loops on `_BuildFloor` (a `make bench` build only): what a
+build call cannot avoid under the DAG contract — mint a UUIDv7, index it, return it as `str`, find an edge's
+ends by id — and nothing else (benches/README.md "The build floor").
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import networkx as nx
 import pytest
 import rustworkx as rx
 
+import chainwarden._core
 from chainwarden.dag import Graph
 
 FAN_OUT = 40_000
@@ -48,6 +51,35 @@ def nx_fan_out(n: int) -> nx.DiGraph:
         g.add_node(i, node_type="task")
         g.add_edge(0, i, edge_type="dependency")
     return g
+
+
+def build_floor() -> Any:
+    """`_BuildFloor` exists only in a `make bench` build (cargo feature `bench-floor`)."""
+    cls = getattr(chainwarden._core, "_BuildFloor", None)
+    if cls is None:
+        pytest.fail("chainwarden._core._BuildFloor is missing: run `make bench` (cargo feature bench-floor)")
+    return cls()
+
+
+def floor_fan_out(n: int) -> Any:
+    m = build_floor()
+    root = m.create_node("task")
+    for _ in range(n):
+        m.create_edge(root, m.create_node("task"), "dependency")
+    return m
+
+
+def floor_chat(n: int) -> Any:
+    m = build_floor()
+    previous = m.create_node("user_message", "finished", content="question 0")
+    for i in range(1, n):
+        if i % 2:
+            node = m.create_node("agent_message", "finished", content=f"answer {i}")
+        else:
+            node = m.create_node("user_message", "finished", content=f"question {i}")
+        m.create_edge(previous, node, "sequence")
+        previous = node
+    return m
 
 
 def cw_chat(n: int) -> Graph:
@@ -89,8 +121,13 @@ def nx_chat(n: int) -> nx.DiGraph:
     return g
 
 
-FAN_OUT_IMPLS = {"chainwarden": cw_fan_out, "rustworkx": rx_fan_out, "networkx": nx_fan_out}
-CHAT_IMPLS = {"chainwarden": cw_chat, "rustworkx": rx_chat, "networkx": nx_chat}
+FAN_OUT_IMPLS = {
+    "chainwarden": cw_fan_out,
+    "rustworkx": rx_fan_out,
+    "networkx": nx_fan_out,
+    "floor": floor_fan_out,
+}
+CHAT_IMPLS = {"chainwarden": cw_chat, "rustworkx": rx_chat, "networkx": nx_chat, "floor": floor_chat}
 
 
 @pytest.mark.benchmark(group="build-fan-out-40k")

@@ -91,19 +91,42 @@ fn splitmix(state: &mut u64) -> u64 {
 }
 
 pub fn uuid7() -> String {
-    uuid7_bytes().iter().map(|&b| char::from(b)).collect()
+    uuid7_bytes(wall_ms())
+        .iter()
+        .map(|&b| char::from(b))
+        .collect()
 }
 
 /// A new UUIDv7 as a shared string, allocated once (the DAG's node and edge ids: going through a `String`
 /// was an allocation, a copy and a free per id on the build path).
 pub fn uuid7_arc() -> std::sync::Arc<str> {
-    let bytes = uuid7_bytes();
+    uuid7_arc_at(crate::clock::now())
+}
+
+/// [`uuid7_arc`] for an object created at `at` (`clock::now()` seconds, read once by the caller for its
+/// `created_at` too: a second clock read per node was a few percent of a DAG build). The id stays
+/// monotonic whatever `at` is: a time before the last id's continues its counter.
+pub fn uuid7_arc_at(at: f64) -> std::sync::Arc<str> {
+    // A UUIDv7 holds 48 bits of milliseconds: a time outside them (NaN, infinite, negative) is not a
+    // creation time, and the clock is read instead.
+    let ms = at * 1000.0;
+    let wall = if (0.0..MAX_MS).contains(&ms) {
+        ms as u64
+    } else {
+        wall_ms()
+    };
+    let bytes = uuid7_bytes(wall);
     // Only ASCII hex digits and dashes (`uuid_text`).
     std::sync::Arc::from(std::str::from_utf8(&bytes).unwrap_or_default())
 }
 
-fn uuid7_bytes() -> [u8; 36] {
-    let wall = u64::try_from(now_ms()).unwrap_or(0);
+const MAX_MS: f64 = (1u64 << 48) as f64;
+
+fn wall_ms() -> u64 {
+    u64::try_from(now_ms()).unwrap_or(0)
+}
+
+fn uuid7_bytes(wall: u64) -> [u8; 36] {
     let mut c = CLOCK.lock();
     if c.rng == 0 {
         c.rng = wall ^ (u64::from(std::process::id()) << 32) ^ 0x5DEE_CE66_D1CE_5EED;
@@ -129,17 +152,26 @@ fn uuid7_bytes() -> [u8; 36] {
 }
 
 /// `x` as a lowercase 8-4-4-4-12 UUID, written into a fixed buffer (uuid7 is on the DAG's build path;
-/// `format!` twice per id cost more than the rest of the id).
+/// `format!` twice per id cost more than the rest of the id). A byte at a time, from a table of its two
+/// digits, into the positions the dashes leave.
 fn uuid_text(x: u128) -> [u8; 36] {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = [b'-'; 36];
-    let mut nibble = 32;
-    for (i, slot) in out.iter_mut().enumerate() {
-        if matches!(i, 8 | 13 | 18 | 23) {
-            continue;
+    const PAIRS: [[u8; 2]; 256] = {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut table = [[0u8; 2]; 256];
+        let mut i = 0;
+        while i < 256 {
+            table[i] = [HEX[i >> 4], HEX[i & 0xf]];
+            i += 1;
         }
-        nibble -= 1;
-        *slot = HEX[((x >> (nibble * 4)) & 0xf) as usize];
+        table
+    };
+    // Where each of the 16 bytes' two digits start.
+    const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+    let mut out = [b'-'; 36];
+    for (byte, at) in x.to_be_bytes().into_iter().zip(AT) {
+        let pair = PAIRS[usize::from(byte)];
+        out[at] = pair[0];
+        out[at + 1] = pair[1];
     }
     out
 }
@@ -198,5 +230,19 @@ mod tests {
         }
         let shared = uuid7_arc();
         assert!(*shared > *prev && shared.len() == 36 && &shared[14..15] == "7");
+        // A creation time from the past, or none at all, continues the order instead of going back.
+        let mut prev: std::sync::Arc<str> = shared;
+        for at in [
+            crate::clock::now(),
+            1.0,
+            -5.0,
+            f64::NAN,
+            f64::INFINITY,
+            crate::clock::now(),
+        ] {
+            let next = uuid7_arc_at(at);
+            assert!(*next > *prev, "{next} <= {prev} (at {at})");
+            prev = next;
+        }
     }
 }

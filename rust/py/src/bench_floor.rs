@@ -1,9 +1,17 @@
-//! The benchmark floor: three native methods that do nothing, called like the recorder's
-//! hot path, to show how much of a per-node cost is the Python→native call itself. Compiled only with
-//! the `bench-floor` feature (`make bench`), so it never ships in a wheel.
+//! The benchmark floors, compiled only with the `bench-floor` feature (`make bench`), so they never ship
+//! in a wheel. `_BenchFloor`: three native methods that do nothing, called like the recorder's hot path, to
+//! show how much of a per-node cost is the Python→native call itself. `_BuildFloor`: the least a DAG build
+//! call does under its contract (benches/README.md "The build floor").
 
+use std::sync::Arc;
+
+use chainwarden_core::ids::uuid7_arc;
+
+use crate::convert::py_str;
+use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
+use rustc_hash::FxHashMap;
 
 #[pyclass(frozen, module = "chainwarden._core", name = "_BenchFloor")]
 pub struct BenchFloor {
@@ -49,6 +57,73 @@ impl BenchFloor {
     }
 }
 
+/// What `Mutation.create_node` / `create_edge` cannot avoid doing under the DAG contract
+/// (docs/api-dag.md): mint a UUIDv7 id, index it, return it as `str`, and find both ends of an edge by
+/// their ids. No node record, no events, no undo log, no cycle check, no ready/leaf sets.
+#[pyclass(module = "chainwarden._core", name = "_BuildFloor")]
+#[derive(Default)]
+pub struct BuildFloor {
+    nodes: FxHashMap<Arc<str>, u32>,
+    edges: FxHashMap<Arc<str>, (u32, u32)>,
+}
+
+#[pymethods]
+impl BuildFloor {
+    #[new]
+    fn new() -> Self {
+        BuildFloor::default()
+    }
+
+    #[pyo3(signature = (node_type, state=None, *, content=None, input=None, output=None, metadata=None, node_id=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn create_node(
+        &mut self,
+        py: Python<'_>,
+        node_type: &str,
+        state: Option<&str>,
+        content: Option<&Bound<'_, PyAny>>,
+        input: Option<&Bound<'_, PyAny>>,
+        output: Option<&Bound<'_, PyAny>>,
+        metadata: Option<&Bound<'_, PyAny>>,
+        node_id: Option<&str>,
+    ) -> Py<PyString> {
+        let _ = (node_type, state, content, input, output, metadata, node_id);
+        let id = uuid7_arc();
+        let index = u32::try_from(self.nodes.len()).unwrap_or(u32::MAX);
+        let out = py_str(py, &id).unbind();
+        self.nodes.insert(id, index);
+        out
+    }
+
+    #[pyo3(signature = (from_id, to_id, edge_type, *, metadata=None, edge_id=None))]
+    fn create_edge(
+        &mut self,
+        py: Python<'_>,
+        from_id: &str,
+        to_id: &str,
+        edge_type: &str,
+        metadata: Option<&Bound<'_, PyAny>>,
+        edge_id: Option<&str>,
+    ) -> PyResult<Py<PyString>> {
+        let _ = (edge_type, metadata, edge_id);
+        let ends = self
+            .nodes
+            .get(from_id)
+            .copied()
+            .zip(self.nodes.get(to_id).copied());
+        let ends = ends.ok_or_else(|| PyKeyError::new_err("unknown node"))?;
+        let id = uuid7_arc();
+        let out = py_str(py, &id).unbind();
+        self.edges.insert(id, ends);
+        Ok(out)
+    }
+
+    fn __len__(&self) -> usize {
+        self.nodes.len()
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<BenchFloor>()
+    m.add_class::<BenchFloor>()?;
+    m.add_class::<BuildFloor>()
 }

@@ -422,7 +422,7 @@ impl Dag {
         at: f64,
     ) -> Node {
         let mut node = Node {
-            id: id.map_or_else(crate::ids::uuid7_arc, Arc::from),
+            id: id.map_or_else(|| crate::ids::uuid7_arc_at(at), Arc::from),
             node_type,
             state,
             input,
@@ -451,7 +451,7 @@ impl Dag {
         at: f64,
     ) -> Edge {
         Edge {
-            id: id.map_or_else(crate::ids::uuid7_arc, Arc::from),
+            id: id.map_or_else(|| crate::ids::uuid7_arc_at(at), Arc::from),
             from,
             to,
             edge_type,

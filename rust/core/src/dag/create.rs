@@ -1,5 +1,7 @@
 //! Creating nodes and edges (the primitive mutations).
 
+use std::sync::Arc;
+
 use super::arena::Dag;
 use super::error::{DagCode, DagError, DagResult};
 use super::events::Particulars;
@@ -99,13 +101,14 @@ impl Dag {
         node_type: &str,
         state: &str,
         spec: NodeSpec,
-    ) -> DagResult<String> {
+    ) -> DagResult<Arc<str>> {
         let node_type = NodeType::parse(node_type)?;
         let state = State::parse(state)?;
         let node = self.build_node(node_type, state, spec, now())?;
         let n = self.insert_node(node, false);
         self.flush();
-        Ok(self.nodes[n as usize].id.to_string())
+        // The arena's own id (a count up, not a copy): the binding makes the caller's `str` from it.
+        Ok(self.nodes[n as usize].id.clone())
     }
 
     /// Inserts an edge that is known to be valid; records `edge_created` unless `quiet`.
@@ -132,7 +135,7 @@ impl Dag {
         edge_type: &str,
         metadata: Option<Value>,
         edge_id: Option<String>,
-    ) -> DagResult<String> {
+    ) -> DagResult<Arc<str>> {
         let edge_type = EdgeType::parse(edge_type)?;
         let metadata = object_or_empty(metadata, "metadata")?;
         self.check_new_edge_id(&edge_id)?;
@@ -153,7 +156,7 @@ impl Dag {
             }
         }
         if let Some(&existing) = self.active_keys.get(&(from, to, edge_type)) {
-            return Ok(self.edges[existing as usize].id.to_string());
+            return Ok(self.edges[existing as usize].id.clone());
         }
         self.flush();
         if self.would_cycle(from, to) {
@@ -165,6 +168,6 @@ impl Dag {
         let edge = self.new_edge(edge_id, from, to, edge_type, metadata, now());
         let e = self.insert_edge(edge, false);
         self.flush();
-        Ok(self.edges[e as usize].id.to_string())
+        Ok(self.edges[e as usize].id.clone())
     }
 }

@@ -21,15 +21,19 @@ fn user(g: &mut Dag, id: &str) -> String {
         node_id: Some(id.into()),
         ..spec_content("hello")
     };
-    g.create_node("user_message", "finished", spec).unwrap()
+    g.create_node("user_message", "finished", spec)
+        .unwrap()
+        .to_string()
 }
 
 fn task(g: &mut Dag, id: &str) -> String {
-    g.create_node("task", "pending", with_id(id)).unwrap()
+    g.create_node("task", "pending", with_id(id))
+        .unwrap()
+        .to_string()
 }
 
 fn edge(g: &mut Dag, a: &str, b: &str, t: &str) -> String {
-    g.create_edge(a, b, t, None, None).unwrap()
+    g.create_edge(a, b, t, None, None).unwrap().to_string()
 }
 
 fn finish(g: &mut Dag, id: &str) {
@@ -125,7 +129,12 @@ fn cycles_self_loops_and_duplicates() {
             .code,
         "dag.node_not_found"
     );
-    assert_eq!(g.create_edge("a", "b", "sequence", None, None).unwrap(), ab);
+    assert_eq!(
+        g.create_edge("a", "b", "sequence", None, None)
+            .unwrap()
+            .to_string(),
+        ab
+    );
     assert_eq!(g.edge_count(), 2);
 }
 
@@ -495,7 +504,12 @@ fn rollback_restores_archived_edges_and_their_duplicate_index() {
     g.rollback();
     assert!(g.edge(&ua).unwrap().compressed_at.is_none());
     // the restored edge is found again as the active duplicate
-    assert_eq!(g.create_edge("u", "a", "sequence", None, None).unwrap(), ua);
+    assert_eq!(
+        g.create_edge("u", "a", "sequence", None, None)
+            .unwrap()
+            .to_string(),
+        ua
+    );
     g.check_invariants().unwrap();
 }
 

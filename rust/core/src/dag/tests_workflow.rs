@@ -7,7 +7,7 @@ fn task(g: &mut Dag, id: &str) -> String {
         node_id: Some(id.into()),
         ..NodeSpec::default()
     };
-    g.create_node("task", "pending", spec).unwrap()
+    g.create_node("task", "pending", spec).unwrap().to_string()
 }
 
 fn agent_messages(g: &Dag) -> usize {

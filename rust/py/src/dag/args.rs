@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::{PyBool, PyBytes, PyList, PyString};
 
-use super::convert::{count, optional_dict, text, to_value, utf8};
+use super::convert::{count, optional_dict, text, text_backed, to_value, utf8};
 use super::errors::invalid;
 
 /// An argument's name, as the caller wrote it.
@@ -60,8 +60,8 @@ macro_rules! typed_arg {
 }
 
 typed_arg! {
-    /// A `str` (no lone surrogates: the graph stores UTF-8).
-    Text(String) => text
+    /// A `str` (no lone surrogates: the graph stores UTF-8), borrowed.
+    Text(PyBackedStr) => text_backed
 }
 
 typed_arg! {
@@ -153,7 +153,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Reason {
 
 /// The inner value of an optional text argument.
 pub fn opt_text<A: ArgName>(arg: Option<Text<A>>) -> Option<String> {
-    arg.map(|a| a.0)
+    arg.map(|a| a.0.to_string())
 }
 
 pub fn dict<A: ArgName>(arg: Option<JsonDict<A>>) -> Option<Value> {

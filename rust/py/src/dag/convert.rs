@@ -3,6 +3,7 @@
 
 use chainwarden_core::dag::Value;
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyBool, PyInt, PyString};
 
 use super::errors::invalid;
@@ -51,6 +52,19 @@ pub fn optional_dict(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Opt
 pub fn text(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     match obj.cast::<PyString>() {
         Ok(s) => utf8(s, what),
+        Err(_) => Err(invalid(obj.py(), format!("{what} must be a string"))),
+    }
+}
+
+/// As [`text`], borrowed from the `str` object (UTF-8 of an ASCII `str` is its own buffer): the build calls
+/// take three or four ids and names each, and copying each into a `String` was an allocation apiece.
+pub fn text_backed(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<PyBackedStr> {
+    match obj.cast::<PyString>() {
+        // Fails only on a lone surrogate: the same error as `text`.
+        Ok(s) => PyBackedStr::try_from(s.clone()).or_else(|_| {
+            utf8(s, what)
+                .and_then(|_| Err(invalid(obj.py(), format!("{what} is not valid Unicode"))))
+        }),
         Err(_) => Err(invalid(obj.py(), format!("{what} must be a string"))),
     }
 }

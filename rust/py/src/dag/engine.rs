@@ -3,7 +3,7 @@
 use chainwarden_core::dag::{Dag, DagError, DagResult, Outcome};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBytes, PyList, PyString};
 
 use super::args::{
     dict, finish_payload, name, node_spec, opt_text, strings, Count, Flag, Ids, Json, JsonDict,
@@ -112,12 +112,13 @@ impl DagEngine {
         output: Option<JsonDict<name::Output>>,
         metadata: Option<JsonDict<name::Metadata>>,
         node_id: Option<Text<name::NodeId>>,
-    ) -> Result<String> {
+    ) -> Result<Py<PyString>> {
         let state = opt_text(state);
         let spec = node_spec(content, input, output, metadata, node_id);
-        Ok(self.run(py, spec.is_large(), |g| {
+        let id = self.run(py, spec.is_large(), |g| {
             g.create_node(&node_type.0, state.as_deref().unwrap_or("pending"), spec)
-        })?)
+        })?;
+        Ok(py_str(py, &id).unbind())
     }
 
     #[pyo3(signature = (from_id, to_id, edge_type, *, metadata=None, edge_id=None))]
@@ -129,11 +130,12 @@ impl DagEngine {
         edge_type: Text<name::EdgeType>,
         metadata: Option<JsonDict<name::Metadata>>,
         edge_id: Option<Text<name::EdgeId>>,
-    ) -> Result<String> {
+    ) -> Result<Py<PyString>> {
         let (metadata, edge_id) = (dict(metadata), opt_text(edge_id));
-        Ok(self.detached(py, |g| {
+        let id = self.detached(py, |g| {
             g.create_edge(&from_id.0, &to_id.0, &edge_type.0, metadata, edge_id)
-        })?)
+        })?;
+        Ok(py_str(py, &id).unbind())
     }
 
     #[pyo3(signature = (from_id, node_type, *, state=None, content=None, input=None, metadata=None, node_id=None))]

@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use pyo3::prelude::*;
+use pyo3::types::PyString;
 
 use super::args::{name, Json, JsonDict, Text};
 use super::engine::DagEngine;
@@ -58,7 +59,7 @@ impl Mutation {
         output: Option<JsonDict<name::Output>>,
         metadata: Option<JsonDict<name::Metadata>>,
         node_id: Option<Text<name::NodeId>>,
-    ) -> Result<String> {
+    ) -> Result<Py<PyString>> {
         self.live(py)?.create_node(
             py, node_type, state, content, input, output, metadata, node_id,
         )
@@ -73,7 +74,7 @@ impl Mutation {
         edge_type: Text<name::EdgeType>,
         metadata: Option<JsonDict<name::Metadata>>,
         edge_id: Option<Text<name::EdgeId>>,
-    ) -> Result<String> {
+    ) -> Result<Py<PyString>> {
         self.live(py)?
             .create_edge(py, from_id, to_id, edge_type, metadata, edge_id)
     }
