@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from postgres_server import postgres_dsn
 from store_urls import postgres_url
 
 from chainwarden.dag import (
+    DagInvalidArgumentError,
     DagNotFoundError,
     DagPreconditionError,
     Store,
@@ -189,3 +191,26 @@ def test_rows_an_object_cannot_take_in_place_make_it_reload_from_the_database(st
         # Only row 0 changed, yet the reload has them all (the changed rows alone would lose "c").
         assert [n["node_id"] for n in h.nodes()] == ["b", "c"]
         assert h.to_json() == other.load("g").to_json()
+
+
+@pytest.mark.parametrize(
+    ("nodes", "edges", "message"),
+    [
+        ([(-1, "{}")], [], "nodes[0] seq must be an int >= 0"),
+        ([(True, "{}")], [], "nodes[0] seq must be an int >= 0"),
+        ([(0, b"{}")], [], "nodes[0] record must be a string"),
+        ([], "rows", "edges must be a list of (seq, record) pairs"),
+        ([], [(0,)], "edges[0] must be a (seq, record) pair"),
+    ],
+)
+def test_stored_rows_of_the_wrong_shape_are_a_typed_error(nodes: object, edges: object, message: str) -> None:
+    # The native loader behind Store: rows come from the store's own tables, but a wrong shape is still
+    # named, never an OverflowError or a crash.
+    from chainwarden._core import dag_apply_records, dag_from_records  # noqa: PLC0415
+
+    with pytest.raises(DagInvalidArgumentError, match=re.escape(message)):
+        dag_from_records("g", nodes, edges, [])  # type: ignore[arg-type]
+    engine = dag_from_records("g", [], [], [])
+    with pytest.raises(DagInvalidArgumentError, match=re.escape(message)):
+        dag_apply_records(engine, nodes, edges, [])  # type: ignore[arg-type]
+    assert len(engine) == 0

@@ -32,11 +32,12 @@ pub mod name {
     }
 
     names! {
-        Content = "content", Data = "data", EdgeId = "edge_id", EdgeType = "edge_type", FromId = "from_id",
+        Content = "content", Data = "data", EdgeId = "edge_id", EdgeType = "edge_type", Edges = "edges",
+        Events = "events", FromId = "from_id",
         GraphId = "graph_id", IncludeCompressed = "include_compressed", Input = "input", LeafRepair = "leaf_repair",
         Limit = "limit",
         MaxLabelChars = "max_label_chars", Metadata = "metadata", Mode = "mode", NewInput = "new_input",
-        NewNodeId = "new_node_id", NodeId = "node_id", NodeIds = "node_ids", NodeType = "node_type",
+        NewNodeId = "new_node_id", NodeId = "node_id", NodeIds = "node_ids", NodeType = "node_type", Nodes = "nodes",
         Outcome = "outcome", Output = "output", State = "state", SummaryContent = "summary_content",
         ToId = "to_id",
     }
@@ -100,6 +101,26 @@ typed_arg! {
             .map_err(|_| invalid(obj.py(), format!("{what} must be an iterable of ids")))?;
         let item_name = format!("{what} item");
         items.map(|item| text(&item?, &item_name)).collect()
+    }
+}
+
+typed_arg! {
+    /// Stored `(seq, record)` rows, as a store reads them: a list of pairs of an `int >= 0` and a `str`,
+    /// the records borrowed (a whole graph's rows are read at once; copying them was a second graph).
+    Rows(Vec<(usize, PyBackedStr)>) => |obj, what| {
+        let py = obj.py();
+        let list = obj
+            .cast::<PyList>()
+            .map_err(|_| invalid(py, format!("{what} must be a list of (seq, record) pairs")))?;
+        list.iter()
+            .enumerate()
+            .map(|(i, row)| {
+                let pair = || invalid(py, format!("{what}[{i}] must be a (seq, record) pair of an int >= 0 and a str"));
+                let (seq, record): (Bound<'_, PyAny>, Bound<'_, PyAny>) = row.extract().map_err(|_| pair())?;
+                let seq = count(&seq, &format!("{what}[{i}] seq"), 0)?;
+                Ok((seq, text_backed(&record, &format!("{what}[{i}] record"))?))
+            })
+            .collect()
     }
 }
 

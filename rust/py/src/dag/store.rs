@@ -5,8 +5,8 @@
 use chainwarden_core::dag::{Dag, Mark, Row};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
-use pyo3::pybacked::PyBackedStr;
 
+use super::args::{name, ArgName, Rows};
 use super::convert::count;
 use super::engine::DagEngine;
 use super::errors::invalid;
@@ -58,10 +58,8 @@ pub fn dag_delta(
 
 /// Stored rows as the driver returned them: `(arena position, record)`, the text borrowed from the Python
 /// string, not copied (160,000 rows of a 40,000-node chat).
-type StoredRows = Vec<(usize, PyBackedStr)>;
-
-fn borrowed(rows: &StoredRows) -> Vec<(usize, &str)> {
-    rows.iter().map(|(seq, text)| (*seq, &**text)).collect()
+fn borrowed<A: ArgName>(rows: &Rows<A>) -> Vec<(usize, &str)> {
+    rows.0.iter().map(|(seq, text)| (*seq, &**text)).collect()
 }
 
 /// An engine built from stored `(seq, record)` rows (any order), validated like `from_json`.
@@ -69,9 +67,9 @@ fn borrowed(rows: &StoredRows) -> Vec<(usize, &str)> {
 pub fn dag_from_records(
     py: Python<'_>,
     graph_id: &str,
-    nodes: StoredRows,
-    edges: StoredRows,
-    events: StoredRows,
+    nodes: Rows<name::Nodes>,
+    edges: Rows<name::Edges>,
+    events: Rows<name::Events>,
 ) -> PyResult<DagEngine> {
     if graph_id.is_empty() {
         return Err(invalid(py, "graph_id must be a non-empty string"));
@@ -96,9 +94,9 @@ pub fn dag_from_records(
 pub fn dag_apply_records(
     py: Python<'_>,
     engine: &Bound<'_, DagEngine>,
-    nodes: StoredRows,
-    edges: StoredRows,
-    events: StoredRows,
+    nodes: Rows<name::Nodes>,
+    edges: Rows<name::Edges>,
+    events: Rows<name::Events>,
 ) -> PyResult<()> {
     with(py, engine, |g| {
         g.apply_records(&borrowed(&nodes), &borrowed(&edges), &borrowed(&events))
