@@ -113,10 +113,10 @@ impl DagEngine {
         metadata: Option<JsonDict<name::Metadata>>,
         node_id: Option<Text<name::NodeId>>,
     ) -> Result<Py<PyString>> {
-        let state = opt_text(state);
+        let state = state.as_ref().map_or("pending", |s| &*s.0);
         let spec = node_spec(content, input, output, metadata, node_id);
         let id = self.run(py, spec.is_large(), |g| {
-            g.create_node(&node_type.0, state.as_deref().unwrap_or("pending"), spec)
+            g.create_node(&node_type.0, state, spec)
         })?;
         Ok(py_str(py, &id).unbind())
     }
