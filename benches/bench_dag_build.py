@@ -27,12 +27,29 @@ READ_TURNS = 20_000
 PROPAGATE_FAN_OUT = 10_000
 
 
+def fan_out_calls(m: Any, n: int) -> None:
+    """The fan-out's calls, on a `mutate()` handle or on the floor (the same loop for both)."""
+    root = m.create_node("task")
+    for _ in range(n):
+        m.create_edge(root, m.create_node("task"), "dependency")
+
+
+def chat_calls(m: Any, n: int) -> None:
+    """The chat's calls, on a `mutate()` handle or on the floor (the same loop for both)."""
+    previous = m.create_node("user_message", "finished", content="question 0")
+    for i in range(1, n):
+        if i % 2:
+            node = m.create_node("agent_message", "finished", content=f"answer {i}")
+        else:
+            node = m.create_node("user_message", "finished", content=f"question {i}")
+        m.create_edge(previous, node, "sequence")
+        previous = node
+
+
 def cw_fan_out(n: int) -> Graph:
     g = Graph()
     with g.mutate() as m:
-        root = m.create_node("task")
-        for _ in range(n):
-            m.create_edge(root, m.create_node("task"), "dependency")
+        fan_out_calls(m, n)
     return g
 
 
@@ -63,36 +80,20 @@ def build_floor() -> Any:
 
 def floor_fan_out(n: int) -> Any:
     m = build_floor()
-    root = m.create_node("task")
-    for _ in range(n):
-        m.create_edge(root, m.create_node("task"), "dependency")
+    fan_out_calls(m, n)
     return m
 
 
 def floor_chat(n: int) -> Any:
     m = build_floor()
-    previous = m.create_node("user_message", "finished", content="question 0")
-    for i in range(1, n):
-        if i % 2:
-            node = m.create_node("agent_message", "finished", content=f"answer {i}")
-        else:
-            node = m.create_node("user_message", "finished", content=f"question {i}")
-        m.create_edge(previous, node, "sequence")
-        previous = node
+    chat_calls(m, n)
     return m
 
 
 def cw_chat(n: int) -> Graph:
     g = Graph()
     with g.mutate() as m:
-        previous = m.create_node("user_message", "finished", content="question 0")
-        for i in range(1, n):
-            if i % 2:
-                node = m.create_node("agent_message", "finished", content=f"answer {i}")
-            else:
-                node = m.create_node("user_message", "finished", content=f"question {i}")
-            m.create_edge(previous, node, "sequence")
-            previous = node
+        chat_calls(m, n)
     return g
 
 
