@@ -59,6 +59,33 @@ impl Rare {
 }
 
 impl Node {
+    /// A node as given, its times and rare fields unset and its derived counters zero: what a new node and
+    /// a loaded record share (each then sets its own times and rare fields).
+    pub(crate) fn bare(
+        id: Arc<str>,
+        node_type: NodeType,
+        state: State,
+        [input, output, metadata]: [Value; 3],
+        created_at: f64,
+    ) -> Node {
+        Node {
+            id,
+            node_type,
+            state,
+            input,
+            output,
+            metadata,
+            rare: None,
+            started_at: OptTime::NONE,
+            finished_at: OptTime::NONE,
+            created_at,
+            blockers: 0,
+            failed_deps: 0,
+            out_blocking: 0,
+            in_sets: 0,
+        }
+    }
+
     pub fn is_active(&self) -> bool {
         self.compressed_at().is_none()
     }
@@ -421,22 +448,10 @@ impl Dag {
         metadata: Value,
         at: f64,
     ) -> Node {
-        let mut node = Node {
-            id: id.map_or_else(|| crate::ids::uuid7_arc_at(at), Arc::from),
-            node_type,
-            state,
-            input,
-            output,
-            metadata,
-            rare: None,
-            started_at: OptTime::from((state == State::Running).then_some(at)),
-            finished_at: OptTime::from(state.is_terminal().then_some(at)),
-            created_at: at,
-            blockers: 0,
-            failed_deps: 0,
-            out_blocking: 0,
-            in_sets: 0,
-        };
+        let id = id.map_or_else(|| crate::ids::uuid7_arc_at(at), Arc::from);
+        let mut node = Node::bare(id, node_type, state, [input, output, metadata], at);
+        node.started_at = OptTime::from((state == State::Running).then_some(at));
+        node.finished_at = OptTime::from(state.is_terminal().then_some(at));
         node.output_changed();
         node
     }

@@ -375,22 +375,12 @@ fn read_node(f: Slots<'_, 13>) -> DagResult<Node> {
     let retry_of = opt_id(retry_of, "retry_of_id")?;
     let compressed_by = opt_id(compressed_by, "compressed_by_id")?;
     let compressed_at = opt_time(compressed_at, "compressed_at")?;
-    let mut node = Node {
-        id,
-        node_type,
-        state,
-        input,
-        output,
-        metadata,
-        rare: None,
-        started_at: opt_time(started_at, "started_at")?.into(),
-        finished_at: opt_time(finished_at, "finished_at")?.into(),
-        created_at: time(created_at, "created_at")?,
-        blockers: 0,
-        failed_deps: 0,
-        out_blocking: 0,
-        in_sets: 0,
-    };
+    // Read in record order: the first bad field is the one named.
+    let started_at = opt_time(started_at, "started_at")?;
+    let finished_at = opt_time(finished_at, "finished_at")?;
+    let created_at = time(created_at, "created_at")?;
+    let mut node = Node::bare(id, node_type, state, [input, output, metadata], created_at);
+    (node.started_at, node.finished_at) = (started_at.into(), finished_at.into());
     node.set_loaded(retry_of, compressed_by, compressed_at, preview);
     Ok(node)
 }
