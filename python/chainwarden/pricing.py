@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from chainwarden._extras import require
 
-__all__ = ["PRICE_KEYS", "price_usage"]
+__all__ = ["PRICE_KEYS", "context_window", "price_usage"]
 
 _log = logging.getLogger("chainwarden.pricing")
 
@@ -90,6 +90,20 @@ def _from_genai_prices(provider: str, model: str, counts: tuple[int, int, int, i
         return None
     total = calculation.total_price
     return total if isinstance(total, Decimal) else Decimal(str(total))
+
+
+def context_window(*, provider: str, model: str) -> int | None:
+    """The model's context window in tokens as genai-prices lists it, or None (unknown model, or no
+    window listed). It bounds what one request can emit when the request sets no output limit."""
+    genai_prices = require("genai_prices", "prices")
+    try:
+        _provider, info = genai_prices.data_snapshot.get_snapshot().find_provider_model(
+            model, None, provider, None
+        )
+    except LookupError:
+        return None
+    window = getattr(info, "context_window", None)
+    return window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
 
 
 def _warn_unknown(provider: str, model: str, exc: LookupError) -> None:
