@@ -97,7 +97,7 @@ def output_limit(params: Mapping[str, Any], names: Iterable[str]) -> int | None:
 
 
 def estimate(
-    ctx: ExecutionContext,
+    ctx: object,
     *,
     hint: float | None,
     provider: str,
@@ -147,8 +147,11 @@ def worst_case_price(
     return float(worst)
 
 
-def remaining_budget(ctx: ExecutionContext) -> float:
-    """What the chain may still reserve: its ceiling minus what it spent and what calls in flight hold."""
+def remaining_budget(ctx: object) -> float:
+    """What the chain may still reserve: its ceiling minus what it spent and what calls in flight hold
+    (0 for a context that is not chainwarden's, which reserves estimates only)."""
+    if not isinstance(ctx, ExecutionContext):
+        return 0.0
     spent = ctx._s.core.counters()[1]
     return max(0.0, ctx.config.max_cost_usd - spent - ctx.reserved_usd)
 

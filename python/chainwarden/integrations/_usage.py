@@ -127,19 +127,20 @@ def price_of(usage: Usage, overrides: PriceOverrides | None) -> Decimal | None:
 Report = Callable[[float, int | None, int | None], None]
 
 
-def charge(usage: Usage, fallback: float, overrides: PriceOverrides | None, report: Report) -> None:
+def charge(usage: Usage, fallback: float, overrides: PriceOverrides | None, report: Report) -> Decimal | None:
     """Reports what the open call cost through ``report(cost_usd, tokens_in, tokens_out)``.
 
     Usage priced: that price. Usage without a price (unknown model, inconsistent counts; logged), or no
     usage at all (the caller flags the call, ``note_usage_missing``): ``fallback``, the call's estimate
     (``Estimate.fallback``), with the token counts when there are some. Raises ``UsageError`` when the
-    counts overflow."""
+    counts overflow. Returns the price (None: unknown or no usage)."""
     if not usage.seen:
         report(fallback, None, None)
-        return
+        return None
     usage.checked()
     price = price_of(usage, overrides)
     report(fallback if price is None else float(price), usage.total_input(), usage.output_tokens)
+    return price
 
 
 def note_usage_missing(where: str, name: str, flag: Callable[[], None] | None = None) -> None:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, NoReturn
 from uuid import UUID
 
 from chainwarden._core import CallKind
@@ -195,7 +196,7 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
         opened = self._take(run_id)
         if opened is None:
             return
-        held, usage = opened.held, opened.usage
+        usage = opened.usage
         if usage is not None:
             # A run that fails after its provider reported usage, or after its stream started (cut
             # mid-way), is charged what it used: the usage seen, else its estimate (docs/design.md §30).
@@ -203,15 +204,14 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
             try:
                 usage_of(response, usage)
                 if usage.seen or opened.streamed is not None:
-                    self._report(opened)
+                    self._report(run_id, opened, response)
             except UsageError as invalid:
-                held.report(opened.fallback)
-                error = invalid
-        halted = settle_failure(held, error)
+                self._end_invalid(run_id, opened, invalid)
+        halted = settle_failure(opened.held, error)
         if halted is not None:
             raise halted from error
 
-    def _report(self, opened: _Open) -> None:
+    def _report(self, run_id: UUID, opened: _Open, response: Any) -> None:
         """Reports the run's usage (the response's, else the streamed chunks') to its open call; no
         usage at all is charged the fallback and flagged. Raises ``UsageError``."""
         usage = opened.usage
@@ -219,9 +219,30 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
         if not usage.seen and opened.streamed is not None:
             usage = opened.streamed
         held = opened.held
-        charge(usage, opened.fallback, self._overrides, held.report)
+        price = charge(usage, opened.fallback, self._overrides, held.report)
         if not usage.seen:
             note_usage_missing("langchain", held.node_name, lambda: held.flag(USAGE_MISSING))
+        self.usage_reported(run_id, usage, price, response)
+
+    def _end_invalid(self, run_id: UUID, opened: _Open, invalid: UsageError) -> NoReturn:
+        """The run reported a count that cannot be one: it ends failed with ``invalid``, charged its
+        estimate (it ran; what it cost is unknown), and its usage counts as missing."""
+        held = opened.held
+        held.report(opened.fallback)
+        if opened.usage is not None:
+            unknown = Usage(opened.usage.provider, opened.usage.model)
+            note_usage_missing("langchain", held.node_name, lambda: held.flag(USAGE_MISSING))
+            self.usage_reported(run_id, unknown, None, None)
+        halted = settle_failure(held, invalid)
+        if halted is not None:
+            raise halted from invalid
+        raise invalid
+
+    def usage_reported(self, run_id: UUID, usage: Usage, price: Decimal | None, response: Any) -> None:
+        """Called once for each LLM run that used tokens, after they were charged: ``usage`` (its
+        ``seen`` is False when the provider reported none), its ``price`` (None: unknown) and the run's
+        ``LLMResult`` (None when it failed mid-stream). Does nothing; the seam for a subclass that bills
+        the usage (the runtime's ``LangGraphExecutor``)."""
 
     # -- LLM runs --------------------------------------------------------------------------------------
 
@@ -304,7 +325,8 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
                 getattr(getattr(chunk, "message", None), "usage_metadata", None), opened.streamed
             )
         except UsageError as invalid:
-            self._fail(run_id, invalid)  # ends the call; LangChain re-raises (raise_error)
+            if self._take(run_id) is not None:
+                self._end_invalid(run_id, opened, invalid)  # LangChain re-raises it (raise_error)
             raise
 
     def on_llm_end(
@@ -316,13 +338,9 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
         try:
             if opened.usage is not None:
                 usage_of(response, opened.usage)
-            self._report(opened)
+            self._report(run_id, opened, response)
         except UsageError as invalid:
-            opened.held.report(opened.fallback)  # it ran; what it cost is unknown: its estimate
-            halted = settle_failure(opened.held, invalid)
-            if halted is not None:
-                raise halted from invalid
-            raise
+            self._end_invalid(run_id, opened, invalid)
         self._succeed(opened.held)
 
     def on_llm_error(

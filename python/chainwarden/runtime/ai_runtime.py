@@ -18,7 +18,7 @@ from chainwarden.billing.facts import check_text
 from chainwarden.billing.outbox import Outbox, default_outbox_path
 from chainwarden.runtime.billing_sink import BillingSink
 from chainwarden.runtime.events import AiEvent, Done, Error
-from chainwarden.runtime.inproc import new_run_id
+from chainwarden.runtime.inproc import check_run_id, new_run_id
 from chainwarden.runtime.once import Once
 from chainwarden.runtime.port import GraphExecutor, GraphFinal, GraphRunRequest, GraphRunResult, Usage
 from chainwarden.runtime.relay import DEFAULT_UI_BUFFER, RunEventRelay
@@ -227,6 +227,8 @@ class AiRuntime:
         # (docs/design.md §26), before anything runs or is owed.
         for name in ("run_id", "ingress_request_id", "billing_account_id", "virtual_key_id"):
             check_text(name, getattr(req, name), optional=True)
+        if req.run_id is not None:
+            check_run_id(req.run_id)  # docs/design.md §29
         if req.run_id is None:
             req = GraphRunRequest(
                 graph_id=req.graph_id,

@@ -36,9 +36,12 @@ class ToolCallResult:
 
 @dataclass(frozen=True)
 class UsageReport:
-    """Billing-only: never shown to UI subscribers."""
+    """Billing-only: never shown to UI subscribers. ``usage_missing``: the provider reported nothing the
+    call used (no token count, no cost): the fact is billed all the same, without a cost
+    (docs/design.md §30)."""
 
     fact: UsageFact
+    usage_missing: bool = False
     type: Literal["usage_report"] = field(default="usage_report", init=False)
 
 
