@@ -1,4 +1,4 @@
-"""What one provider request can cost at most, reserved before it is sent (docs/design.md §20, §34).
+"""What one provider request can cost at most, reserved before it is sent (docs/design.md §20, §35).
 
 An instrumented call without an explicit ``cost_estimate_hint`` reserves the price of its worst case:
 its prompt at one token per UTF-8 byte of text (no tokenizer counts fewer tokens than that), each media

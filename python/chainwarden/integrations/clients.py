@@ -91,7 +91,7 @@ def instrument(
     ``provider`` names the price list (default ``"openai"`` / ``"anthropic"`` by client; say
     ``"azure"``, ``"groq"``, ... for a compatible endpoint), ``cost_estimate_hint`` is each call's
     estimate reserved before it is sent (docs/design.md §20; None: the most each request can cost,
-    §34), ``price_overrides`` is ``price_usage``'s ``overrides`` table. Bad arguments raise
+    §35), ``price_overrides`` is ``price_usage``'s ``overrides`` table. Bad arguments raise
     ``TypeError`` / ``ValueError`` naming the argument, with the client unchanged."""
     if not isinstance(ctx, ExecutionContext):
         raise TypeError(f"ctx must be an ExecutionContext, got {type(ctx).__name__}")

@@ -140,7 +140,7 @@ class AnthropicExecutor:
             messages.append({"role": "user", "content": results})
 
     def _estimate(self, ctx: RunContext, system: str | None, messages: list[dict[str, Any]]) -> float:
-        """What the next message can cost at most (docs/design.md §34), unless the executor was given
+        """What the next message can cost at most (docs/design.md §35), unless the executor was given
         ``cost_estimate_usd``."""
         if self._cost_estimate is not None:
             return self._cost_estimate
