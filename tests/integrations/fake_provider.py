@@ -14,6 +14,7 @@ Everything is bounded: sockets time out, ``stop()`` joins its thread with a time
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -212,10 +213,8 @@ def _handler_for(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
         def _cut(self) -> None:
             """Drops the connection mid-body for real: the chunked body never ends, the socket is shut."""
             self.close_connection = True
-            try:
+            with contextlib.suppress(OSError):  # the client may have gone first
                 self.connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
     return Handler
 
