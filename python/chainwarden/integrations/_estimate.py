@@ -148,12 +148,15 @@ def worst_case_price(
 
 
 def remaining_budget(ctx: object) -> float:
-    """What the chain may still reserve: its ceiling minus what it spent and what calls in flight hold
-    (0 for a context that is not chainwarden's, which reserves estimates only)."""
+    """What a call of unknown price reserves: all the chain has left, its ceiling minus what it spent and
+    what calls in flight hold, so no other call can start beside it; when nothing is left, more than the
+    ceiling, so it cannot start either (a reservation of 0 would always be admitted). 0 for a context
+    that is not chainwarden's, which counts estimates only."""
     if not isinstance(ctx, ExecutionContext):
         return 0.0
-    spent = ctx._s.core.counters()[1]
-    return max(0.0, ctx.config.max_cost_usd - spent - ctx.reserved_usd)
+    ceiling = ctx.config.max_cost_usd
+    left = ceiling - ctx._s.core.counters()[1] - ctx.reserved_usd
+    return left if left > 0.0 else ceiling + 1.0
 
 
 _warned: set[tuple[str, str]] = set()
