@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
-from chainwarden._core import CallKind, CallStatus, ChainCore, StopCause
+from chainwarden._core import CallKind, CallStatus, ChainCore, ClosedCall, StopCause
 
 __all__ = ["BackendStop", "BudgetedCore", "SharedBudget"]
 
@@ -153,13 +153,17 @@ class BudgetedCore:
         error_class: str,
         halt_reason: str | None = None,
         error_message: str | None = None,
-    ) -> str | None:
+    ) -> ClosedCall:
+        charged: float | None = None
         try:
-            return self._core.fail(
+            closed = self._core.fail(
                 node, named, cost_estimate, retry, status, error_class, halt_reason, error_message
             )
+            # What the call reported before it ended was spent (docs/design.md §30).
+            charged = closed.charged_usd or None
+            return closed
         finally:
-            self._release(node, None)
+            self._release(node, charged)
 
     def _release(self, node: int, cost: float | None) -> None:
         """Settles ``cost`` (None: charge nothing) against the node's hold. A backend that fails here
