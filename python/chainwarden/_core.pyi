@@ -11,6 +11,7 @@ __all__ = [
     "CallKind",
     "CallStatus",
     "ChainCore",
+    "ClosedCall",
     "DagEdgeError",
     "DagEngine",
     "DagError",
