@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from chainwarden._core import CallKind, CallStatus, ChainCore, ClosedCall, StopCause
+from chainwarden._secrets import mask_secrets
 
 __all__ = ["BackendStop", "BudgetedCore", "SharedBudget"]
 
@@ -109,9 +110,10 @@ class BudgetedCore:
                 if spent >= b.ceiling:
                     raise OverflowError(f"shared budget spent ${spent:.6f} >= ceiling ${b.ceiling:.6f}")
         except OverflowError as err:
-            return BackendStop(EXCEEDED, str(err))
+            return BackendStop(EXCEEDED, mask_secrets(str(err)))
         except Exception as err:
-            detail = f"budget backend unreachable: {type(err).__name__}: {err}"
+            # Any backend's message may name its server: shown masked (docs/design.md §31).
+            detail = f"budget backend unreachable: {type(err).__name__}: {mask_secrets(str(err))}"
             if not b.fail_open:
                 logger.warning("%s; the call is refused (fail closed)", detail)
                 return BackendStop(UNAVAILABLE, detail)
@@ -189,7 +191,7 @@ class BudgetedCore:
                 "budget backend could not settle a call (%s: %s); $%s is missing from the shared "
                 "budget and its hold expires on its own",
                 type(err).__name__,
-                err,
+                mask_secrets(str(err)),
                 "0" if cost is None else f"{cost:.6f}",
             )
 
