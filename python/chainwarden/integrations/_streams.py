@@ -42,7 +42,7 @@ def settle_failure(held: HeldCall, exc: BaseException) -> ChainHalted | None:
     chain stops there, None when the error itself should propagate (retries remain)."""
     decision = held.fail(exc)
     if decision is Decision.HALT:
-        return ChainHalted(decision, held.stop_reason())
+        return held.halted(decision)
     return None
 
 
@@ -88,7 +88,7 @@ class Settle:
             self.raise_failed(invalid, reported=True)
         decision = held.succeed()
         if decision is not Decision.ALLOW:
-            raise ChainHalted(decision, held.stop_reason())
+            raise held.halted(decision)
 
     def raise_failed(self, exc: BaseException, *, reported: bool = False) -> NoReturn:
         """Settles the call as failed by ``exc``, charged the usage seen so far, and raises: ``exc``
