@@ -188,7 +188,8 @@ impl Contained {
     /// Sets `metadata[key] = true` on the call's node (open or settled, unless pruned).
     pub fn flag(&self, node: NodeId, key: &str) -> Result<(), ContainmentError> {
         with_id(node, |id| {
-            self.graph.set_metadata_key(id, key, crate::value::Value::Bool(true))
+            self.graph
+                .set_metadata_key(id, key, crate::value::Value::Bool(true))
         })?;
         Ok(())
     }

@@ -356,7 +356,8 @@ impl Graph {
         value: Value,
     ) -> Result<(), RecorderError> {
         let mut st = self.lock();
-        let id = parse_id(node_id).ok_or_else(|| RecorderError::NodeNotFound(node_id.to_owned()))?;
+        let id =
+            parse_id(node_id).ok_or_else(|| RecorderError::NodeNotFound(node_id.to_owned()))?;
         if st.arena.set_metadata_key(id, key, value) {
             Ok(())
         } else {
