@@ -23,7 +23,7 @@ from chainwarden.containment import (
 from chainwarden.otel import export_snapshot
 from chainwarden.shield.types import Decision
 
-SECRET = "s3cret-Pa55"  # noqa: S105 - the test's own throwaway server
+SECRET = "s3cret-Pa55"  # the password of the test's own throwaway server
 
 
 @pytest.fixture
@@ -91,8 +91,8 @@ def test_a_restart_without_persistence_fails_closed_instead_of_starting_from_zer
     assert any("keeps no data across a restart" in r.getMessage() for r in caplog.records)
     own_redis.stop()
     own_redis.start()  # everything the server held is gone
+    ran: list[int] = []
     for ctx, backend in ((a, worker_a), (b, worker_b)):
-        ran: list[int] = []
         assert ctx.wrap_llm_call(lambda: ran.append(1), WrapOptions("after", 0.1)) is Decision.HALT
         assert ctx.last_stop_reason == "budget_backend_unavailable"
         assert ran == []
