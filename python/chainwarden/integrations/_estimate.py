@@ -12,14 +12,13 @@ is charged nothing for its tokens (logged). docs/integrations.md, "What a call r
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.integrations._usage import PriceOverrides
-from chainwarden.pricing import context_window, price_usage
+from chainwarden.pricing import context_window, first_warning, price_usage
 
 __all__ = ["DEFAULT_OUTPUT_TOKENS", "MEDIA_TOKENS", "Estimate", "estimate", "output_limit", "prompt_tokens"]
 
@@ -159,18 +158,9 @@ def remaining_budget(ctx: object) -> float:
     return left if left > 0.0 else ceiling + 1.0
 
 
-_warned: set[tuple[str, str]] = set()
-_warned_lock = threading.Lock()
-_WARNED_MAX: Final = 1024
-
-
 def _warn_unpriced(provider: str, model: str, remaining: float) -> None:
-    key = (provider, model)
-    with _warned_lock:
-        if key in _warned:
-            return
-        if len(_warned) < _WARNED_MAX:
-            _warned.add(key)
+    if not first_warning("reserve", provider, model):
+        return
     _log.warning(
         "no price known for provider=%r model=%r: each call reserves the chain's remaining budget "
         "(now $%.6f), so such calls run one at a time, and is charged nothing for its tokens; give "
