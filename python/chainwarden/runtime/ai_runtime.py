@@ -14,11 +14,11 @@ from typing import Self
 
 from chainwarden.billing import BillingUnsettled, ChargeReceipt, Ledger, Pricing, SqliteLedger
 from chainwarden.billing.delivery import BillingDelivery
-from chainwarden.billing.facts import check_text
+from chainwarden.billing.facts import check_run_id, check_text
 from chainwarden.billing.outbox import Outbox, default_outbox_path
 from chainwarden.runtime.billing_sink import BillingSink
 from chainwarden.runtime.events import AiEvent, Done, Error
-from chainwarden.runtime.inproc import check_run_id, new_run_id
+from chainwarden.runtime.inproc import new_run_id
 from chainwarden.runtime.once import Once
 from chainwarden.runtime.port import GraphExecutor, GraphFinal, GraphRunRequest, GraphRunResult, Usage
 from chainwarden.runtime.relay import DEFAULT_UI_BUFFER, RunEventRelay

@@ -9,6 +9,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
+from chainwarden.billing.facts import check_run_id
 from chainwarden.runtime.containment_port import Containment, RunLimits
 from chainwarden.runtime.events import AiEvent, AssistantFinal, Done, Error, ErrorCode, UsageReport
 from chainwarden.runtime.once import Once
@@ -23,19 +24,6 @@ GraphFn = Callable[[RunContext], Awaitable[str | None]]
 
 def new_run_id() -> str:
     return f"run_{uuid.uuid4().hex}"
-
-
-def check_run_id(run_id: object) -> str:
-    """docs/design.md §29: a run id never contains ``/`` (the idempotency key
-    ``{run_id}/{attempt}/{usage_unit_id}`` must parse one way only). Every executor checks the run id it
-    runs under, whoever built the request."""
-    if not isinstance(run_id, str):
-        raise TypeError(f"run_id must be a str, got {type(run_id).__name__}")
-    if not run_id:
-        raise ValueError("run_id must not be empty")
-    if "/" in run_id:
-        raise ValueError(f"run_id must not contain '/', got {run_id!r}")
-    return run_id
 
 
 _END = object()
@@ -96,6 +84,7 @@ class InProcGraphExecutor:
     def run_graph(self, req: GraphRunRequest) -> GraphRunResult:
         if not isinstance(req, GraphRunRequest):
             raise TypeError(f"expected a GraphRunRequest, got {type(req).__name__}")
+        # docs/design.md §29: every executor checks the run id it runs under, whoever built the request.
         run_id = check_run_id(req.run_id) if req.run_id is not None else new_run_id()
         final: Once[GraphFinal] = Once()
         return GraphRunResult(stream=self._stream(req, run_id, final), final=final)
