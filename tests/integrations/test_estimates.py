@@ -50,38 +50,25 @@ def ceiling_held(ctx: ExecutionContext, outcomes: list[Any], sent: int) -> None:
     assert 1 <= sent <= 20  # today: all 200 are sent
 
 
-async def test_200_concurrent_openai_calls_hold_a_1_dollar_ceiling(fake_provider: FakeProvider) -> None:
+@pytest.mark.parametrize("sdk", ["openai", "anthropic"])
+async def test_200_concurrent_client_calls_hold_a_1_dollar_ceiling(
+    fake_provider: FakeProvider, sdk: str
+) -> None:
     fake_provider.default = ANSWER
     ctx = context(1.0)
-    client = chainwarden.instrument(
-        openai.AsyncOpenAI(base_url=fake_provider.openai_base_url, api_key="k", max_retries=0), ctx
-    )
     messages = [{"role": "user", "content": PROMPT}]
-    outcomes = await asyncio.gather(
-        *(
-            client.chat.completions.create(model="gpt-4o", messages=messages, max_tokens=500)
-            for _ in range(200)
-        ),
-        return_exceptions=True,
-    )
-    await client.close()
-    ceiling_held(ctx, list(outcomes), len(fake_provider.requests))
-
-
-async def test_200_concurrent_anthropic_calls_hold_a_1_dollar_ceiling(fake_provider: FakeProvider) -> None:
-    fake_provider.default = ANSWER
-    ctx = context(1.0)
-    client = chainwarden.instrument(
-        anthropic.AsyncAnthropic(base_url=fake_provider.anthropic_base_url, api_key="k", max_retries=0), ctx
-    )
-    messages = [{"role": "user", "content": PROMPT}]
-    outcomes = await asyncio.gather(
-        *(
-            client.messages.create(model="claude-sonnet-4-6", max_tokens=500, messages=messages)
-            for _ in range(200)
-        ),
-        return_exceptions=True,
-    )
+    client: Any
+    if sdk == "openai":
+        client = openai.AsyncOpenAI(base_url=fake_provider.openai_base_url, api_key="k", max_retries=0)
+        create, model = client.chat.completions, "gpt-4o"
+    else:
+        client = anthropic.AsyncAnthropic(
+            base_url=fake_provider.anthropic_base_url, api_key="k", max_retries=0
+        )
+        create, model = client.messages, "claude-sonnet-4-6"
+    chainwarden.instrument(client, ctx)
+    calls = (create.create(model=model, messages=messages, max_tokens=500) for _ in range(200))
+    outcomes = await asyncio.gather(*calls, return_exceptions=True)
     await client.close()
     ceiling_held(ctx, list(outcomes), len(fake_provider.requests))
 
