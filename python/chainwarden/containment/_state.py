@@ -233,7 +233,7 @@ class ChainState:
     def report_timeout(self) -> None:
         if self.core.cancel_cause == StopCause.TIMEOUT:
             self.timeout_reported = True  # first: forced_stop takes a snapshot, which looks here
-            self.forced_stop("timeout", f"timeout_ms={self.config.timeout_ms} elapsed")
+            self.forced_stop("timeout", self.describe_stop("timeout"))
 
     def cancel_all(self) -> None:
         """Signals the token and cancels the async calls in flight."""
