@@ -1,0 +1,192 @@
+"""PostgreSQL for every store: connections from a `psycopg_pool` pool, and the hot path's round trips at the
+protocol level.
+
+`round_trip` sends several statements and reads all their results in ONE round trip (libpq's pipeline
+mode, driven through `psycopg.pq`: each statement prepared once per connection, then only bound and run).
+psycopg's own pipeline costs a few hundred microseconds of Python per round trip, more than the server's
+work for a small change (benches/README.md "Workers and the round-trip floor").
+"""
+
+from __future__ import annotations
+
+import re
+import select
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from chainwarden._sql.dsn import masked
+
+#: A statement parameter as libpq takes it: text bytes (or None for NULL).
+Param = bytes | None
+
+
+def psycopg_modules(what: str) -> tuple[Any, Any]:
+    """psycopg and psycopg_pool: the `postgres` extra, imported when a PostgreSQL store is opened."""
+    try:
+        import psycopg  # noqa: PLC0415 - optional
+        import psycopg_pool  # noqa: PLC0415 - optional
+    except ImportError as exc:  # pragma: no cover - the development environment has both
+        raise ImportError(
+            f"{what} needs psycopg and psycopg_pool: pip install 'chainwarden[postgres]'"
+        ) from exc
+    return psycopg, psycopg_pool
+
+
+class Unreachable(Exception):
+    """The pool could not open a first connection; the message is libpq's reason (never a password)."""
+
+
+def open_pool(
+    dsn: str,
+    *,
+    name: str,
+    max_size: int,
+    connect_timeout_s: float,
+    what: str,
+    configure: Callable[[Any], None] | None = None,
+) -> Any:
+    """A `psycopg_pool.ConnectionPool` of autocommit connections to `dsn`, opened (one connection made), or
+    `Unreachable` naming the server (password masked) and libpq's reason."""
+    psycopg, psycopg_pool = psycopg_modules(what)
+    timeout = max(1, round(connect_timeout_s))  # libpq's connect_timeout is whole seconds
+    pool = psycopg_pool.ConnectionPool(
+        dsn,
+        min_size=1,
+        max_size=max_size,
+        kwargs={"autocommit": True, "connect_timeout": timeout},
+        open=False,
+        name=name,
+        configure=configure,
+        # The pool keeps trying to reconnect in the background for as long as its store lives.
+        reconnect_timeout=365 * 86_400.0,
+    )
+    try:
+        pool.open(wait=True, timeout=float(connect_timeout_s))
+    except psycopg_pool.PoolTimeout:
+        pool.close()
+        reason = "no connection within the timeout"
+        try:  # the pool hides libpq's reason: one direct attempt tells it
+            psycopg.connect(dsn, connect_timeout=timeout).close()
+        except psycopg.Error as exc:
+            reason = str(exc).strip()
+        raise Unreachable(f"cannot connect to {masked(dsn)}: {reason}") from None
+    return pool
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """SQL prepared once per connection under `name`. Written in the one parameter style with named markers
+    (`%(graph)s`), each cast where its type matters; sent as libpq's `$1`, `$2`, ... in `names` order."""
+
+    name: bytes
+    sql: bytes
+    names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, name: str, sql: str) -> Statement:
+        names: list[str] = []
+
+        def number(match: re.Match[str]) -> str:
+            if match.group(1) not in names:
+                names.append(match.group(1))
+            return f"${names.index(match.group(1)) + 1}"
+
+        return cls(f"cw_{name}".encode(), _NAMED.sub(number, sql).encode(), tuple(names))
+
+    def bind(self, params: Mapping[str, Param]) -> tuple[Statement, list[Param]]:
+        """This statement with its parameters in order, as a step of `round_trip`."""
+        return self, [params[name] for name in self.names]
+
+
+_NAMED = re.compile(r"%\((\w+)\)s")
+
+# Which statements each connection has prepared (psycopg connections accept no attributes of ours).
+_PREPARED: weakref.WeakKeyDictionary[Any, set[bytes]] = weakref.WeakKeyDictionary()
+
+#: A step of a round trip: a prepared statement with its parameters, or plain SQL without any (BEGIN, COMMIT).
+Step = tuple[Statement, Sequence[Param]] | bytes
+
+
+def round_trip(conn: Any, steps: Sequence[Step]) -> list[Any]:
+    """Runs `steps` in one round trip on `conn` (a psycopg connection in autocommit mode, idle) and returns
+    one `PGresult` per step. The first failing step raises its psycopg error once the round trip is read to
+    its end (later steps did not run); a broken connection raises `psycopg.OperationalError` and is closed.
+    """
+    import psycopg  # noqa: PLC0415 - only reached when a PostgreSQL store is open
+
+    pq = psycopg.pq
+    pgconn = conn.pgconn
+    prepared = _PREPARED.setdefault(conn, set())
+    # What each result libpq returns belongs to: a step (None) or the Prepare of a statement.
+    owners: list[bytes | None] = []
+    try:
+        pgconn.enter_pipeline_mode()
+        try:
+            for step in steps:
+                if isinstance(step, bytes):
+                    pgconn.send_query_params(step, None)
+                else:
+                    statement, params = step
+                    if statement.name not in prepared and statement.name not in owners:
+                        pgconn.send_prepare(statement.name, statement.sql)
+                        owners.append(statement.name)
+                    pgconn.send_query_prepared(statement.name, params)
+                owners.append(None)
+            pgconn.pipeline_sync()
+            results, error = _read(pgconn, pq, owners, prepared, conn.info.encoding)
+        finally:
+            if pgconn.status == pq.ConnStatus.OK and pgconn.pipeline_status != pq.PipelineStatus.OFF:
+                pgconn.exit_pipeline_mode()
+    except psycopg.OperationalError:
+        _PREPARED.pop(conn, None)
+        conn.close()
+        raise
+    if error is not None:
+        raise error
+    return results
+
+
+def _read(
+    pgconn: Any, pq: Any, owners: list[bytes | None], prepared: set[bytes], encoding: str
+) -> tuple[list[Any], Any]:
+    import psycopg  # noqa: PLC0415
+
+    while pgconn.flush():
+        _wait(pgconn.socket, read=False)
+    results: list[Any] = []
+    error: Any = None
+    ok = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK)
+    index = 0
+    while True:
+        while pgconn.is_busy():
+            _wait(pgconn.socket, read=True)
+            pgconn.consume_input()
+        result = pgconn.get_result()
+        if result is None:
+            continue  # the end of one statement's results: the next one follows
+        status = result.status
+        if status == pq.ExecStatus.PIPELINE_SYNC:
+            return results, error
+        owner = owners[index] if index < len(owners) else None
+        index += 1
+        if status in ok:
+            if owner is not None:
+                prepared.add(owner)
+            else:
+                results.append(result)
+        elif status != pq.ExecStatus.PIPELINE_ABORTED and error is None:
+            error = psycopg.errors.error_from_result(result, encoding=encoding)
+
+
+def _wait(fd: int, *, read: bool) -> None:
+    if read:
+        select.select([fd], [], [])
+    else:
+        select.select([], [fd], [])
+
+
+def text(value: object) -> bytes:
+    """A parameter in PostgreSQL's text format."""
+    return str(value).encode()

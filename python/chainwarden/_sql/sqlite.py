@@ -1,0 +1,66 @@
+"""SQLite for every store: how a file is opened (autocommit, so transactions are explicit; WAL; the sync
+level the store's promise needs), with errors that name the file."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+from chainwarden._sql.params import qmark
+
+MEMORY = ":memory:"
+
+
+class CannotOpen(Exception):
+    """The file could not be opened or set up; the message names it."""
+
+
+def connect(
+    path: str,
+    *,
+    timeout_s: float,
+    synchronous: Literal["FULL", "NORMAL"] = "FULL",
+    wal: bool = True,
+) -> sqlite3.Connection:
+    """A connection to `path` in autocommit mode (every transaction is an explicit BEGIN), usable from any
+    thread (callers serialise their use), in WAL mode unless in memory, synced as `synchronous` says."""
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=timeout_s)
+    except sqlite3.Error as exc:
+        raise CannotOpen(f"cannot open SQLite file {path!r}: {exc}") from exc
+    try:
+        # Reading the mode takes no lock; only a file that is not in WAL mode yet (a new one) is switched.
+        mode = "" if path == MEMORY else str(conn.execute("PRAGMA journal_mode").fetchone()[0])
+        if wal and path != MEMORY and mode.lower() != "wal":
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={synchronous}")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise CannotOpen(f"cannot open SQLite file {path!r}: {exc}") from exc
+    return conn
+
+
+class Cursor:
+    """A sqlite3 cursor that takes statements in the one parameter style (`%s`)."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: sqlite3.Cursor) -> None:
+        self.raw = raw
+
+    def execute(self, statement: str, args: Sequence[Any] = ()) -> None:
+        self.raw.execute(qmark(statement), args)
+
+    def executemany(self, statement: str, rows: Iterable[Sequence[Any]]) -> None:
+        self.raw.executemany(qmark(statement), rows)
+
+    def fetchone(self) -> Any:
+        return self.raw.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return self.raw.fetchall()
+
+    @property
+    def rowcount(self) -> int:
+        return self.raw.rowcount
