@@ -187,15 +187,16 @@ class Graph:
             return dag_reclaim_expired(self._engine, at, max_attempts)
 
     def _claim_leased(
-        self, limit: int, worker_id: str, lease_s: float, max_attempts: int
+        self, limit: int, worker_id: str, lease_s: float, max_attempts: int | None = None
     ) -> tuple[list[str], list[str], list[str]]:
         """A worker's claim (docs/dag.md "Workers"): reclaim expired leases, skip what can no longer run,
         then claim up to `limit` with a lease; (reclaimed, skipped, claimed). A stored graph does all three
-        in one change."""
+        in one change (so the three calls below are this class's, never an override's)."""
         with self._lock:
-            reclaimed = self.reclaim_expired(max_attempts=max_attempts)
-            skipped = self.propagate_failures()
-            return reclaimed, skipped, self.claim(limit, worker_id=worker_id, lease_s=lease_s)
+            attempts = 3 if max_attempts is None else max_attempts
+            reclaimed = Graph.reclaim_expired(self, max_attempts=attempts)
+            skipped = Graph.propagate_failures(self)
+            return reclaimed, skipped, Graph.claim(self, limit, worker_id=worker_id, lease_s=lease_s)
 
     def _work(self) -> tuple[int, int, float | None]:
         """(claimable nodes, running nodes, earliest lease end): what a store keeps on the graph's row."""

@@ -277,10 +277,11 @@ class StoredGraph(Graph):
         return self._change(lambda: super(StoredGraph, self).reclaim_expired(now=now, max_attempts=attempts))
 
     def _claim_leased(
-        self, limit: int, worker_id: str, lease_s: float, max_attempts: int
+        self, limit: int, worker_id: str, lease_s: float, max_attempts: int | None = None
     ) -> tuple[list[str], list[str], list[str]]:
+        attempts = self._store.max_attempts if max_attempts is None else max_attempts
         return self._change(
-            lambda: super(StoredGraph, self)._claim_leased(limit, worker_id, lease_s, max_attempts)
+            lambda: super(StoredGraph, self)._claim_leased(limit, worker_id, lease_s, attempts)
         )
 
     def propagate_failures(self) -> list[str]:
