@@ -327,9 +327,14 @@ class WorkerPool:
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             loop = asyncio.new_event_loop()
-            threading.Thread(
-                target=loop.run_forever, name=f"chainwarden-loop-{self.worker_id}", daemon=True
-            ).start()
+
+            def serve() -> None:
+                try:
+                    loop.run_forever()
+                finally:
+                    loop.close()
+
+            threading.Thread(target=serve, name=f"chainwarden-loop-{self.worker_id}", daemon=True).start()
             self._loop = loop
         return self._loop
 
