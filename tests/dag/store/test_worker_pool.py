@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -352,3 +353,99 @@ def test_the_worker_command_masks_a_password_it_cannot_connect_with() -> None:
     )
     assert done.returncode == 1
     assert "postgresql://app:***@127.0.0.1:9/db" in done.stderr and "s3cret" not in done.stderr
+
+
+def start_worker(
+    url: str, log: Path, *, sleep_s: float, lease_s: float, concurrency: int
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "chainwarden",
+            "worker",
+            url,
+            "--executors",
+            "pool_executors:EXECUTORS",
+            "--concurrency",
+            str(concurrency),
+            "--lease-s",
+            str(lease_s),
+            "--poll-s",
+            "0.1",
+        ],
+        env=worker_env(log, sleep_s),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_lines(log: Path, count: int, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 30
+    while not (log.exists() and len(log.read_text().splitlines()) >= count):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+@pytest.mark.slow
+def test_sigterm_lets_short_executions_finish_and_exits_0(store_url: str, tmp_path: Path) -> None:
+    with Store.open(store_url) as store:
+        tasks(store.create_graph("g", leaf_repair=False), 3, width=3)
+    log = tmp_path / "exec.log"
+    proc = start_worker(store_url, log, sleep_s=1.0, lease_s=10, concurrency=3)
+    wait_for_lines(log, 3, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=15)
+    assert proc.returncode == 0, err
+    assert "executed 3" in err and "given back 0" in err
+    with Store.open(store_url) as store:
+        assert [n["state"] for n in store.load("g").nodes()] == ["finished"] * 3
+
+
+@pytest.mark.slow
+def test_sigterm_of_a_busy_worker_exits_0_and_its_unfinished_nodes_are_pending_again(
+    store_url: str, tmp_path: Path
+) -> None:
+    lease = 1.5
+    with Store.open(store_url) as store:
+        tasks(store.create_graph("g", leaf_repair=False), 6, width=6)
+    log = tmp_path / "exec.log"
+    proc = start_worker(store_url, log, sleep_s=60, lease_s=lease, concurrency=3)
+    wait_for_lines(log, 3, proc)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert time.monotonic() - sent < lease + 10  # it waited about one lease, not for the executors
+    assert "given back 3" in err and "executed 0" in err
+    with Store.open(store_url) as store:
+        nodes = store.load("g").nodes()
+    assert Counter(n["state"] for n in nodes) == {"pending": 6}
+    assert all("attempt" not in n["metadata"] and "claimed_by" not in n["metadata"] for n in nodes)
+    # Nothing lost: another worker runs all six.
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "chainwarden",
+            "worker",
+            store_url,
+            "--executors",
+            "pool_executors:EXECUTORS",
+            "--concurrency",
+            "6",
+            "--lease-s",
+            "10",
+            "--poll-s",
+            "0.1",
+            "--until-idle",
+        ],
+        env=worker_env(log),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    with Store.open(store_url) as store:
+        assert [n["state"] for n in store.load("g").nodes()] == ["finished"] * 6
