@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import re
 import select
+import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from chainwarden._sql.dsn import masked
+from chainwarden._sql.faults import Fault, classify
 
 #: A statement parameter as libpq takes it: text bytes (or None for NULL).
 Param = bytes | None
@@ -35,44 +38,126 @@ def psycopg_modules(what: str) -> tuple[Any, Any]:
 
 
 class Unreachable(Exception):
-    """The pool could not open a first connection; the message is libpq's reason (never a password)."""
+    """No connection could be made; the message names the server (password masked) and libpq's reason."""
 
 
-def open_pool(
-    dsn: str,
-    *,
-    name: str,
-    max_size: int,
-    connect_timeout_s: float,
-    what: str,
-    configure: Callable[[Any], None] | None = None,
-) -> Any:
-    """A `psycopg_pool.ConnectionPool` of autocommit connections to `dsn`, opened (one connection made), or
-    `Unreachable` naming the server (password masked) and libpq's reason."""
-    psycopg, psycopg_pool = psycopg_modules(what)
-    timeout = max(1, round(connect_timeout_s))  # libpq's connect_timeout is whole seconds
-    pool = psycopg_pool.ConnectionPool(
-        dsn,
-        min_size=1,
-        max_size=max_size,
-        kwargs={"autocommit": True, "connect_timeout": timeout},
-        open=False,
-        name=name,
-        configure=configure,
-        # The pool keeps trying to reconnect in the background for as long as its store lives.
-        reconnect_timeout=365 * 86_400.0,
-    )
-    try:
-        pool.open(wait=True, timeout=float(connect_timeout_s))
-    except psycopg_pool.PoolTimeout:
-        pool.close()
-        reason = "no connection within the timeout"
-        try:  # the pool hides libpq's reason: one direct attempt tells it
-            psycopg.connect(dsn, connect_timeout=timeout).close()
-        except psycopg.Error as exc:
-            reason = str(exc).strip()
-        raise Unreachable(f"cannot connect to {masked(dsn)}: {reason}") from None
-    return pool
+class Pool:
+    """A `psycopg_pool.ConnectionPool` of autocommit connections that recovers at once when its server is
+    back. psycopg_pool waits longer and longer between reconnection attempts (1 s, 2 s, 4 s, ...), so after
+    an outage it may keep callers waiting long after the server is up; here a caller that saw a connection
+    fail (or found none) first probes the server with one direct connection: refused, it fails fast with
+    `Unreachable`; answered, a fresh pool replaces the old one."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        name: str,
+        max_size: int,
+        connect_timeout_s: float,
+        what: str,
+        configure: Callable[[Any], None] | None = None,
+    ) -> None:
+        self._psycopg, self._psycopg_pool = psycopg_modules(what)
+        self._dsn = dsn
+        self._name = name
+        self._max_size = max_size
+        self._connect_timeout_s = connect_timeout_s
+        self._configure = configure
+        self._lock = threading.Lock()
+        self._suspect = False
+        self._closed = False
+        self._pool = self._open()
+
+    @property
+    def where(self) -> str:
+        return masked(self._dsn)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _open(self) -> Any:
+        timeout = max(1, round(self._connect_timeout_s))  # libpq's connect_timeout is whole seconds
+        pool = self._psycopg_pool.ConnectionPool(
+            self._dsn,
+            min_size=1,
+            max_size=self._max_size,
+            kwargs={"autocommit": True, "connect_timeout": timeout},
+            open=False,
+            name=self._name,
+            configure=self._configure,
+            # The pool keeps trying to reconnect in the background for as long as its store lives.
+            reconnect_timeout=365 * 86_400.0,
+        )
+        try:
+            pool.open(wait=True, timeout=float(self._connect_timeout_s))
+        except self._psycopg_pool.PoolTimeout:
+            pool.close()
+            self._probe()  # the pool hides libpq's reason: one direct attempt tells it
+            raise Unreachable(f"cannot connect to {self.where}: no connection within the timeout") from None
+        return pool
+
+    def _probe(self) -> None:
+        """One direct connection: raises `Unreachable` with libpq's reason when the server does not answer."""
+        timeout = max(1, round(self._connect_timeout_s))
+        try:
+            self._psycopg.connect(self._dsn, connect_timeout=timeout).close()
+        except self._psycopg.Error as exc:
+            raise Unreachable(f"cannot connect to {self.where}: {str(exc).strip()}") from None
+
+    def lost(self) -> None:
+        """A caller saw a connection of this pool fail: the next caller probes the server first."""
+        self._suspect = True
+
+    def _recover(self) -> None:
+        with self._lock:
+            if not self._suspect or self._closed:
+                return
+            self._probe()
+            old, self._pool = self._pool, self._open()
+            self._suspect = False
+        # Connections handed out by the old pool are closed when they come back.
+        old.close(timeout=0)
+
+    def getconn(self, timeout: float) -> Any:
+        """A connection, waiting at most `timeout` seconds; `Unreachable` when the server does not answer."""
+        if self._closed:
+            raise Unreachable(f"the connection pool of {self.where} is closed")
+        if self._suspect:
+            self._recover()
+        try:
+            return self._pool.getconn(timeout=max(timeout, 0.001))
+        except self._psycopg_pool.PoolTimeout:
+            self._suspect = True
+            self._recover()  # raises Unreachable when the server is away
+            return self._pool.getconn(timeout=max(timeout, 0.001))
+
+    def putconn(self, conn: Any) -> None:
+        if conn.closed or conn.broken:
+            self._suspect = True
+        pool = self._pool
+        try:
+            pool.putconn(conn)
+        except (ValueError, self._psycopg_pool.PoolClosed):  # from a pool replaced since, or closed
+            conn.close()
+
+    @contextmanager
+    def connection(self, timeout: float) -> Iterator[Any]:
+        """A pooled connection for the block; a connection fault inside it makes the next caller probe."""
+        conn = self.getconn(timeout)
+        try:
+            yield conn
+        except Exception as exc:
+            if classify(exc) in (Fault.CONNECTION, Fault.AMBIGUOUS) or conn.closed:
+                self._suspect = True
+            raise
+        finally:
+            self.putconn(conn)
+
+    def close(self) -> None:
+        self._closed = True
+        self._pool.close()
 
 
 @dataclass(frozen=True, slots=True)

@@ -126,7 +126,7 @@ def test_a_lost_commit_is_found_by_its_change_id_after_the_graph_moved_on() -> N
 
 
 def raw(store: Store, statement: str) -> list[tuple[object, ...]]:
-    conn = store._backend._pool.getconn()
+    conn = store._backend._pool.getconn(10)
     try:
         return conn.execute(statement).fetchall()
     finally:

@@ -19,7 +19,7 @@ from typing import Any
 
 from chainwarden._sql import Fault, classify, ensure
 from chainwarden._sql.dsn import masked
-from chainwarden._sql.pg import Param, Statement, Unreachable, open_pool, psycopg_modules, round_trip, text
+from chainwarden._sql.pg import Param, Pool, Statement, Unreachable, psycopg_modules, round_trip, text
 from chainwarden.dag.store.backend import (
     Backend,
     GraphWork,
@@ -136,10 +136,10 @@ def _float(value: float | None) -> Param:
 class PostgresBackend(Backend):
     def __init__(self, target: str, *, retry_timeout_s: float, pool_size: int) -> None:
         super().__init__(target, retry_timeout_s=retry_timeout_s, pool_size=pool_size)
-        self._psycopg, self._psycopg_pool = psycopg_modules("PostgreSQL stores")
+        self._psycopg, _ = psycopg_modules("PostgreSQL stores")
         self._where = masked(target)
         try:
-            self._pool = open_pool(
+            self._pool = Pool(
                 target,
                 name="chainwarden-dag",
                 max_size=pool_size,
@@ -150,7 +150,7 @@ class PostgresBackend(Backend):
         except Unreachable as exc:
             raise StoreConnectionError(f"cannot connect to the PostgreSQL store: {exc}") from None
         try:
-            with self._pool.connection() as conn:
+            with self._pool.connection(CONNECT_TIMEOUT_S) as conn:
                 ensure(conn, SCHEMA, too_new=_too_new)
         except self._psycopg.Error as exc:
             self._pool.close()
@@ -169,15 +169,12 @@ class PostgresBackend(Backend):
         if self._pool.closed:
             raise StoreError("the store is closed")
         try:
-            return self._pool.getconn(timeout=CONNECT_TIMEOUT_S)
-        except self._psycopg_pool.PoolTimeout as exc:
-            raise StoreConnectionError(f"PostgreSQL store {self._where}: no connection: {exc}") from exc
+            return self._pool.getconn(CONNECT_TIMEOUT_S)
+        except Unreachable as exc:
+            raise StoreConnectionError(f"PostgreSQL store: {exc}") from None
 
     def _put(self, conn: Any) -> None:
-        if not self._pool.closed:
-            self._pool.putconn(conn)
-        else:
-            conn.close()
+        self._pool.putconn(conn)
 
     def _failed(self, exc: BaseException) -> StoreError:
         """A driver error before anything could land (nothing was committed)."""
@@ -357,7 +354,7 @@ class PostgresBackend(Backend):
         args = {"g": tx.graph_id.encode(), "v": text(tx.version + 1), "c": tx.change_id.encode()}
         while True:
             try:
-                conn = self._pool.getconn(timeout=max(deadline - time.monotonic(), 0.001))
+                conn = self._pool.getconn(max(deadline - time.monotonic(), 0.001))
                 try:
                     res = round_trip(
                         conn,
@@ -372,7 +369,7 @@ class PostgresBackend(Backend):
                 finally:
                     self._put(conn)
                 return int(res[3].get_value(0, 0)) == 1
-            except (self._psycopg.Error, self._psycopg_pool.PoolTimeout) as exc:
+            except (self._psycopg.Error, Unreachable) as exc:
                 if time.monotonic() + backoff >= deadline:
                     raise StoreCommitUnknownError(
                         f"lost the connection to the PostgreSQL store {self._where} while committing change "
