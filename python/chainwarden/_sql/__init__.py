@@ -4,7 +4,7 @@ for SQLite files), one parameter style (`%s`), schema versions in one table, and
 transient, ambiguous or permanent. Internal: the stores' public errors stay their own."""
 
 from chainwarden._sql.dsn import MASK, masked
-from chainwarden._sql.faults import Fault, classify
+from chainwarden._sql.faults import Fault, Unreachable, classify
 from chainwarden._sql.params import qmark
 from chainwarden._sql.schema import Schema, columns, ensure, table_exists
 
@@ -12,6 +12,7 @@ __all__ = [
     "MASK",
     "Fault",
     "Schema",
+    "Unreachable",
     "classify",
     "columns",
     "ensure",

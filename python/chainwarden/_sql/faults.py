@@ -24,6 +24,11 @@ _LOCK_SQLSTATES = frozenset({"40001", "40P01", "55P03"})
 _SQLITE_BUSY = (5, 6)
 
 
+class Unreachable(Exception):
+    """No connection could be made; the message names the server (password masked) and the driver's
+    reason. Nothing was sent."""
+
+
 class Fault(Enum):
     LOCK = "lock"
     CONNECTION = "connection"
@@ -41,6 +46,8 @@ def classify(error: BaseException, *, committing: bool = False) -> Fault:
     whether a COMMIT had been sent on that connection when it broke."""
     if isinstance(error, sqlite3.Error):
         return _sqlite(error)
+    if isinstance(error, Unreachable):
+        return Fault.CONNECTION
     module = type(error).__module__
     if module.startswith("psycopg_pool"):
         # PoolTimeout / TooManyRequests: no connection was ever handed out, nothing was sent.

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chainwarden._sql.dsn import masked
-from chainwarden._sql.faults import Fault, classify
+from chainwarden._sql.faults import Fault, Unreachable, classify
 
 #: A statement parameter as libpq takes it: text bytes (or None for NULL).
 Param = bytes | None
@@ -35,10 +35,6 @@ def psycopg_modules(what: str) -> tuple[Any, Any]:
             f"{what} needs psycopg and psycopg_pool: pip install 'chainwarden[postgres]'"
         ) from exc
     return psycopg, psycopg_pool
-
-
-class Unreachable(Exception):
-    """No connection could be made; the message names the server (password masked) and libpq's reason."""
 
 
 class Pool:
@@ -120,10 +116,12 @@ class Pool:
         # Connections handed out by the old pool are closed when they come back.
         old.close(timeout=0)
 
-    def getconn(self, timeout: float) -> Any:
+    def getconn(self, timeout: float | None = None) -> Any:
         """A connection, waiting at most `timeout` seconds; `Unreachable` when the server does not answer."""
         if self._closed:
             raise Unreachable(f"the connection pool of {self.where} is closed")
+        if timeout is None:
+            timeout = self._connect_timeout_s
         if self._suspect:
             self._recover()
         try:
@@ -143,7 +141,7 @@ class Pool:
             conn.close()
 
     @contextmanager
-    def connection(self, timeout: float) -> Iterator[Any]:
+    def connection(self, timeout: float | None = None) -> Iterator[Any]:
         """A pooled connection for the block; a connection fault inside it makes the next caller probe."""
         conn = self.getconn(timeout)
         try:

@@ -1,16 +1,16 @@
 """Schema versions, kept for every store in one table, `chainwarden_schema` (one row per component).
 
 A component's schema is a list of steps; step `i` brings version `i` to `i + 1`, so a fresh database runs
-every step and an older one the steps it lacks, in one transaction under a lock (PostgreSQL: an advisory lock
-per component; SQLite: the file's write lock). A database at the current version is recognised by one read,
-without taking any lock. A database newer than this chainwarden is refused, never written to.
+every step and an older one the steps it lacks, in one transaction under a lock (PostgreSQL: one advisory
+lock shared by every component; SQLite: the file's write lock). A database at the current version is
+recognised by one read, without taking any lock. A database newer than this chainwarden is refused, never
+written to.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,8 +27,9 @@ _WRITE = (
     f"INSERT INTO {_TABLE} (component, version) VALUES (%s, %s) "
     "ON CONFLICT (component) DO UPDATE SET version = excluded.version"
 )
-#: The advisory-lock class of schema changes (the key is the component's CRC-32): "cwsc".
-_LOCK_CLASS = 0x63777363
+#: The advisory lock every schema change takes ("cwsc"): one for all components, since they share the
+#: versions table and PostgreSQL's CREATE TABLE IF NOT EXISTS races between sessions.
+_LOCK = 0x63777363
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def ensure(conn: Any, schema: Schema, *, too_new: Callable[[int], Exception]) ->
     cur.execute("BEGIN IMMEDIATE" if sqlite else "BEGIN")
     try:
         if not sqlite:
-            cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", (_LOCK_CLASS, _crc(schema.component)))
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
         cur.execute(_CREATE)
         cur.execute(_sql(_READ, sqlite), (schema.component,))
         row = cur.fetchone()
@@ -132,11 +133,6 @@ def _current(conn: Any, component: str, sqlite: bool) -> int | None:
 
 def _sql(statement: str, sqlite: bool) -> str:
     return qmark(statement) if sqlite else statement
-
-
-def _crc(component: str) -> int:
-    value = zlib.crc32(component.encode())
-    return value - (1 << 32) if value >= 1 << 31 else value
 
 
 def _rollback(cur: Any) -> None:

@@ -4,7 +4,7 @@ level the store's promise needs), with errors that name the file."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from chainwarden._sql.params import qmark
@@ -22,11 +22,14 @@ def connect(
     timeout_s: float,
     synchronous: Literal["FULL", "NORMAL"] = "FULL",
     wal: bool = True,
-) -> sqlite3.Connection:
+) -> Connection:
     """A connection to `path` in autocommit mode (every transaction is an explicit BEGIN), usable from any
-    thread (callers serialise their use), in WAL mode unless in memory, synced as `synchronous` says."""
+    thread (callers serialise their use), in WAL mode unless in memory, synced as `synchronous` says; its
+    statements take `%s` markers."""
     try:
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=timeout_s)
+        conn = sqlite3.connect(
+            path, isolation_level=None, check_same_thread=False, timeout=timeout_s, factory=Connection
+        )
     except sqlite3.Error as exc:
         raise CannotOpen(f"cannot open SQLite file {path!r}: {exc}") from exc
     try:
@@ -41,26 +44,26 @@ def connect(
     return conn
 
 
-class Cursor:
+class Cursor(sqlite3.Cursor):
     """A sqlite3 cursor that takes statements in the one parameter style (`%s`)."""
 
-    __slots__ = ("raw",)
+    def execute(self, sql: str, parameters: Any = (), /) -> Cursor:
+        return super().execute(qmark(sql), parameters)
 
-    def __init__(self, raw: sqlite3.Cursor) -> None:
-        self.raw = raw
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> Cursor:
+        return super().executemany(qmark(sql), parameters)
 
-    def execute(self, statement: str, args: Sequence[Any] = ()) -> None:
-        self.raw.execute(qmark(statement), args)
 
-    def executemany(self, statement: str, rows: Iterable[Sequence[Any]]) -> None:
-        self.raw.executemany(qmark(statement), rows)
+class Connection(sqlite3.Connection):
+    """A sqlite3 connection whose statements (and cursors') take the one parameter style (`%s`)."""
 
-    def fetchone(self) -> Any:
-        return self.raw.fetchone()
+    def cursor(self, factory: Any = Cursor) -> Any:
+        return super().cursor(factory)
 
-    def fetchall(self) -> list[Any]:
-        return self.raw.fetchall()
+    def execute(self, sql: str, parameters: Any = (), /) -> Cursor:
+        cursor: Cursor = self.cursor()
+        return cursor.execute(sql, parameters)
 
-    @property
-    def rowcount(self) -> int:
-        return self.raw.rowcount
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> Cursor:
+        cursor: Cursor = self.cursor()
+        return cursor.executemany(sql, parameters)

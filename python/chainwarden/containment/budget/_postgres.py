@@ -14,8 +14,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, Final
 
-from chainwarden._sql import Schema, columns, ensure, masked, table_exists
-from chainwarden._sql.pg import Param, Pool, Statement, Unreachable, psycopg_modules, round_trip
+from chainwarden._sql import Schema, Unreachable, columns, ensure, masked, table_exists
+from chainwarden._sql.pg import Param, Pool, Statement, psycopg_modules, round_trip
 from chainwarden.containment.budget._protocol import (
     DEFAULT_RESERVATION_TTL_S,
     EPSILON,

@@ -17,9 +17,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from chainwarden._sql import Fault, classify, ensure
+from chainwarden._sql import Fault, Unreachable, classify, ensure
 from chainwarden._sql.dsn import masked
-from chainwarden._sql.pg import Param, Pool, Statement, Unreachable, psycopg_modules, round_trip, text
+from chainwarden._sql.pg import Param, Pool, Statement, psycopg_modules, round_trip, text
 from chainwarden.dag.store.backend import (
     Backend,
     GraphWork,

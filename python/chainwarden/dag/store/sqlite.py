@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from chainwarden._sql import Fault, classify, ensure
-from chainwarden._sql.sqlite import MEMORY, CannotOpen, Cursor, connect
+from chainwarden._sql.sqlite import MEMORY, CannotOpen, Connection, Cursor, connect
 from chainwarden.dag.store.backend import (
     Backend,
     GraphWork,
@@ -56,12 +56,12 @@ class SqliteBackend(Backend):
     def __init__(self, target: str, *, retry_timeout_s: float, pool_size: int) -> None:
         super().__init__(target, retry_timeout_s=retry_timeout_s, pool_size=pool_size)
         self._lock = threading.RLock()
-        self._conn: sqlite3.Connection | None = None
+        self._conn: Connection | None = None
         self._closed = False
         with self._lock:
             self._connection()
 
-    def _connection(self) -> sqlite3.Connection:
+    def _connection(self) -> Connection:
         if self._closed:
             raise StoreError("the store is closed")
         if self._conn is None:
@@ -95,7 +95,7 @@ class SqliteBackend(Backend):
             conn = self._connection()
             try:
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-                cur = Cursor(conn.cursor())
+                cur = conn.cursor()
             except sqlite3.Error as exc:
                 raise self._error(exc) from exc
             try:
