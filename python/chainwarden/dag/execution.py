@@ -155,29 +155,55 @@ class Applied:
     repaired: list[str]
 
 
+Claims = tuple[list[str], list[str], list[str]]
+_NO_CLAIMS: Claims = ([], [], [])
+
+
 def apply(graph: Graph, node_id: str, result: ExecutionResult, worker_id: str | None) -> Applied | None:
     """Applies `result` to `node_id` (refused, and None returned, when `worker_id` lost its lease: another
     worker's result counts). A result the engine cannot take (say non-JSON output) errors the node instead,
     so it never stays `running`."""
 
-    def send(outcome: str, **payload: Any) -> tuple[bool, list[str], list[str]]:
+    def send(outcome: str, payload: dict[str, Any]) -> tuple[tuple[bool, list[str], list[str]], Claims]:
         if worker_id is None:
-            return graph.apply_result(node_id, outcome, **payload)
-        return graph.apply_result(node_id, outcome, worker_id=worker_id, **payload)
+            return graph.apply_result(node_id, outcome, **payload), _NO_CLAIMS
+        return graph.apply_result(node_id, outcome, worker_id=worker_id, **payload), _NO_CLAIMS
 
+    return _apply(node_id, result, worker_id, send)[0]
+
+
+def complete(
+    graph: Graph, node_id: str, result: ExecutionResult, worker_id: str, *, refill: int, lease_s: float
+) -> tuple[Applied | None, Claims]:
+    """`apply`, then claim up to `refill` more nodes with a lease in the same step (one committed change on a
+    stored graph): a pooled worker refills the slot it frees. Returns what was applied and the claim's
+    (reclaimed, skipped, claimed); nothing is claimed when the lease was lost."""
+
+    def send(outcome: str, payload: dict[str, Any]) -> tuple[tuple[bool, list[str], list[str]], Claims]:
+        return graph._complete(node_id, outcome, payload, worker_id, refill=refill, lease_s=lease_s)
+
+    return _apply(node_id, result, worker_id, send)
+
+
+def _apply(
+    node_id: str,
+    result: ExecutionResult,
+    worker_id: str | None,
+    send: Callable[[str, dict[str, Any]], tuple[tuple[bool, list[str], list[str]], Claims]],
+) -> tuple[Applied | None, Claims]:
+    payload: dict[str, Any] = {
+        "message": result.message,
+        "content": result.content,
+        "output": result.output,
+        "metadata": result.metadata,
+    }
     try:
-        changed, skipped, repaired = send(
-            result.outcome,
-            message=result.message,
-            content=result.content,
-            output=result.output,
-            metadata=result.metadata,
-        )
+        (changed, skipped, repaired), claims = send(result.outcome, payload)
     except DagError as err:
         if err.code == LEASE_LOST:
             _log.warning("worker %s lost the lease on node %s; its result is dropped", worker_id, node_id)
-            return None
+            return None, _NO_CLAIMS
         result = ExecutionResult.errored(f"invalid_execution_result: {err}")
-        changed, skipped, repaired = send("errored", message=result.message)
+        (changed, skipped, repaired), claims = send("errored", {"message": result.message})
     state = "errored" if result.outcome == "skipped" else result.outcome
-    return Applied(changed, state, skipped, repaired)
+    return Applied(changed, state, skipped, repaired), claims

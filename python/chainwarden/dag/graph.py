@@ -198,6 +198,26 @@ class Graph:
             skipped = Graph.propagate_failures(self)
             return reclaimed, skipped, Graph.claim(self, limit, worker_id=worker_id, lease_s=lease_s)
 
+    def _complete(
+        self,
+        node_id: str,
+        outcome: str,
+        payload: JSONDict,
+        worker_id: str,
+        *,
+        refill: int,
+        lease_s: float,
+        max_attempts: int | None = None,
+    ) -> tuple[tuple[bool, list[str], list[str]], tuple[list[str], list[str], list[str]]]:
+        """A pooled worker's completion (docs/dag.md "Workers"): apply the result of `node_id` as
+        `apply_result` does (refused, changing nothing, when the lease was lost), then claim up to `refill`
+        more with a lease as `_claim_leased` does. A stored graph does both in one change."""
+        with self._lock:
+            applied = Graph.apply_result(self, node_id, outcome, worker_id=worker_id, **payload)
+            if refill <= 0:
+                return applied, ([], [], [])
+            return applied, Graph._claim_leased(self, refill, worker_id, lease_s, max_attempts)
+
     def _work(self) -> tuple[int, int, float | None]:
         """(claimable nodes, running nodes, earliest lease end): what a store keeps on the graph's row."""
         with self._lock:

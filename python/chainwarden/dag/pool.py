@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import queue
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -26,7 +27,7 @@ from typing import Any
 
 from chainwarden.dag.containment import WrapOptionsFactory
 from chainwarden.dag.errors import DagError, invalid_argument
-from chainwarden.dag.execution import Context, Executor, Executors, Node, apply
+from chainwarden.dag.execution import Context, Executor, Executors, Node, complete
 from chainwarden.dag.heartbeat import Heartbeat
 from chainwarden.dag.result import ExecutionResult
 from chainwarden.dag.runner import default_worker_id
@@ -136,6 +137,8 @@ class WorkerPool:
         self._outcomes: dict[str, int] = {}
         self._by_graph: dict[str, int] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        # Sync executions wait here for one of `concurrency` threads (kept for the whole run).
+        self._slots: queue.SimpleQueue[tuple[StoredGraph, Node, Context] | None] = queue.SimpleQueue()
         self._heartbeat = Heartbeat(self.worker_id, self.lease_s, on_lost=self._lost)
 
     # ---- public ----
@@ -178,6 +181,7 @@ class WorkerPool:
             "all" if self.graph_ids is None else list(self.graph_ids),
         )
         done = threading.Event()
+        self._open_slots()
         listener = self._store._listen()
         listening = None
         if listener is not None:
@@ -199,6 +203,7 @@ class WorkerPool:
         finally:
             done.set()
             self._shutdown()
+            self._close_slots()
             if listening is not None:
                 listening.join(timeout=2 * self.poll_s + 1)
             listener is not None and listener.close()
@@ -307,15 +312,26 @@ class WorkerPool:
             return
         with self._mutex:
             self._inflight[key] = None
-        threading.Thread(
-            target=self._run_sync,
-            args=(graph, node, context),
-            name=f"chainwarden-exec-{node_id}",
-            daemon=True,  # an executor that never returns must not keep the process from exiting
-        ).start()
+        self._slots.put((graph, node, context))
 
-    def _run_sync(self, graph: StoredGraph, node: Node, context: Context) -> None:
-        self._finish(graph, node["node_id"], self._executors.execute(node, context))
+    def _serve_slot(self) -> None:
+        """One execution slot's thread: runs sync executions until told to stop (None)."""
+        while (job := self._slots.get()) is not None:
+            graph, node, context = job
+            self._finish(graph, node["node_id"], self._executors.execute(node, context))
+
+    def _open_slots(self) -> None:
+        for i in range(self.concurrency):
+            threading.Thread(
+                target=self._serve_slot,
+                name=f"chainwarden-exec-{self.worker_id}-{i}",
+                daemon=True,  # an executor that never returns must not keep the process from exiting
+            ).start()
+
+    def _close_slots(self) -> None:
+        # Each thread stops once it is idle; one still inside a stuck executor stops when (if) it returns.
+        for _ in range(self.concurrency):
+            self._slots.put(None)
 
     async def _arun(self, graph: StoredGraph, node: Node, context: Context) -> None:
         try:
@@ -339,13 +355,22 @@ class WorkerPool:
         return self._loop
 
     def _finish(self, graph: StoredGraph, node_id: str, result: ExecutionResult) -> None:
-        """Applies a result (its lease renewed until then); a result that cannot be applied leaves the node
-        to run again elsewhere once its lease runs out."""
+        """Applies a result (its lease renewed until then) and, in the same change, claims a node to run in
+        the slot it frees. A result that cannot be applied leaves the node to run again elsewhere once its
+        lease runs out."""
         key = (graph.graph_id, node_id)
         with self._mutex:
             self._applying.add(key)
+        claimed: list[str] = []
         try:
-            applied = apply(graph, node_id, result, self.worker_id)
+            applied, (reclaimed, _, claimed) = complete(
+                graph,
+                node_id,
+                result,
+                self.worker_id,
+                refill=0 if self._stop_requested else 1,
+                lease_s=self.lease_s,
+            )
         except Exception as exc:  # the pool goes on; the lease runs out and the node reruns
             self._count("errors")
             _log.warning(
@@ -355,7 +380,6 @@ class WorkerPool:
                 graph.graph_id,
                 exc,
             )
-            applied = None
         else:
             with self._mutex:
                 if applied is None:
@@ -364,12 +388,20 @@ class WorkerPool:
                     self._counts["executed"] = self._counts.get("executed", 0) + 1
                     self._outcomes[applied.state] = self._outcomes.get(applied.state, 0) + 1
                     self._by_graph[graph.graph_id] = self._by_graph.get(graph.graph_id, 0) + 1
+                if reclaimed:
+                    self._counts["reclaimed"] = self._counts.get("reclaimed", 0) + len(reclaimed)
+            if claimed:
+                # Started before this node leaves the in-flight set: the main loop never counts its slot free.
+                self._heartbeat.hold(graph, claimed)
+                for next_id in claimed:
+                    self._start(graph, next_id)
         finally:
             self._heartbeat.release(graph, node_id)
             with self._mutex:
                 self._applying.discard(key)
                 self._inflight.pop(key, None)
-            self._wake.set()
+            if not claimed:
+                self._wake.set()  # a slot is free: the main loop looks for work on every graph
 
     def _lost(self, graph: Any, node_ids: list[str]) -> None:
         with self._mutex:

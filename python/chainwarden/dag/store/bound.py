@@ -284,6 +284,24 @@ class StoredGraph(Graph):
             lambda: super(StoredGraph, self)._claim_leased(limit, worker_id, lease_s, attempts)
         )
 
+    def _complete(
+        self,
+        node_id: str,
+        outcome: str,
+        payload: JSONDict,
+        worker_id: str,
+        *,
+        refill: int,
+        lease_s: float,
+        max_attempts: int | None = None,
+    ) -> tuple[tuple[bool, list[str], list[str]], tuple[list[str], list[str], list[str]]]:
+        attempts = self._store.max_attempts if max_attempts is None else max_attempts
+        return self._change(
+            lambda: super(StoredGraph, self)._complete(
+                node_id, outcome, payload, worker_id, refill=refill, lease_s=lease_s, max_attempts=attempts
+            )
+        )
+
     def propagate_failures(self) -> list[str]:
         return self._change(lambda: super(StoredGraph, self).propagate_failures())
 
