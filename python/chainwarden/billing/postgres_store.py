@@ -245,7 +245,9 @@ class PostgresLedger(Ledger):
         return value  # type: ignore[no-any-return]
 
     def _encode_decimal(self, value: Decimal | None) -> Any:
-        return value
+        # Its exact text: the server reads it as the numeric column it goes into, and a batch's JSON document
+        # takes it as is (no encoder callback per row).
+        return None if value is None else str(value)
 
     def _decode_decimal(self, value: Any) -> Decimal | None:
         return value  # type: ignore[no-any-return]
