@@ -4,7 +4,9 @@ from typing import TYPE_CHECKING, Any
 
 from chainwarden.runtime.ai_runtime import AiRuntime, Run
 from chainwarden.runtime.anthropic_executor import AnthropicExecutor, AnthropicTool
+from chainwarden.runtime.attach import Attachment
 from chainwarden.runtime.containment_port import Containment, LlmCallGuard, RunLimits
+from chainwarden.runtime.credits import CreditPolicy
 from chainwarden.runtime.events import (
     AiEvent,
     AssistantFinal,
@@ -43,7 +45,9 @@ __all__ = [
     "AnthropicExecutor",
     "AnthropicTool",
     "AssistantFinal",
+    "Attachment",
     "Containment",
+    "CreditPolicy",
     "Done",
     "Error",
     "ErrorCode",

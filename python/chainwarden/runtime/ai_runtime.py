@@ -23,11 +23,13 @@ from chainwarden.billing import (
 )
 from chainwarden.billing.delivery import BillingDelivery
 from chainwarden.billing.facts import check_run_id, check_text
+from chainwarden.billing.holds import CreditHolds
 from chainwarden.billing.outbox import Outbox, default_outbox_path
 from chainwarden.billing.records import RUN_STATUSES
 from chainwarden.billing.run_store import CHANNEL, RunStore
 from chainwarden.runtime.attach import Attachment, RunWaker
 from chainwarden.runtime.billing_sink import BillingSink
+from chainwarden.runtime.credits import CURRENT, CreditPolicy, RunCredits, admitted
 from chainwarden.runtime.events import AiEvent, Done, Error
 from chainwarden.runtime.inproc import new_run_id
 from chainwarden.runtime.once import Once
@@ -49,6 +51,12 @@ async def _failed_stream() -> AsyncIterator[AiEvent]:
     yield Done()
 
 
+def _resolved(final: object) -> bool:
+    """Whether an executor's final has resolved already (one that cannot tell is not waited for)."""
+    done = getattr(final, "done", None)
+    return bool(done()) if callable(done) else False
+
+
 class Run:
     """One started run: UI subscriptions, its final result, its billing and cancellation."""
 
@@ -62,6 +70,7 @@ class Run:
         ui_buffer: int,
         recorder: RunRecorder,
         on_end: Callable[[Run], None] | None = None,
+        credits: RunCredits | None = None,
     ) -> None:
         assert req.run_id is not None
         self.run_id: str = req.run_id
@@ -72,6 +81,7 @@ class Run:
         self._sink = sink
         self._strict = strict
         self._on_end = on_end
+        self._credits = credits
         self._final: Once[GraphFinal] = Once()
         self._relay = RunEventRelay(
             result.stream if result is not None else _failed_stream(),
@@ -164,7 +174,14 @@ class Run:
             await self._recorder.started()
             await relay.wait()
         finally:
-            finish_reason, content = "stop", relay.content
+            finish_reason, content, stop_reason = "stop", relay.content, None
+            upstream_final = None if self._result is None else self._result.final
+            if relay.error is not None and not relay.aborted and _resolved(upstream_final):
+                # A run its executor ended with an Error: why containment refused, when it says.
+                try:
+                    stop_reason = (await upstream_final).stop_reason  # type: ignore[misc]
+                except Exception:
+                    logger.exception("run %s: the executor's final failed", self.run_id)
             if relay.error is None and not relay.aborted and self._result is not None:
                 # The executor's final adds what the stream does not carry (finish reason); a broken one
                 # must not break ours.
@@ -196,7 +213,10 @@ class Run:
                 finish_reason=finish_reason if ok else "error",
                 error=error,
                 content=content,
+                stop_reason=stop_reason,
             )
+            if self._credits is not None:
+                await asyncio.to_thread(self._credits.end, billed=not unsettled)
             try:
                 # Before the final resolves, so whoever awaited it finds the run's record and log complete.
                 await self._recorder.ended(final)
@@ -219,6 +239,7 @@ class AiRuntime:
         ui_buffer: int = DEFAULT_UI_BUFFER,
         outbox: str | os.PathLike[str] | Outbox | None = None,
         run_lease_s: float = DEFAULT_RUN_LEASE_S,
+        credit_policy: CreditPolicy | None = None,
     ) -> None:
         if not isinstance(executors, Mapping):
             raise TypeError(f"executors must be a mapping, got {type(executors).__name__}")
@@ -237,6 +258,10 @@ class AiRuntime:
             raise TypeError(f"run_lease_s must be a number, got {type(run_lease_s).__name__}")
         if not math.isfinite(run_lease_s) or not 0.1 <= run_lease_s <= 86_400:
             raise ValueError(f"run_lease_s must be between 0.1 and 86400 seconds, got {run_lease_s!r}")
+        if credit_policy is not None and not isinstance(credit_policy, CreditPolicy):
+            raise TypeError(
+                f"credit_policy must be a CreditPolicy or None, got {type(credit_policy).__name__}"
+            )
         if outbox is not None and not isinstance(outbox, str | os.PathLike | Outbox):
             raise TypeError(f"outbox must be a path, an Outbox or None, got {type(outbox).__name__}")
         if outbox is None:
@@ -259,6 +284,8 @@ class AiRuntime:
         self._leases.sweep_soon()
         self._waker = RunWaker(lambda: ledger._listener(CHANNEL))
         self._live: dict[str, Run] = {}
+        self._credit_policy = credit_policy
+        self._holds = CreditHolds(ledger) if credit_policy is not None else None
 
     def run_graph(self, req: GraphRunRequest) -> Run:
         """Starts the run now (call from inside a running event loop); never raises for an unknown graph."""
@@ -283,14 +310,22 @@ class AiRuntime:
             )
         run_id = req.run_id
         assert run_id is not None
+        credits = self._credits_of(req)
         sink = BillingSink(
-            self._delivery, self._pricing, run_id=run_id, ingress_request_id=req.ingress_request_id
+            self._delivery,
+            self._pricing,
+            run_id=run_id,
+            ingress_request_id=req.ingress_request_id,
+            on_charged=None if credits is None else credits.charged,
         )
         result: GraphRunResult | None = None
         provider, sep, name = req.graph_id.partition(":")
         executor = self._executors.get(provider) if sep and name else None
         if executor is None:
             logger.error("run %s: no executor for graph id %r", run_id, req.graph_id)
+        elif credits is not None:
+            # Admitted only with credits above the minimum, before the executor starts.
+            result = admitted(executor, req, credits)
         else:
             try:
                 result = executor.run_graph(req)
@@ -305,17 +340,38 @@ class AiRuntime:
             lease_s=self._lease_s,
             pricing=self._pricing,
         )
-        run = Run(
-            req,
-            result,
-            sink,
-            strict=self._strict,
-            ui_buffer=self._ui_buffer,
-            recorder=recorder,
-            on_end=self._ended,
-        )
+        # The run's tasks (its pump, and whatever the executor starts from it) see its credit holds.
+        token = CURRENT.set(credits if credits is not None and self._holds_estimates() else None)
+        try:
+            run = Run(
+                req,
+                result,
+                sink,
+                strict=self._strict,
+                ui_buffer=self._ui_buffer,
+                recorder=recorder,
+                on_end=self._ended,
+                credits=credits,
+            )
+        finally:
+            CURRENT.reset(token)
         self._live[run_id] = run
         return run
+
+    def _holds_estimates(self) -> bool:
+        return self._credit_policy is not None and self._credit_policy.hold_estimates
+
+    def _credits_of(self, req: GraphRunRequest) -> RunCredits | None:
+        if self._credit_policy is None or self._holds is None:
+            return None
+        return RunCredits(
+            self._holds,
+            self._credit_policy,
+            self._pricing,
+            req,
+            owner=self._leases.owner,
+            ttl_s=self._lease_s,
+        )
 
     def _ended(self, run: Run) -> None:
         self._leases.release()
