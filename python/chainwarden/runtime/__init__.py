@@ -7,6 +7,7 @@ from chainwarden.runtime.anthropic_executor import AnthropicExecutor, AnthropicT
 from chainwarden.runtime.attach import Attachment
 from chainwarden.runtime.containment_port import Containment, LlmCallGuard, RunLimits
 from chainwarden.runtime.credits import CreditPolicy
+from chainwarden.runtime.dag_node import DagNodeExecutor, dag_node_executor
 from chainwarden.runtime.events import (
     AiEvent,
     AssistantFinal,
@@ -48,6 +49,7 @@ __all__ = [
     "Attachment",
     "Containment",
     "CreditPolicy",
+    "DagNodeExecutor",
     "Done",
     "Error",
     "ErrorCode",
@@ -72,4 +74,5 @@ __all__ = [
     "ToolCallStart",
     "Usage",
     "UsageReport",
+    "dag_node_executor",
 ]
