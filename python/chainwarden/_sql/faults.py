@@ -1,5 +1,5 @@
 """What a database error means for the caller: may the work be tried again, is its outcome unknown, or is it
-final (docs/design.md §35).
+final (docs/design.md §36).
 
 - `LOCK` (transient): a lock wait, a deadlock victim, a serialization failure, SQLite's busy file. Nothing of
   the transaction stayed; run it again at once.

@@ -14,6 +14,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, TypeVar
 
+from chainwarden._secrets import mask_secrets
 from chainwarden._sql import Fault, Schema, Unreachable, classify, columns, ensure, table_exists
 from chainwarden._sql.pg import Pool, psycopg_modules
 from chainwarden.billing.errors import LedgerUnavailable
@@ -158,7 +159,12 @@ class PostgresLedger(Ledger):
         self._psycopg, _ = psycopg_modules("PostgresLedger")
         from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415
 
-        params = conninfo_to_dict(dsn)
+        try:
+            params = conninfo_to_dict(dsn)
+        except self._psycopg.ProgrammingError as error:  # docs/design.md §31: the DSN is shown masked
+            raise ValueError(
+                f"dsn {mask_secrets(dsn)!r} is not a PostgreSQL connection string: {mask_secrets(str(error))}"
+            ) from None
         # Everything that selects the data (host, database, user, options such as search_path), never the
         # password.
         self._identity = "postgresql:" + " ".join(

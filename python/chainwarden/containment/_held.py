@@ -33,7 +33,7 @@ _ALLOW: Final = Decision.ALLOW
 class HeldCall:
     """One admitted call of a chain, open until ``succeed`` or ``fail`` (the first one wins)."""
 
-    __slots__ = ("_kind", "_lock", "_node", "_opts", "_s", "node_name")
+    __slots__ = ("_kind", "_lock", "_node", "_node_id", "_opts", "_s", "node_name")
 
     def __init__(self, s: ChainState, kind: CallKind, opts: WrapOptions, parent: int | None = None) -> None:
         """Admits the call or raises ``ChainHalted`` (nothing is left open then)."""
@@ -48,15 +48,16 @@ class HeldCall:
             False,
         )
         if not isinstance(node, int):
-            raise ChainHalted(refuse(s, node, opts), node.reason)
+            raise ChainHalted.of(s, refuse(s, node, opts), node.reason)
         if s.gated:
             verdict = gate(s, node, kind, opts)
             if verdict is not None:
-                raise ChainHalted(verdict, s.note.reason)
+                raise ChainHalted.of(s, verdict)
         self._s = s
         self._kind = kind
         self._opts = opts
         self._node: int | None = node
+        self._node_id = node  # kept after settlement, for flags learnt at the end
         self._lock = threading.Lock()
         self.node_name = s.core.node_name(node)
 
@@ -77,6 +78,11 @@ class HeldCall:
             with contextlib.suppress(KeyError):  # settled by another thread meanwhile
                 self._s.core.report(node, cost_usd, tokens_in, tokens_out)
 
+    def flag(self, key: str) -> None:
+        """Sets ``metadata[key] = True`` on the call's node (open or settled; ignored once pruned)."""
+        with contextlib.suppress(KeyError, RuntimeError):
+            self._s.core.flag(self._node_id, key)
+
     def succeed(self) -> Decision:
         """Settles the call at what it reported (else its estimate). ALLOW, or the refusing verdict of a
         ``before_charge`` hook. A second settlement is a no-op returning ALLOW."""
@@ -96,6 +102,10 @@ class HeldCall:
     def stop_reason(self) -> str | None:
         """Why the latest non-ALLOW settlement on this thread ended as it did."""
         return self._s.note.reason
+
+    def halted(self, decision: Decision) -> ChainHalted:
+        """The ``ChainHalted`` of a settlement that returned ``decision``, with the chain's figures."""
+        return ChainHalted.of(self._s, decision)
 
 
 def open_call(

@@ -17,7 +17,7 @@ from typing import Final, NamedTuple
 
 from chainwarden._core import ChainCore, open_sync_calls
 
-__all__ = ["CURRENT_CALL", "Binding", "bind", "enclosing", "report_cost"]
+__all__ = ["CURRENT_CALL", "Binding", "bind", "enclosing", "flag_current_call", "report_cost"]
 
 
 class Binding(NamedTuple):
@@ -84,7 +84,8 @@ def report_cost(
     """Charges the wrapped call this runs inside with its actual cost (and token counts).
 
     Called more than once in one call, the reports add up. The call is then settled at this
-    cost instead of its ``cost_estimate_hint``; a call that fails is charged nothing.
+    cost instead of its ``cost_estimate_hint``; a call that fails after reporting is still charged
+    what it reported (docs/design.md §30).
     Raises ``RuntimeError`` outside a wrapped call (or after it ended), ``ValueError`` naming the
     argument for a NaN, infinite or negative value or a total that would overflow, ``TypeError``
     for a value that is not a number. Nothing is recorded when it raises.
@@ -92,6 +93,25 @@ def report_cost(
     cost = _number(cost_usd, "cost_usd")
     tin = _tokens(tokens_in, "tokens_in")
     tout = _tokens(tokens_out, "tokens_out")
+    core, node = _current("report_cost")
+    try:
+        core.report(node, cost, tin, tout)
+    except KeyError:
+        raise RuntimeError("report_cost() was called after its wrapped call had ended") from None
+
+
+def flag_current_call(key: str) -> None:
+    """Sets ``metadata[key] = True`` on the node of the wrapped call this runs inside (what an
+    integration learns of a call only when it ends, e.g. ``usage_missing``, docs/design.md §30)."""
+    core, node = _current("flag_current_call")
+    try:
+        core.flag(node, key)
+    except KeyError:
+        raise RuntimeError("flag_current_call() was called after its wrapped call had ended") from None
+
+
+def _current(who: str) -> tuple[ChainCore, int]:
+    """The innermost open call of this thread or task, as ``report_cost`` charges it."""
     depth, sync = open_sync_calls()
     bound = CURRENT_CALL.get()
     if bound is not None and (sync is None or (bound.thread == get_ident() and depth <= bound.sync_depth)):
@@ -100,10 +120,7 @@ def report_cost(
         core, node = sync
     else:
         raise RuntimeError(
-            "report_cost() must be called inside a call wrapped by an ExecutionContext "
+            f"{who}() must be called inside a call wrapped by an ExecutionContext "
             "(wrap_llm_call, wrap_tool_call, their async forms, @ctx.llm_call or with ctx.llm_call())"
         )
-    try:
-        core.report(node, cost, tin, tout)
-    except KeyError:
-        raise RuntimeError("report_cost() was called after its wrapped call had ended") from None
+    return core, node

@@ -14,7 +14,7 @@ from typing import Self
 
 from chainwarden.billing import BillingUnsettled, ChargeReceipt, Ledger, Pricing, SqliteLedger
 from chainwarden.billing.delivery import BillingDelivery
-from chainwarden.billing.facts import check_text
+from chainwarden.billing.facts import check_run_id, check_text
 from chainwarden.billing.outbox import Outbox, default_outbox_path
 from chainwarden.runtime.billing_sink import BillingSink
 from chainwarden.runtime.events import AiEvent, Done, Error
@@ -85,7 +85,8 @@ class Run:
         A fact whose commit failed waits in the durable outbox until the drainer commits it; if some are
         still there after `timeout` seconds (None: no limit) this raises `BillingUnsettled`, which says how
         many and where they are (they stay there and will still be committed). With `strict_billing=True` a
-        run whose billing failed at all (even if the outbox settled it since) raises its first failure.
+        run whose billing failed at all raises its first failure as soon as every fact was attempted,
+        without waiting for the outbox (the facts it parked are still committed later).
         """
         if timeout is not None:
             if isinstance(timeout, bool) or not isinstance(timeout, int | float):
@@ -95,6 +96,9 @@ class Run:
         start = time.monotonic()
         await self._relay.wait()
         await self._sink.settled()
+        if self._strict and self._sink.failures:
+            # Every fact was attempted and one failed: strict billing knows its answer now.
+            raise self._sink.failures[0]
         while (waiting := await self._sink.waiting()) or self._sink.lost:
             waited = time.monotonic() - start
             # Lost facts will never settle: waiting longer cannot help.
@@ -104,8 +108,6 @@ class Run:
                 )
                 raise error from (self._sink.failures[0] if self._sink.failures else None)
             await asyncio.sleep(_SETTLE_POLL_S)
-        if self._strict and self._sink.failures:
-            raise self._sink.failures[0]
 
     @property
     def receipts(self) -> list[ChargeReceipt]:
@@ -227,6 +229,8 @@ class AiRuntime:
         # (docs/design.md §26), before anything runs or is owed.
         for name in ("run_id", "ingress_request_id", "billing_account_id", "virtual_key_id"):
             check_text(name, getattr(req, name), optional=True)
+        if req.run_id is not None:
+            check_run_id(req.run_id)  # docs/design.md §29
         if req.run_id is None:
             req = GraphRunRequest(
                 graph_id=req.graph_id,

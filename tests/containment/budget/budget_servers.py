@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
 from chainwarden.containment import PostgresBudgetBackend, RedisBudgetBackend
 
@@ -27,12 +28,18 @@ def redis_binary() -> str:
 
 
 class RedisServer:
-    """One redis-server process; ``stop`` and ``start`` take it away and bring it back on the same socket."""
+    """One redis-server process; ``stop`` and ``start`` take it away and bring it back on the same socket.
 
-    def __init__(self) -> None:
+    ``persistent`` runs it with an append-only file synced on every write (what docs/containment.md asks
+    of a budget's server), else it keeps nothing across a restart; ``password`` requires that password
+    (its ``url`` then carries it)."""
+
+    def __init__(self, *, persistent: bool = False, password: str | None = None) -> None:
         self.dir = tempfile.mkdtemp(prefix="cw-redis.")
         self.socket = f"{self.dir}/redis.sock"
-        self.url = f"unix://{self.socket}"
+        self.url = f"unix://:{password}@{self.socket}" if password else f"unix://{self.socket}"
+        self._persistent = persistent
+        self._password = password
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -46,8 +53,10 @@ class RedisServer:
                 "--unixsocketperm", "700",
                 "--dir", self.dir,
                 "--save", "",
-                "--appendonly", "no",
+                "--appendonly", "yes" if self._persistent else "no",
+                "--appendfsync", "always",
                 "--daemonize", "no",
+                *(["--requirepass", self._password] if self._password else []),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -57,6 +66,19 @@ class RedisServer:
             if self._proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("redis-server did not start")
             time.sleep(0.01)
+        # Listening is not serving: a server that loads its append-only file answers LOADING meanwhile.
+        client = redis.Redis(unix_socket_path=self.socket, password=self._password, socket_timeout=5)
+        try:
+            while True:
+                try:
+                    client.ping()
+                    return
+                except redis.BusyLoadingError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("redis-server did not finish loading its data") from None
+                    time.sleep(0.01)
+        finally:
+            client.close()
 
     def stop(self) -> None:
         if self._proc is None:

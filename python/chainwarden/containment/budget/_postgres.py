@@ -14,7 +14,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, Final
 
-from chainwarden._sql import Schema, Unreachable, columns, ensure, masked, table_exists
+from chainwarden._secrets import mask_secrets
+from chainwarden._sql import Schema, Unreachable, columns, ensure, table_exists
 from chainwarden._sql.pg import Param, Pool, Statement, psycopg_modules, round_trip
 from chainwarden.containment.budget._protocol import (
     DEFAULT_RESERVATION_TTL_S,
@@ -151,10 +152,10 @@ class PostgresBudgetBackend:
         try:
             conninfo_to_dict(dsn)
         except psycopg.ProgrammingError as err:
-            raise ValueError(f"dsn is not a PostgreSQL connection string: {err}") from None
+            raise ValueError(f"dsn is not a PostgreSQL connection string: {mask_secrets(str(err))}") from None
         self._psycopg: Any = psycopg
         self._dsn = dsn
-        self._where = masked(dsn)
+        self._where = mask_secrets(dsn)  # docs/design.md §31: the only form of the DSN ever shown
         self._key = key
         self._args: dict[str, Param] = {"k": key.encode()}
         self._timeout = timeout
@@ -199,7 +200,7 @@ class PostgresBudgetBackend:
 
     def _too_new(self, found: int) -> Exception:
         return BudgetBackendUnavailable(
-            f"PostgreSQL budget backend {self._where}: its tables are at version {found}, newer than this "
+            f"PostgreSQL budget backend {self._where!r}: its tables are at version {found}, newer than this "
             f"chainwarden reads ({_SCHEMA.version})"
         )
 
@@ -211,7 +212,7 @@ class PostgresBudgetBackend:
                 (result,) = round_trip(conn, [step])
         except (Unreachable, self._psycopg.Error) as err:
             raise BudgetBackendUnavailable(
-                f"PostgreSQL budget backend {self._where} {what} failed: {str(err).strip()}"
+                f"PostgreSQL budget backend {self._where!r} {what} failed: {mask_secrets(str(err).strip())}"
             ) from err
         if result.ntuples == 0 and step[0] is not _GET and step[0] is not _HELD and step[0] is not _RESET:
             # The budget's row went away (dropped by hand): make it again and run the statement once more.
