@@ -32,6 +32,8 @@ __all__ = [
     "dag_from_records",
     "dag_heartbeat",
     "dag_reclaim_expired",
+    "dag_release",
+    "dag_work",
     "open_sync_calls",
 ]
 

@@ -11,7 +11,8 @@ import psycopg
 import pytest
 from postgres_server import postgres_dsn
 
-from chainwarden._sql import Fault, Schema, Unreachable, classify, ensure, masked, qmark
+from chainwarden._secrets import mask_secrets as masked
+from chainwarden._sql import Fault, Schema, Unreachable, classify, ensure, qmark
 from chainwarden._sql.pg import Pool
 from chainwarden._sql.sqlite import connect
 

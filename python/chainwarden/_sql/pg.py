@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from chainwarden._sql.dsn import masked
+from chainwarden._secrets import mask_secrets
 from chainwarden._sql.faults import Fault, Unreachable, classify
 
 #: A statement parameter as libpq takes it: text bytes (or None for NULL).
@@ -67,7 +67,7 @@ class Pool:
 
     @property
     def where(self) -> str:
-        return masked(self._dsn)
+        return mask_secrets(self._dsn)
 
     @property
     def closed(self) -> bool:
@@ -100,7 +100,7 @@ class Pool:
         try:
             self._psycopg.connect(self._dsn, connect_timeout=timeout).close()
         except self._psycopg.Error as exc:
-            raise Unreachable(f"cannot connect to {self.where}: {str(exc).strip()}") from None
+            raise Unreachable(f"cannot connect to {self.where}: {mask_secrets(str(exc).strip())}") from None
 
     def lost(self) -> None:
         """A caller saw a connection of this pool fail: the next caller probes the server first."""

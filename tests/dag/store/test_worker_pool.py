@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -449,3 +450,56 @@ def test_sigterm_of_a_busy_worker_exits_0_and_its_unfinished_nodes_are_pending_a
     assert done.returncode == 0, done.stderr
     with Store.open(store_url) as store:
         assert [n["state"] for n in store.load("g").nodes()] == ["finished"] * 6
+
+
+def test_a_pool_on_postgres_wakes_on_notify_not_on_its_poll() -> None:
+    """A commit that makes work claimable notifies: a pool polling every 60 s runs it within seconds."""
+    from store_urls import postgres_url  # noqa: PLC0415 - PostgreSQL only
+
+    url = postgres_url(f"notify_{uuid.uuid4().hex[:10]}")
+    recorder = Recorder()
+    with Store.open(url) as store:
+        pool = WorkerPool(store, {"task": recorder.executor("p")}, worker_id="p", lease_s=10, poll_s=60)
+        runner = threading.Thread(target=pool.run)
+        runner.start()
+        time.sleep(0.5)  # the pool has looked once and now waits
+        with Store.open(url) as other:
+            tasks(other.create_graph("late", leaf_repair=False), 3)
+        deadline = time.monotonic() + 8
+        while pool.stats.executed < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        executed = pool.stats.executed
+        pool.stop()
+        runner.join(timeout=10)
+    assert executed == 3
+
+
+def test_a_pool_serves_only_the_graphs_it_is_given(store_url: str) -> None:
+    with Store.open(store_url) as store:
+        for gid in ("mine", "theirs"):
+            tasks(store.create_graph(gid, leaf_repair=False), 4)
+        recorder = Recorder()
+        stats = WorkerPool(
+            store, {"task": recorder.executor("p")}, graph_ids=["mine"], lease_s=10, poll_s=0.05
+        ).run(until_idle=True)
+        assert stats.by_graph == {"mine": 4}
+        assert {n["state"] for n in store.load("theirs").nodes()} == {"pending"}
+
+
+def test_executions_run_under_the_execution_context(store_url: str) -> None:
+    from chainwarden.containment import ExecutionConfig, ExecutionContext  # noqa: PLC0415
+
+    ctx = ExecutionContext(ExecutionConfig(max_cost_usd=1.0, max_steps=2, max_retries_total=0))
+    with Store.open(store_url) as store:
+        tasks(store.create_graph("g", leaf_repair=False), 3, width=3)
+        stats = WorkerPool(
+            store,
+            {"task": lambda n, c: ExecutionResult.finished()},
+            concurrency=1,
+            lease_s=10,
+            poll_s=0.05,
+            execution_context=ctx,
+        ).run(until_idle=True)
+        states = sorted(n["state"] for n in store.load("g").nodes())
+    # Two steps allowed: the third call is refused by the context and its node errors with the reason.
+    assert states == ["errored", "finished", "finished"] and stats.outcomes == {"finished": 2, "errored": 1}

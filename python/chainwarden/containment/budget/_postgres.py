@@ -200,7 +200,7 @@ class PostgresBudgetBackend:
 
     def _too_new(self, found: int) -> Exception:
         return BudgetBackendUnavailable(
-            f"PostgreSQL budget backend {self._where}: its tables are at version {found}, newer than this "
+            f"PostgreSQL budget backend {self._where!r}: its tables are at version {found}, newer than this "
             f"chainwarden reads ({_SCHEMA.version})"
         )
 
@@ -212,7 +212,7 @@ class PostgresBudgetBackend:
                 (result,) = round_trip(conn, [step])
         except (Unreachable, self._psycopg.Error) as err:
             raise BudgetBackendUnavailable(
-                f"PostgreSQL budget backend {self._where} {what} failed: {str(err).strip()}"
+                f"PostgreSQL budget backend {self._where!r} {what} failed: {mask_secrets(str(err).strip())}"
             ) from err
         if result.ntuples == 0 and step[0] is not _GET and step[0] is not _HELD and step[0] is not _RESET:
             # The budget's row went away (dropped by hand): make it again and run the statement once more.

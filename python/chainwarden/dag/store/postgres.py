@@ -17,8 +17,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from chainwarden._secrets import mask_secrets
 from chainwarden._sql import Fault, Unreachable, classify, ensure
-from chainwarden._sql.dsn import masked
 from chainwarden._sql.pg import Param, Pool, Statement, psycopg_modules, round_trip, text
 from chainwarden.dag.store.backend import (
     Backend,
@@ -137,7 +137,7 @@ class PostgresBackend(Backend):
     def __init__(self, target: str, *, retry_timeout_s: float, pool_size: int) -> None:
         super().__init__(target, retry_timeout_s=retry_timeout_s, pool_size=pool_size)
         self._psycopg, _ = psycopg_modules("PostgreSQL stores")
-        self._where = masked(target)
+        self._where = mask_secrets(target)  # docs/design.md §31: the only form of the URL ever shown
         try:
             self._pool = Pool(
                 target,
@@ -148,13 +148,15 @@ class PostgresBackend(Backend):
                 configure=_configure,
             )
         except Unreachable as exc:
-            raise StoreConnectionError(f"cannot connect to the PostgreSQL store: {exc}") from None
+            raise StoreConnectionError(
+                f"cannot connect to the PostgreSQL store: {mask_secrets(str(exc))}"
+            ) from None
         try:
             with self._pool.connection(CONNECT_TIMEOUT_S) as conn:
                 ensure(conn, SCHEMA, too_new=_too_new)
         except self._psycopg.Error as exc:
             self._pool.close()
-            raise StoreConnectionError(f"PostgreSQL store {self._where}: {exc}") from exc
+            raise StoreConnectionError(f"PostgreSQL store {self._where}: {mask_secrets(str(exc))}") from exc
         except BaseException:
             self._pool.close()
             raise
@@ -171,7 +173,7 @@ class PostgresBackend(Backend):
         try:
             return self._pool.getconn(CONNECT_TIMEOUT_S)
         except Unreachable as exc:
-            raise StoreConnectionError(f"PostgreSQL store: {exc}") from None
+            raise StoreConnectionError(f"PostgreSQL store: {mask_secrets(str(exc))}") from None
 
     def _put(self, conn: Any) -> None:
         self._pool.putconn(conn)
@@ -179,8 +181,10 @@ class PostgresBackend(Backend):
     def _failed(self, exc: BaseException) -> StoreError:
         """A driver error before anything could land (nothing was committed)."""
         if classify(exc).transient:
-            return StoreConnectionError(f"lost the connection to the PostgreSQL store {self._where}: {exc}")
-        return StoreError(f"PostgreSQL store {self._where}: {exc}")
+            return StoreConnectionError(
+                f"lost the connection to the PostgreSQL store {self._where}: {mask_secrets(str(exc))}"
+            )
+        return StoreError(f"PostgreSQL store {self._where}: {mask_secrets(str(exc))}")
 
     def _run(self, steps: Sequence[Any]) -> list[Any]:
         """One round trip on a pooled connection, outside any transaction of ours."""
@@ -334,16 +338,17 @@ class PostgresBackend(Backend):
             round_trip(conn, [step, b"COMMIT"])
         except self._psycopg.Error as exc:
             if classify(exc, committing=True) is not Fault.AMBIGUOUS:
-                raise StoreError(f"PostgreSQL store {self._where}: {exc}") from exc
+                raise StoreError(f"PostgreSQL store {self._where}: {mask_secrets(str(exc))}") from exc
             if tx.delta is None:
                 # Only the work summary was at stake; the next change writes it again.
                 raise StoreConnectionError(
-                    f"lost the connection to the PostgreSQL store {self._where}: {exc}"
+                    f"lost the connection to the PostgreSQL store {self._where}: {mask_secrets(str(exc))}"
                 ) from exc
             if not self._landed(tx, exc):
                 raise StoreConnectionError(
                     f"lost the connection to the PostgreSQL store {self._where} while committing change "
-                    f"{tx.change_id} of graph {tx.graph_id!r}; it did not land (nothing was written): {exc}"
+                    f"{tx.change_id} of graph {tx.graph_id!r}; it did not land (nothing was written): "
+                    f"{mask_secrets(str(exc))}"
                 ) from exc
 
     def _landed(self, tx: Tx, lost: BaseException) -> bool:
@@ -374,8 +379,8 @@ class PostgresBackend(Backend):
                     raise StoreCommitUnknownError(
                         f"lost the connection to the PostgreSQL store {self._where} while committing change "
                         f"{tx.change_id} of graph {tx.graph_id!r}, and could not find out within "
-                        f"{self.retry_timeout_s:g} s whether it landed ({exc}); the graph reloads before its "
-                        "next call"
+                        f"{self.retry_timeout_s:g} s whether it landed ({mask_secrets(str(exc))}); the graph "
+                        "reloads before its next call"
                     ) from lost
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 1.0)

@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import Any
 
 from chainwarden._core import DagEngine
-from chainwarden._sql import masked
+from chainwarden._secrets import mask_secrets
 from chainwarden.dag.errors import invalid_argument
 from chainwarden.dag.store.backend import Backend, Loaded, WorkIndex
 from chainwarden.dag.store.bound import StoredGraph
@@ -75,7 +75,7 @@ class Store:
     @property
     def url(self) -> str:
         """The store's URL, its password (if any) shown as `***`."""
-        return masked(self._url)
+        return mask_secrets(self._url)
 
     def create_graph(self, graph_id: str | None = None, *, leaf_repair: bool = True) -> StoredGraph:
         """A new, empty graph committed at version 0; a `graph_id` already stored is refused.
@@ -115,4 +115,4 @@ class Store:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Store.open({self.url!r})"
+        return f"Store.open({self.url!r})"  # docs/design.md §31: the password as ***

@@ -108,11 +108,11 @@ impl Dag {
                 &self.bad_leaves,
                 &self.running,
             ]
-                .iter()
-                .enumerate()
-                .fold(0u8, |bits, (i, set)| {
-                    bits | u8::from(set.contains(&node.id)) << i
-                });
+            .iter()
+            .enumerate()
+            .fold(0u8, |bits, (i, set)| {
+                bits | u8::from(set.contains(&node.id)) << i
+            });
             if held != node.in_sets {
                 return Err(format!("set membership bits are stale on {}", node.id));
             }

@@ -149,7 +149,10 @@ fn work_counts_claimable_nodes_and_the_earliest_lease() {
     g.claim_leased(1, Some("w1"), Some(40.0));
     g.claim_leased(1, Some("w2"), Some(30.0));
     let busy = g.work();
-    assert_eq!((busy.claimable, busy.running, busy.lease_due), (0, 2, Some(30.0)));
+    assert_eq!(
+        (busy.claimable, busy.running, busy.lease_due),
+        (0, 2, Some(30.0))
+    );
     g.heartbeat(&["b".into()], "w2", 50.0).unwrap();
     assert_eq!(g.work().lease_due, Some(40.0));
     g.check_invariants().unwrap();
@@ -165,7 +168,12 @@ fn release_gives_back_only_what_the_worker_holds_without_counting_an_attempt() {
     g.claim_leased(2, Some("w1"), Some(10.0));
     g.claim_leased(1, Some("w2"), Some(10.0));
     assert!(g.release(&["zz".into()], "w1").is_err());
-    let ids = vec!["c".to_string(), "a".to_string(), "b".to_string(), "a".to_string()];
+    let ids = vec![
+        "c".to_string(),
+        "a".to_string(),
+        "b".to_string(),
+        "a".to_string(),
+    ];
     assert_eq!(g.release(&ids, "w1").unwrap(), vec!["a", "b"]);
     for id in ["a", "b"] {
         let node = g.node(id).unwrap();
