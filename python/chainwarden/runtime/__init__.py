@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any
 from chainwarden.runtime.ai_runtime import AiRuntime, Run
 from chainwarden.runtime.anthropic_executor import AnthropicExecutor, AnthropicTool
 from chainwarden.runtime.attach import Attachment
+from chainwarden.runtime.claude_agent_executor import ClaudeAgentExecutor
 from chainwarden.runtime.containment_port import Containment, LlmCallGuard, RunLimits
 from chainwarden.runtime.credits import CreditPolicy
 from chainwarden.runtime.dag_node import DagNodeExecutor, dag_node_executor
@@ -47,6 +48,7 @@ __all__ = [
     "AnthropicTool",
     "AssistantFinal",
     "Attachment",
+    "ClaudeAgentExecutor",
     "Containment",
     "CreditPolicy",
     "DagNodeExecutor",

@@ -27,9 +27,13 @@ from chainwarden.runtime.inproc import InProcGraphExecutor
 from chainwarden.runtime.port import GraphRunRequest, GraphRunResult
 from chainwarden.runtime.run_context import LlmCallFailed, LlmCallRefused, LlmResult, RunContext
 
-__all__ = ["SOURCE_ANTHROPIC", "AnthropicExecutor", "AnthropicTool"]
+__all__ = ["SOURCE_ANTHROPIC", "SOURCE_ANTHROPIC_SDK", "AnthropicExecutor", "AnthropicTool"]
 
+#: The provider its calls are priced as.
 SOURCE_ANTHROPIC = "anthropic"
+#: The source system of its usage facts: seed 004's `anthropic_sdk`, the Anthropic SDK talking to the
+#: Messages API itself, as `ClaudeAgentExecutor` does (docs/design.md §39).
+SOURCE_ANTHROPIC_SDK = "anthropic_sdk"
 
 logger = logging.getLogger("chainwarden.runtime")
 
@@ -110,7 +114,7 @@ class AnthropicExecutor:
             cost_estimate_usd = WrapOptions(cost_estimate_hint=cost_estimate_usd).cost_estimate_hint
         self._cost_estimate = cost_estimate_usd
         self._inproc = InProcGraphExecutor(
-            self._converse, limits=limits, containment=containment, source=SOURCE_ANTHROPIC
+            self._converse, limits=limits, containment=containment, source=SOURCE_ANTHROPIC_SDK
         )
 
     def run_graph(self, req: GraphRunRequest) -> GraphRunResult:
