@@ -284,6 +284,9 @@ class AiRuntime:
         self._leases.sweep_soon()
         self._waker = RunWaker(lambda: ledger._listener(CHANNEL))
         self._live: dict[str, Run] = {}
+        # Event batches are committed durably: batching makes that no slower than relaxed commits
+        # (benches/README.md "Run-event persistence", which measures both; docs/design.md §40).
+        self._durable_events = True
         self._credit_policy = credit_policy
         self._holds = CreditHolds(ledger) if credit_policy is not None else None
 
@@ -339,6 +342,7 @@ class AiRuntime:
             owner=self._leases.owner,
             lease_s=self._lease_s,
             pricing=self._pricing,
+            durable_events=self._durable_events,
         )
         # The run's tasks (its pump, and whatever the executor starts from it) see its credit holds.
         token = CURRENT.set(credits if credits is not None and self._holds_estimates() else None)

@@ -16,7 +16,6 @@ from a position on (`subscribe(after=n)`): each published event carries its posi
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -154,10 +153,13 @@ class RunEventRelay:
 
     def _publish(self, event: UiEvent) -> None:
         seq = len(self._log) + 1
-        if event.seq == 0:
-            object.__setattr__(event, "seq", seq)  # a fresh event: its position, set once
-        else:  # an event object published before (by another run): this run's copy
-            event = dataclasses.replace(event, seq=seq)
+        if event.seq != 0:
+            # An event object published before (an executor that yields one object again): a copy of its
+            # own, made without running the constructor's checks again (it passed them once).
+            copy = object.__new__(type(event))
+            copy.__dict__.update(event.__dict__)
+            event = copy
+        object.__setattr__(event, "seq", seq)  # its position in this run's log, set once
         self._log.append(event)
         if self._on_event is not None:
             self._on_event(event)

@@ -27,6 +27,10 @@ from chainwarden.runtime.port import GraphFinal, GraphRunRequest
 
 logger = logging.getLogger("chainwarden.runtime")
 
+# A batch gathers what arrives for this long after its first entry: an LLM streams tokens a few milliseconds
+# apart, and one transaction per token would cost more than the run's own work (benches/README.md
+# "Run-event persistence"); a client attached in another process sees them at most this much later.
+_LINGER_S = 0.01
 _FIRST_BACKOFF_S = 0.1
 _MAX_BACKOFF_S = 5.0
 # A database away for long: beyond this many waiting entries the oldest are dropped (logged), so memory stays
@@ -51,7 +55,7 @@ class RunRecorder:
         owner: str = "",
         lease_s: float = 30.0,
         pricing: Pricing | None = None,
-        durable_events: bool = False,
+        durable_events: bool = True,
     ) -> None:
         assert req.run_id is not None
         self._ledger = ledger
@@ -71,7 +75,7 @@ class RunRecorder:
             status="running",
             started_at=datetime.now(UTC),
         )
-        self._events: list[EventRow] = []
+        self._events: list[UiEvent] = []
         self._calls: list[CallRow] = []
         self._next_call = 0
         self._wake = asyncio.Event()
@@ -93,12 +97,8 @@ class RunRecorder:
     def event(self, event: UiEvent) -> None:
         if self._lost:
             return
-        try:
-            body = encode_event(event)
-        except (TypeError, ValueError):  # a UI event we cannot write: the log says so rather than lose it
-            logger.warning("run %s: event %d (%s) could not be journaled", self.run_id, event.seq, event.type)
-            body = '{"text":""}' if event.type == "text_delta" else "{}"
-        self._events.append(EventRow(event.seq, event.type, body))
+        # Encoded in the writer's thread, not here on the loop (`_rows`).
+        self._events.append(event)
         self._bound()
         self._wake.set()
 
@@ -168,6 +168,8 @@ class RunRecorder:
                     return
                 self._wake.clear()
                 await self._wake.wait()
+                if not self._closed:
+                    await asyncio.sleep(_LINGER_S)
                 continue
             events, calls = self._events, self._calls
             self._events, self._calls = [], []
@@ -190,10 +192,23 @@ class RunRecorder:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, _MAX_BACKOFF_S)
 
-    def _append(self, events: list[EventRow], calls: list[CallRow], end: RunRecord | None) -> None:
+    def _append(self, events: list[UiEvent], calls: list[CallRow], end: RunRecord | None) -> None:
         self._store.append(
-            self.run_id, self.attempt, self._owner, events, calls, end=end, durable=self._durable
+            self.run_id, self.attempt, self._owner, self._rows(events), calls, end=end, durable=self._durable
         )
+
+    def _rows(self, events: list[UiEvent]) -> list[EventRow]:
+        rows = []
+        for event in events:
+            try:
+                body = encode_event(event)
+            except (TypeError, ValueError):  # a UI event we cannot write: the log says so rather than lose it
+                logger.warning(
+                    "run %s: event %d (%s) could not be journaled", self.run_id, event.seq, event.type
+                )
+                body = '{"text":""}' if event.type == "text_delta" else "{}"
+            rows.append(EventRow(event.seq, event.type, body))
+        return rows
 
     def _taken_over(self) -> None:
         self._lost = True
