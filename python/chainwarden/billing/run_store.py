@@ -113,12 +113,16 @@ _ADVANCE = (
 )
 _OWNED = "SELECT 1 FROM runs WHERE run_id = %s AND attempt = %s AND owner = %s AND status = 'running'"
 _INSERT_EVENTS = "INSERT INTO run_events (run_id, attempt, seq, type, body) VALUES {values}"
-# PostgreSQL: a batch's events as one JSON document the server unpacks (one parameter; psycopg adapts each
-# parameter of a VALUES list in Python, which costs more than the insert: docs/billing.md "Many facts in one
-# transaction" does the same for receipts).
-_JSON_EVENTS = (
+# A batch's events as one JSON document the database unpacks: one parameter, encoded by the json module's C
+# encoder, instead of five per event bound in Python, which costs more than the insert (docs/billing.md "Many
+# facts in one transaction" does the same for receipts; benches/README.md "Run-event persistence").
+_JSON_EVENTS_PG = (
     "INSERT INTO run_events (run_id, attempt, seq, type, body) "
     "SELECT %s, %s, (r->>0)::int, r->>1, r->>2 FROM json_array_elements(%s::json) AS r"
+)
+_JSON_EVENTS_SQLITE = (
+    "INSERT INTO run_events (run_id, attempt, seq, type, body) SELECT %s, %s, json_extract(value, '$[0]'), "
+    "json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(%s)"
 )
 _INSERT_CALLS = (
     "INSERT INTO run_calls (run_id, attempt, call_index, source_system, source_reference, credits, cost_usd, "
@@ -259,13 +263,10 @@ class RunStore:
             owned = cursor.fetchone() is not None if end is None and last is None else cursor.rowcount == 1
             if not owned:
                 raise TakenOver(f"run {run_id!r} attempt {attempt} is no longer owned by this runtime")
-            if events and self._postgres:
+            if events:
                 rows = json.dumps([[e.seq, e.type, e.body] for e in events], ensure_ascii=True)
-                cursor.execute(_JSON_EVENTS, (run_id, attempt, rows))
-            for chunk in _chunks(events) if not self._postgres else ():
-                values = ", ".join(["(%s, %s, %s, %s, %s)"] * len(chunk))
-                params = [v for e in chunk for v in (run_id, attempt, e.seq, e.type, e.body)]
-                cursor.execute(ledger._sql(_INSERT_EVENTS.format(values=values)), params)
+                statement = _JSON_EVENTS_PG if self._postgres else ledger._sql(_JSON_EVENTS_SQLITE)
+                cursor.execute(statement, (run_id, attempt, rows))
             for chunk in _chunks(calls):
                 values = ", ".join(["(" + ", ".join(["%s"] * 11) + ")"] * len(chunk))
                 cursor.execute(
