@@ -24,6 +24,7 @@ from chainwarden.cli.ledger_runs import (
 from chainwarden.cli.mermaid import run_to_mermaid
 from chainwarden.cli.runfile import Run, RunFileError, load_run
 from chainwarden.cli.summary import summarize
+from chainwarden.cli.worker import worker_cmd
 
 __all__ = ["cli"]
 
@@ -50,6 +51,7 @@ def cli() -> None:
 
 
 cli.add_command(bench_cmd)
+cli.add_command(worker_cmd)
 
 
 @cli.command("demo")
