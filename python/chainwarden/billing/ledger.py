@@ -173,7 +173,7 @@ def _from_json_rows(columns: str, casts: Sequence[str], shared: int) -> str:
     fields = list(_ROW_KEYS[: len(own)])
     values = [*fields, *(f"%s::{cast}" for cast in common)]
     record = ", ".join(f"{name} {cast}" for name, cast in zip(fields, own, strict=True))
-    # json_to_recordset reads each row object once into a typed record (19 `->>` on a row re-scan it 19 times).
+    # json_to_recordset reads each row object once into a typed record (19 `->>` re-scan a row 19 times).
     return f"({columns}) SELECT {', '.join(values)} FROM json_to_recordset(%s::json) AS r({record})"
 
 
