@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import os
 import signal
 import subprocess
@@ -230,12 +231,14 @@ def test_async_executors_run_as_tasks_on_one_loop(store_url: str) -> None:
     assert stats.executed == 8 and len(threads) == 1 and running[1] == 4
 
 
-def test_stats_are_a_frozen_snapshot() -> None:
-    with Store.open(":memory:") as store:
+def test_stats_are_a_frozen_snapshot_and_the_pool_logs_its_life(caplog: pytest.LogCaptureFixture) -> None:
+    with Store.open(":memory:") as store, caplog.at_level(logging.INFO, logger="chainwarden.dag"):
         g = store.create_graph("g", leaf_repair=False)
         tasks(g, 2)
         pool = WorkerPool(store, {"task": lambda n, c: ExecutionResult.errored("boom")}, poll_s=0.01)
         stats = pool.run(until_idle=True)
+    started, stopped = (f"worker pool {pool.worker_id} {what}" for what in ("started", "stopped"))
+    assert started in caplog.text and f"{stopped}: executed=2" in caplog.text
     assert stats.executed == 2 and dict(stats.outcomes) == {"errored": 2}
     with pytest.raises(dataclasses.FrozenInstanceError):
         stats.executed = 0  # type: ignore[misc]

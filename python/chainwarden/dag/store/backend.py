@@ -5,6 +5,7 @@ delta rows, the new version, the change's id and the graph's work summary (docs/
 
 from __future__ import annotations
 
+import json
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -137,8 +138,6 @@ class Backend(ABC):
 def rows_to_json(rows: Sequence[Row]) -> bytes:
     """Delta rows as one JSON array `[[seq, "id", record], ...]` (records are JSON already), the form the
     PostgreSQL statements unpack."""
-    import json  # noqa: PLC0415
-
     return ("[" + ",".join(f"[{s},{json.dumps(k)},{r}]" for s, k, r in rows) + "]").encode()
 
 
