@@ -162,10 +162,10 @@ def _insert_entries(rows: int) -> str:
 
 
 # PostgreSQL: a batch's rows as one JSON document of row objects, read by the server (see
-# Ledger._insert_many). `json_to_recordset` over `json` (not `jsonb`) takes each value from its text as written,
-# so an integer never passes through a float, and JSON null is NULL; the record's types are the columns'. The
-# last `shared` columns hold one value for the whole batch (its commit id and time), sent once as plain
-# parameters instead of once per row. The objects' keys are one letter each: the shortest document.
+# Ledger._insert_many). `json_to_recordset` over `json` (not `jsonb`) takes each value from its text as
+# written, so an integer never passes through a float, and JSON null is NULL; the record's types are the
+# columns'. The last `shared` columns hold one value for the whole batch (its commit id and time), sent once
+# as plain parameters instead of once per row. The objects' keys are one letter each: the shortest document.
 _ROW_KEYS = tuple("abcdefghijklmnopqrstuvwxyz")
 
 
