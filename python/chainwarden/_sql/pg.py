@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import select
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -301,6 +302,7 @@ class Listener:
             return [n.payload for n in self._conn.notifies(timeout=timeout, stop_after=1)]
         except self._psycopg.Error:
             self.close()
+            time.sleep(min(timeout, 1.0))  # a server that is away is not asked again at once
             return None
 
     def close(self) -> None:

@@ -66,6 +66,19 @@ class AnthropicTool:
         return {"name": self.name, "description": self.description, "input_schema": dict(self.input_schema)}
 
 
+def tools_by_name(tools: Iterable[AnthropicTool]) -> dict[str, AnthropicTool]:
+    """The tools by name; `TypeError` for an object that is not an `AnthropicTool`, `ValueError` for a name
+    given twice."""
+    tool_list = list(tools)
+    for tool in tool_list:
+        if not isinstance(tool, AnthropicTool):
+            raise TypeError(f"tools must hold AnthropicTool objects, got {type(tool).__name__}")
+    named = {tool.name: tool for tool in tool_list}
+    if len(named) != len(tool_list):
+        raise ValueError("tools: two tools have the same name")
+    return named
+
+
 class AnthropicExecutor:
     """Runs ``req.messages`` as a Claude conversation with ``tools`` until the model stops asking for them.
 
@@ -92,13 +105,7 @@ class AnthropicExecutor:
         anthropic = require("anthropic", "anthropic")
         if not isinstance(client, anthropic.AsyncAnthropic):
             raise TypeError(f"client must be an anthropic.AsyncAnthropic, got {type(client).__name__}")
-        tool_list = list(tools)
-        for tool in tool_list:
-            if not isinstance(tool, AnthropicTool):
-                raise TypeError(f"tools must hold AnthropicTool objects, got {type(tool).__name__}")
-        self._tools = {tool.name: tool for tool in tool_list}
-        if len(self._tools) != len(tool_list):
-            raise ValueError("tools: two tools have the same name")
+        self._tools = tools_by_name(tools)
         if system is not None and not isinstance(system, str):
             raise TypeError(f"system must be a str or None, got {type(system).__name__}")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:

@@ -31,7 +31,12 @@ from chainwarden._extras import require
 from chainwarden.containment.types import WrapOptions
 from chainwarden.integrations._estimate import estimate
 from chainwarden.integrations._usage import Usage, UsageError, count, price_of
-from chainwarden.runtime.anthropic_executor import SOURCE_ANTHROPIC, SOURCE_ANTHROPIC_SDK, AnthropicTool
+from chainwarden.runtime.anthropic_executor import (
+    SOURCE_ANTHROPIC,
+    SOURCE_ANTHROPIC_SDK,
+    AnthropicTool,
+    tools_by_name,
+)
 from chainwarden.runtime.containment_port import Containment, RunLimits
 from chainwarden.runtime.events import TextDelta, ToolCallResult, ToolCallStart
 from chainwarden.runtime.inproc import InProcGraphExecutor
@@ -75,13 +80,7 @@ class ClaudeAgentExecutor:
             raise TypeError(
                 f"options must be a claude_agent_sdk.ClaudeAgentOptions, got {type(options).__name__}"
             )
-        tool_list = list(tools)
-        for tool in tool_list:
-            if not isinstance(tool, AnthropicTool):
-                raise TypeError(f"tools must hold AnthropicTool objects, got {type(tool).__name__}")
-        self._tools = {tool.name: tool for tool in tool_list}
-        if len(self._tools) != len(tool_list):
-            raise ValueError("tools: two tools have the same name")
+        self._tools = tools_by_name(tools)
         if (
             isinstance(max_output_tokens, bool)
             or not isinstance(max_output_tokens, int)
