@@ -66,6 +66,31 @@ class AnthropicTool:
         return {"name": self.name, "description": self.description, "input_schema": dict(self.input_schema)}
 
 
+def used_by(
+    message_id: str | None,
+    model: str,
+    usage: Usage | None,
+    overrides: Mapping[tuple[str, str], Mapping[str, Any]] | None,
+    raw: Mapping[str, Any] | None = None,
+) -> LlmResult:
+    """What a Messages API message used, billed under its id and priced as every integration prices: its
+    usage when it reported some, else nothing (usage missing, docs/design.md §30)."""
+    if usage is None or not usage.seen:
+        return LlmResult(content="", model=model, provider=SOURCE_ANTHROPIC, usage_unit_id=message_id)
+    return LlmResult(
+        content="",
+        model=model,
+        provider=SOURCE_ANTHROPIC,
+        usage_unit_id=message_id,
+        input_tokens=usage.total_input(),
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        cost_usd=price_of(usage, overrides),
+        usage_raw=None if raw is None else dict(raw),
+    )
+
+
 def tools_by_name(tools: Iterable[AnthropicTool]) -> dict[str, AnthropicTool]:
     """The tools by name; `TypeError` for an object that is not an `AnthropicTool`, `ValueError` for a name
     given twice."""
@@ -223,19 +248,7 @@ class AnthropicExecutor:
 
     def _used(self, message_id: str | None, model: str, usage: Usage | None = None) -> LlmResult:
         """What a failed message used: its usage when it is known, else nothing (usage missing)."""
-        if usage is None or not usage.seen:
-            return LlmResult(content="", model=model, provider=SOURCE_ANTHROPIC, usage_unit_id=message_id)
-        return LlmResult(
-            content="",
-            model=model,
-            provider=SOURCE_ANTHROPIC,
-            usage_unit_id=message_id,
-            input_tokens=usage.total_input(),
-            output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cache_write_tokens=usage.cache_write_tokens,
-            cost_usd=price_of(usage, self._price_overrides),
-        )
+        return used_by(message_id, model, usage, self._price_overrides)
 
     def _result(self, message: Any) -> LlmResult:
         # Counted and priced as every integration does (chainwarden.integrations): input_tokens counts the

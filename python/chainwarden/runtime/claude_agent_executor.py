@@ -30,12 +30,13 @@ from typing import Any
 from chainwarden._extras import require
 from chainwarden.containment.types import WrapOptions
 from chainwarden.integrations._estimate import estimate
-from chainwarden.integrations._usage import Usage, UsageError, count, price_of
+from chainwarden.integrations._usage import Usage, UsageError, count
 from chainwarden.runtime.anthropic_executor import (
     SOURCE_ANTHROPIC,
     SOURCE_ANTHROPIC_SDK,
     AnthropicTool,
     tools_by_name,
+    used_by,
 )
 from chainwarden.runtime.containment_port import Containment, RunLimits
 from chainwarden.runtime.events import TextDelta, ToolCallResult, ToolCallStart
@@ -190,22 +191,7 @@ class ClaudeAgentExecutor:
     def _result(
         self, message_id: str | None, usage: Usage, raw: Mapping[str, Any] | None = None
     ) -> LlmResult:
-        if not usage.seen:
-            return LlmResult(
-                content="", model=usage.model, provider=SOURCE_ANTHROPIC, usage_unit_id=message_id
-            )
-        return LlmResult(
-            content="",
-            model=usage.model,
-            provider=SOURCE_ANTHROPIC,
-            usage_unit_id=message_id,
-            input_tokens=usage.total_input(),
-            output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cache_write_tokens=usage.cache_write_tokens,
-            cost_usd=price_of(usage, self._price_overrides),
-            usage_raw=None if raw is None else dict(raw),
-        )
+        return used_by(message_id, usage.model, usage, self._price_overrides, raw)
 
 
 class _Open:
