@@ -63,9 +63,14 @@ def test_a_first_release_ledger_file_is_upgraded_in_place(tmp_path: Path) -> Non
     with sqlite3.connect(path) as conn:
         assert conn.execute(
             "SELECT version FROM chainwarden_schema WHERE component = 'billing'"
-        ).fetchone() == (2,)
+        ).fetchone() == (3,)
         columns = {row[1] for row in conn.execute("PRAGMA table_info(charge_receipts)")}
         assert {"usage_raw", "commit_id"} <= columns
+        # Step 3: runs that outlive their process (billing/run_store.py).
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+        assert {"request", "owner", "lease_until", "events"} <= columns
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert {"run_events", "run_calls", "credit_holds"} <= tables
         conn.execute("UPDATE chainwarden_schema SET version = 7 WHERE component = 'billing'")
     conn.close()
     with pytest.raises(ValueError, match="billing schema version 7"):

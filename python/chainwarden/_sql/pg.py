@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import select
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -273,3 +274,38 @@ def _wait(fd: int, *, read: bool) -> None:
 def text(value: object) -> bytes:
     """A parameter in PostgreSQL's text format."""
     return str(value).encode()
+
+
+class Listener:
+    """A dedicated connection LISTENing on `channel` (outside any pool: it is held for as long as it
+    listens). `wait(timeout)` returns the payloads notified since the last call, or None when it had to
+    (re)connect — notifications may have been missed then, so the caller looks for itself."""
+
+    def __init__(self, dsn: str, channel: str, *, what: str) -> None:
+        if not channel.isidentifier():
+            raise ValueError(f"channel must be an identifier, got {channel!r}")
+        self._psycopg, _ = psycopg_modules(what)
+        self._dsn = dsn
+        self._channel = channel
+        self._conn: Any = None
+
+    def _connect(self) -> None:
+        conn = self._psycopg.connect(self._dsn, autocommit=True, connect_timeout=10)
+        conn.execute(f"LISTEN {self._channel}")
+        self._conn = conn
+
+    def wait(self, timeout: float) -> list[str] | None:
+        try:
+            if self._conn is None or self._conn.closed:
+                self._connect()
+                return None
+            return [n.payload for n in self._conn.notifies(timeout=timeout, stop_after=1)]
+        except self._psycopg.Error:
+            self.close()
+            time.sleep(min(timeout, 1.0))  # a server that is away is not asked again at once
+            return None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None

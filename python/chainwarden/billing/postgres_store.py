@@ -16,9 +16,10 @@ from typing import Any, TypeVar
 
 from chainwarden._secrets import mask_secrets
 from chainwarden._sql import Fault, Schema, Unreachable, classify, columns, ensure, table_exists
-from chainwarden._sql.pg import Pool, psycopg_modules
+from chainwarden._sql.pg import Listener, Pool, psycopg_modules
 from chainwarden.billing.errors import LedgerUnavailable
 from chainwarden.billing.ledger import Failure, Ledger
+from chainwarden.billing.run_store import POSTGRES_STEP
 
 T = TypeVar("T")
 
@@ -99,8 +100,9 @@ def _legacy(cursor: Any) -> int:
 
 
 # Version 1 creates every table as it is now (CREATE TABLE IF NOT EXISTS: a first-release database keeps its
-# own), version 2 adds what the first release lacked (ADD COLUMN IF NOT EXISTS: a no-op on a new one).
-_SCHEMA_VERSIONS = Schema("billing", (_SCHEMA, _MIGRATIONS), legacy=_legacy)
+# own), version 2 adds what the first release lacked (ADD COLUMN IF NOT EXISTS: a no-op on a new one), version
+# 3 what runs that outlive their process need (billing/run_store.py).
+_SCHEMA_VERSIONS = Schema("billing", (_SCHEMA, _MIGRATIONS, POSTGRES_STEP), legacy=_legacy)
 
 
 # A batch's receipt keys are locked as (this class, a 32-bit hash of the key): transaction-level advisory
@@ -170,6 +172,7 @@ class PostgresLedger(Ledger):
         self._identity = "postgresql:" + " ".join(
             f"{k}={v}" for k, v in sorted(params.items()) if k not in ("password", "connect_timeout")
         )
+        self._dsn = dsn  # kept for the listener of run events (never shown: `describe` is what is shown)
         self._where = f"PostgreSQL ledger {params.get('host', 'localhost')}/{params.get('dbname', '')}"
         try:
             # The one SQL layer's pool (chainwarden._sql): it keeps reconnecting for as long as the ledger
@@ -217,6 +220,18 @@ class PostgresLedger(Ledger):
     def _commit(self, cursor: Any) -> None:
         cursor.execute("COMMIT")
         cursor.close()
+
+    def _begin_relaxed(self, conn: Any) -> Any:
+        # Committed at once in the server's memory, flushed within a few hundred milliseconds: only a crash
+        # of the server itself may lose the last such transactions (never money: only ever history).
+        cursor = self._begin(conn)
+        cursor.execute("SET LOCAL synchronous_commit = off")
+        return cursor
+
+    _NOW_EPOCH = "extract(epoch FROM clock_timestamp())::float8"
+
+    def _listener(self, channel: str) -> Listener:
+        return Listener(self._dsn, channel, what="PostgresLedger")
 
     def _rollback(self, cursor: Any) -> None:
         try:

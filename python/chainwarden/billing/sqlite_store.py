@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from chainwarden._sql import Fault, Schema, classify, columns, ensure, qmark, table_exists
 from chainwarden.billing.errors import LedgerUnavailable
 from chainwarden.billing.ledger import Failure, Ledger
+from chainwarden.billing.run_store import SQLITE_STEP
 
 T = TypeVar("T")
 
@@ -99,10 +100,11 @@ def _legacy(cursor: Any) -> int:
 
 
 # Version 1 creates every table as it is now (IF NOT EXISTS: a first-release file keeps its own), version 2
-# adds the columns the first release lacked (a no-op on a new file).
+# adds the columns the first release lacked (a no-op on a new file), version 3 what runs that outlive their
+# process need (billing/run_store.py).
 _SCHEMA_VERSIONS = Schema(
     "billing",
-    ([statement for statement in _SCHEMA.split(";") if statement.strip()], [_add_columns]),
+    ([statement for statement in _SCHEMA.split(";") if statement.strip()], [_add_columns], SQLITE_STEP),
     legacy=_legacy,
 )
 
@@ -187,6 +189,17 @@ class SqliteLedger(Ledger):
     def _commit(self, cursor: Any) -> None:
         cursor.execute("COMMIT")
         cursor.close()
+
+    # WAL with synchronous=NORMAL: the commit is in the WAL (the page cache) when it returns, which a killed
+    # process cannot take with it; only a power cut may roll back its last transactions (docs/billing.md).
+    def _begin_relaxed(self, conn: Any) -> Any:
+        conn.execute("PRAGMA synchronous=NORMAL")
+        return self._begin(conn)
+
+    def _end_relaxed(self, conn: Any) -> None:
+        conn.execute("PRAGMA synchronous=FULL")
+
+    _NOW_EPOCH = "((julianday('now') - 2440587.5) * 86400.0)"
 
     def _rollback(self, cursor: Any) -> None:
         if self._conn.in_transaction:

@@ -94,6 +94,19 @@ class Executors:
         self._ctx = execution_context
         self._wrap_options = wrap_options
 
+    def context_mode(self, node_type: str) -> str:
+        """How much of its causal context the node type's executor asks for: `"preview"` (the default) or
+        `"full"` (an executor with `context_mode = "full"`, one that builds a conversation from it)."""
+        mode = getattr(self._executors.get(node_type), "context_mode", "preview")
+        return mode if mode in ("preview", "full") else "preview"
+
+    def prepare(self, graph: Graph, node_id: str) -> tuple[Node, Context]:
+        """The node as its executor sees it — its record plus the id of its graph (`graph_id`) — and its
+        causal context in the mode the executor asks for."""
+        node = graph.node(node_id)
+        node["graph_id"] = graph.graph_id
+        return node, graph.context_for(node_id, mode=self.context_mode(node["node_type"]))
+
     def is_async(self, node_type: str) -> bool:
         executor = self._executors.get(node_type)
         return executor is not None and is_async(executor)

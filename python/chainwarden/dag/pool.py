@@ -297,7 +297,7 @@ class WorkerPool:
     def _start(self, graph: StoredGraph, node_id: str) -> None:
         key = (graph.graph_id, node_id)
         try:
-            node, context = graph.node(node_id), graph.context_for(node_id)
+            node, context = self._executors.prepare(graph, node_id)
         except Exception as exc:  # a node we hold must still leave `running`
             with self._mutex:
                 self._inflight[key] = None

@@ -139,7 +139,7 @@ class Runner:
                 _log.warning("could not cancel node %s after an interruption", node_id, exc_info=True)
 
     def _prepare(self, node_id: str) -> tuple[Node, Context]:
-        return self._graph.node(node_id), self._graph.context_for(node_id)
+        return self._executors.prepare(self._graph, node_id)
 
     def _execute(self, node: Node, context: Context) -> ExecutionResult:
         """One node's execution: the seam every executor call, containment refusal and missing executor

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from chainwarden._secrets import mask_secrets
-from chainwarden._sql import Fault, Unreachable, classify, ensure
+from chainwarden._sql import Fault, Unreachable, classify, ensure, pg
 from chainwarden._sql.pg import Param, Pool, Statement, psycopg_modules, round_trip, text
 from chainwarden.dag.store.backend import (
     Backend,
@@ -387,39 +387,21 @@ class PostgresBackend(Backend):
 
 
 class Listener:
-    """A dedicated connection LISTENing on the store's channel: `wait(timeout)` returns True once another
-    process committed claimable work (or after a reconnect, when some may have been missed)."""
+    """A dedicated connection LISTENing on the store's channel (the SQL layer's `Listener`): `wait(timeout)`
+    returns True once another process committed claimable work (or after a reconnect, when some may have been
+    missed)."""
 
     def __init__(self, target: str, where: str) -> None:
-        self._psycopg, _ = psycopg_modules("PostgreSQL stores")
-        self._target = target
         self._where = where
-        self._conn: Any = None
-
-    def _connect(self) -> None:
-        conn = self._psycopg.connect(self._target, autocommit=True, connect_timeout=10)
-        conn.execute(f"LISTEN {CHANNEL}")
-        self._conn = conn
+        self._listener = pg.Listener(target, CHANNEL, what="PostgreSQL stores")
 
     def wait(self, timeout: float) -> bool:
-        try:
-            if self._conn is None or self._conn.closed:
-                self._connect()
-                return True  # work committed while nobody listened is found by the caller's next look
-            for _ in self._conn.notifies(timeout=timeout, stop_after=1):
-                return True
-            return False
-        except self._psycopg.Error:
-            if self._conn is not None:
-                self._conn.close()
-            self._conn = None
-            time.sleep(min(timeout, 1.0))
-            return True
+        payloads = self._listener.wait(timeout)
+        # None: (re)connected, so work committed while nobody listened is found by the caller's next look.
+        return payloads is None or bool(payloads)
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        self._listener.close()
 
 
 def _configure(conn: Any) -> None:
