@@ -5,7 +5,7 @@ journal is switched off (the relay's cost without persistence), in one session.
 Each round streams EVENTS text deltas (the upstream yields to the loop after each, as a network-fed stream
 does) to one live subscriber and waits for the run's final, which resolves only once every event is in the
 database. `durable` (the default) commits every batch waiting for the disk (synchronous=FULL /
-synchronous_commit=on); `relaxed` does not (docs/design.md §40).
+synchronous_commit=on); `relaxed` does not (docs/design.md §39).
 
 Run: .venv/bin/pytest benches/bench_run_journal.py --benchmark-only -p no:randomly
 """

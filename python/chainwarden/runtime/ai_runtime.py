@@ -285,7 +285,7 @@ class AiRuntime:
         self._waker = RunWaker(lambda: ledger._listener(CHANNEL))
         self._live: dict[str, Run] = {}
         # Event batches are committed durably: batching makes that no slower than relaxed commits
-        # (benches/README.md "Run-event persistence", which measures both; docs/design.md §40).
+        # (benches/README.md "Run-event persistence", which measures both; docs/design.md §39).
         self._durable_events = True
         self._credit_policy = credit_policy
         self._holds = CreditHolds(ledger) if credit_policy is not None else None

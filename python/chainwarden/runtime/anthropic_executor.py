@@ -32,7 +32,7 @@ __all__ = ["SOURCE_ANTHROPIC", "SOURCE_ANTHROPIC_SDK", "AnthropicExecutor", "Ant
 #: The provider its calls are priced as.
 SOURCE_ANTHROPIC = "anthropic"
 #: The source system of its usage facts: seed 004's `anthropic_sdk`, the Anthropic SDK talking to the
-#: Messages API itself, as `ClaudeAgentExecutor` does (docs/design.md §39).
+#: Messages API itself, as `ClaudeAgentExecutor` does (docs/design.md §38).
 SOURCE_ANTHROPIC_SDK = "anthropic_sdk"
 
 logger = logging.getLogger("chainwarden.runtime")

@@ -5,7 +5,7 @@ The SDK drives the `claude` CLI, which talks to the Messages API itself. The exe
 — with the API's stream events (`include_partial_messages`), the only place each message's final usage is
 told — and turns them into the port's events: `TextDelta` as text streams, `ToolCallStart` /
 `ToolCallResult` per tool call, `AssistantFinal` and `Done`, and **one `UsageReport` per API message**, its
-`usage_unit_id` the message id and its source system `anthropic_sdk` (docs/design.md §39), priced as every
+`usage_unit_id` the message id and its source system `anthropic_sdk` (docs/design.md §38), priced as every
 integration prices (`chainwarden.pricing`). What the SDK's result says was used beyond the messages it
 streamed (calls the CLI makes on its own) is billed too, once per model, so a run is never billed less than
 its result reports.
