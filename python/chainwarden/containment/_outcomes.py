@@ -7,21 +7,33 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Final
 
 from chainwarden._core import CallKind, CallStatus, StopCause
+from chainwarden.containment._capture import input_of, keep
 from chainwarden.containment._state import ChainState
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.policy import PolicyContext
 from chainwarden.shield.types import Decision, ToolCallContext
 
-__all__ = ["NO_RESULT", "failed", "gate", "not_sync", "refuse", "succeeded"]
+__all__ = ["NO_RESULT", "capture_call", "failed", "gate", "not_sync", "refuse", "succeeded"]
 
 logger = logging.getLogger("chainwarden.containment")
 
 # What a ``with ctx.llm_call():`` block hands to settlement: it has no result for ``cost_of``.
 NO_RESULT: Final = object()
+
+
+def capture_call(
+    s: ChainState, node: int, fn: object, result: object = None, *, has_output: bool = False
+) -> None:
+    """Keeps a wrapped call's input (and output, when it returned) on its node (docs/containment.md,
+    "Content capture"); only called when capture is on."""
+    capture = s.capture
+    if capture is not None:
+        keep(capture, s.core, node, capture.entries(input=input_of(fn), output=result, has_output=has_output))
 
 
 def _window_halt(events: list[Any]) -> bool:
@@ -75,9 +87,16 @@ def tool_ctx(
             "org_id": meta.org_id,
             "team": meta.team,
             "service": meta.service,
-            **meta.tags,
+            **_tag_entries(meta.tags),
         },
     )
+
+
+def _tag_entries(tags: Mapping[str, str] | tuple[str, ...]) -> Mapping[str, Any]:
+    """Dict tags are entries of a hook's metadata (as in veronica-core); a list of tags is one entry."""
+    if isinstance(tags, Mapping):
+        return tags
+    return {"tags": list(tags)} if tags else {}
 
 
 def halt_admitted(s: ChainState, node_id: int, opts: WrapOptions, why: str) -> None:

@@ -264,7 +264,8 @@ fn tokens(v: Option<u64>) -> Option<i64> {
 #[pymethods]
 impl ChainCore {
     #[new]
-    #[pyo3(signature = (max_cost_usd, max_steps, max_retries_total, timeout_ms, chain_id, max_nodes=0))]
+    #[pyo3(signature = (max_cost_usd, max_steps, max_retries_total, timeout_ms, chain_id, max_nodes=0, root_metadata=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         max_cost_usd: f64,
         max_steps: u64,
@@ -272,6 +273,7 @@ impl ChainCore {
         timeout_ms: u64,
         chain_id: &str,
         max_nodes: usize,
+        root_metadata: Option<&Bound<'_, PyAny>>,
     ) -> errors::Result<Self> {
         if !max_cost_usd.is_finite() || max_cost_usd < 0.0 {
             return Err(PyValueError::new_err(format!(
@@ -285,7 +287,8 @@ impl ChainCore {
             max_retries_total,
             timeout_ms,
         };
-        let inner = Contained::new(limits, chain_id, max_nodes)?;
+        let root_metadata = crate::convert::metadata(root_metadata)?;
+        let inner = Contained::new(limits, chain_id, max_nodes, root_metadata)?;
         Ok(ChainCore { inner })
     }
 
@@ -422,6 +425,15 @@ impl ChainCore {
         };
         pop_sync_call(self, node);
         Ok(self.inner.fail(node, named, failure)?)
+    }
+
+    /// Adds the keys of `metadata` (a dict) to the node of call `node` (captured content).
+    fn annotate(&self, node: NodeId, metadata: &Bound<'_, PyAny>) -> errors::Result<()> {
+        let value = crate::convert::metadata(Some(metadata))?;
+        if let Some(value) = value {
+            self.inner.annotate(node, value)?;
+        }
+        Ok(())
     }
 
     fn abort(&self, reason: &str) -> bool {

@@ -10,6 +10,7 @@ use super::nesting;
 use super::record::{cut_message, Record, Status};
 use crate::ids::{format_id, NodeId};
 use crate::recorder::{AggregatesView, Config, Graph, Kind};
+use crate::value::Value;
 
 /// Graph label of a call without an operation name.
 pub const UNNAMED: &str = "unnamed";
@@ -55,17 +56,19 @@ fn not_open(node: NodeId) -> ContainmentError {
 
 impl Contained {
     /// `max_nodes` caps the chain's graph (0 = unbounded); pruning is the graph's.
+    /// `root_metadata` is the chain's context (who and what it belongs to), kept on its root.
     pub fn new(
         limits: Limits,
         chain_id: &str,
         max_nodes: usize,
+        root_metadata: Option<Value>,
     ) -> Result<Contained, ContainmentError> {
         let config = Config {
             max_nodes,
             ..Config::default()
         };
         let graph = Graph::new(chain_id, config)?;
-        let root = graph.create_root("chain_root", None)?;
+        let root = graph.create_root("chain_root", root_metadata)?;
         let key = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
         Ok(Contained {
             chain: Chain::new(limits),
@@ -304,6 +307,13 @@ impl Contained {
         })?;
         self.record(node, named, status, failure.message);
         Ok(stop)
+    }
+
+    /// Adds keys to a call's node metadata (captured content); open or finished, while the
+    /// graph still holds it.
+    pub fn annotate(&self, node: NodeId, metadata: Value) -> Result<(), ContainmentError> {
+        with_id(node, |id| self.graph.annotate(id, metadata))?;
+        Ok(())
     }
 
     pub fn is_open(&self, node: NodeId) -> bool {

@@ -215,6 +215,19 @@ impl Arena {
         }
     }
 
+    /// Merges the top-level keys of `metadata` (an object) into the node's metadata; false
+    /// when the node is not live.
+    pub fn merge_metadata(&mut self, id: NodeId, metadata: Value) -> bool {
+        let Some(node) = self.get_mut(id) else {
+            return false;
+        };
+        node.has_extras = true;
+        let slot = &mut self.extras.entry(id).or_default().metadata;
+        slot.get_or_insert_with(|| Box::new(Value::empty_object()))
+            .shallow_merge(metadata);
+        true
+    }
+
     pub fn len(&self) -> usize {
         self.live
     }
