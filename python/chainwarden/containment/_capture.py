@@ -15,17 +15,30 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from chainwarden._call_facts import CONTENT_INPUT, CONTENT_OUTPUT
 from chainwarden._core import ChainCore
 
-__all__ = ["INPUT_ATTR", "INPUT_KEY", "OUTPUT_KEY", "CallInput", "Capture", "describe", "input_of", "keep"]
+__all__ = [
+    "INPUT_ATTR",
+    "INPUT_KEY",
+    "OUTPUT_KEY",
+    "SELF_CAPTURED",
+    "CallInput",
+    "Capture",
+    "describe",
+    "input_of",
+    "keep",
+]
 
 _log = logging.getLogger("chainwarden.containment")
 
-INPUT_KEY: Final = "content_input"
-OUTPUT_KEY: Final = "content_output"
+INPUT_KEY: Final = CONTENT_INPUT
+OUTPUT_KEY: Final = CONTENT_OUTPUT
 # The attribute a wrap's callable may carry to say what its input was (a decorated function's call).
 INPUT_ATTR: Final = "__chainwarden_input__"
 _ELLIPSIS: Final = "…"
+#: Set as a callable's INPUT_ATTR by code that keeps the call's content itself (the client integrations).
+SELF_CAPTURED: Final = object()
 
 
 class CallInput:

@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 from chainwarden._core import CallKind, CallStatus, StopCause
-from chainwarden.containment._capture import input_of, keep
+from chainwarden.containment._capture import SELF_CAPTURED, input_of, keep
 from chainwarden.containment._state import ChainState
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.policy import PolicyContext
@@ -32,8 +32,9 @@ def capture_call(
     """Keeps a wrapped call's input (and output, when it returned) on its node (docs/containment.md,
     "Content capture"); only called when capture is on."""
     capture = s.capture
-    if capture is not None:
-        keep(capture, s.core, node, capture.entries(input=input_of(fn), output=result, has_output=has_output))
+    declared = input_of(fn)
+    if capture is not None and declared is not SELF_CAPTURED:
+        keep(capture, s.core, node, capture.entries(input=declared, output=result, has_output=has_output))
 
 
 def _window_halt(events: list[Any]) -> bool:
@@ -45,7 +46,11 @@ def refuse(s: ChainState, stop: StopCause, opts: WrapOptions) -> Decision:
     if stop == StopCause.TIMEOUT:
         s.on_timeout()
     elif stop != StopCause.ABORTED:
-        s.forced_stop(reason, refusal_detail(s, stop, opts))
+        # The event names the refused call (its node, halted with the reason), so an exporter puts it on
+        # that call's span rather than the chain's (docs/integrations.md, "What a span looks like").
+        refused = s.core.last_refused()
+        named = {} if refused is None else {"node_id": s.core.node_name(refused)}
+        s.forced_stop(reason, refusal_detail(s, stop, opts), **named)
     s.note.reason = reason
     s.count_decision("HALT")
     return Decision.HALT

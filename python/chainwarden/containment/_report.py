@@ -17,7 +17,7 @@ from typing import Final, NamedTuple
 
 from chainwarden._core import ChainCore, open_sync_calls
 
-__all__ = ["CURRENT_CALL", "Binding", "bind", "enclosing", "report_cost"]
+__all__ = ["CURRENT_CALL", "Binding", "bind", "current_call", "enclosing", "report_cost"]
 
 
 class Binding(NamedTuple):
@@ -78,6 +78,15 @@ def _tokens(value: object, name: str) -> int | None:
     return value
 
 
+def current_call() -> tuple[ChainCore, int] | None:
+    """(core, node) of the innermost wrapped call this code runs in, of any chain; None outside any."""
+    depth, sync = open_sync_calls()
+    bound = CURRENT_CALL.get()
+    if bound is not None and (sync is None or (bound.thread == get_ident() and depth <= bound.sync_depth)):
+        return bound.core, bound.node
+    return sync
+
+
 def report_cost(
     cost_usd: float | Decimal, *, tokens_in: int | None = None, tokens_out: int | None = None
 ) -> None:
@@ -92,12 +101,9 @@ def report_cost(
     cost = _number(cost_usd, "cost_usd")
     tin = _tokens(tokens_in, "tokens_in")
     tout = _tokens(tokens_out, "tokens_out")
-    depth, sync = open_sync_calls()
-    bound = CURRENT_CALL.get()
-    if bound is not None and (sync is None or (bound.thread == get_ident() and depth <= bound.sync_depth)):
-        core, node = bound.core, bound.node
-    elif sync is not None:
-        core, node = sync
+    found = current_call()
+    if found is not None:
+        core, node = found
     else:
         raise RuntimeError(
             "report_cost() must be called inside a call wrapped by an ExecutionContext "

@@ -41,6 +41,8 @@ INTERRUPTED = "interrupted"
 #: The error code of a result refused because the worker's lease was reclaimed.
 LEASE_LOST = "dag.claim.lease_lost"
 
+_LISTENER_METHODS = ("on_claim", "on_result", "on_run_end")
+
 Node = dict[str, Any]
 Context = list[dict[str, Any]]
 Executor = Callable[[Node, Context], "ExecutionResult | Awaitable[ExecutionResult]"]
@@ -135,6 +137,58 @@ class Runner:
             raise TypeError(f"wrap_options must be callable or None, not {type(wrap_options).__name__}")
         self._ctx = execution_context
         self._wrap_options = wrap_options
+        # Replaced, never mutated: a run reads one tuple while another thread adds or removes a listener.
+        self._listeners: tuple[Any, ...] = ()
+
+    # -- listeners (docs/dag.md "Listening to a runner") --------------------------------------------------
+
+    def add_listener(self, listener: object) -> None:
+        """Lets ``listener`` follow the run: ``on_claim(node, context)`` just before a claimed node is handed
+        to its executor, ``on_result(node, result)`` with the ``ExecutionResult`` before it is applied, and
+        ``on_run_end(stats)`` when ``run_until_idle`` / ``arun_until_idle`` return. It needs at least one of
+        the three; one that raises is logged at WARNING on ``chainwarden.dag`` and the run goes on
+        (docs/design.md §22). Adding the same object twice registers it once."""
+        if not any(callable(getattr(listener, name, None)) for name in _LISTENER_METHODS):
+            names = ", ".join(_LISTENER_METHODS)
+            raise TypeError(f"listener must have at least one of {names}, got {type(listener).__name__}")
+        if not any(existing is listener for existing in self._listeners):
+            self._listeners = (*self._listeners, listener)
+
+    def remove_listener(self, listener: object) -> None:
+        """Stops calling ``listener`` (one never added is ignored)."""
+        self._listeners = tuple(existing for existing in self._listeners if existing is not listener)
+
+    def _notify(self, method: str, *args: Any) -> None:
+        for listener in self._listeners:
+            hook = getattr(listener, method, None)
+            if hook is None:
+                continue
+            try:
+                hook(*args)
+            except Exception:
+                _log.warning(
+                    "runner listener %s.%s raised; the run goes on",
+                    type(listener).__name__,
+                    method,
+                    exc_info=True,
+                )
+
+    def _observed(self, node: Node, context: Context) -> ExecutionResult:
+        """`_execute` between the listeners' `on_claim` and `on_result`."""
+        if not self._listeners:
+            return self._execute(node, context)
+        self._notify("on_claim", node, context)
+        result = self._execute(node, context)
+        self._notify("on_result", node, result)
+        return result
+
+    async def _aobserved(self, node: Node, context: Context) -> ExecutionResult:
+        if not self._listeners:
+            return await self._aexecute(node, context)
+        self._notify("on_claim", node, context)
+        result = await self._aexecute(node, context)
+        self._notify("on_result", node, result)
+        return result
 
     def _claim(self, limit: int) -> list[str]:
         if self._heartbeat is not None:
@@ -225,7 +279,7 @@ class Runner:
     async def _aexecute_marked(self, node: Node, context: Context) -> ExecutionResult:
         """`_aexecute`, marking the node as soon as an interruption escapes it (the loop may stop next)."""
         try:
-            return await self._aexecute(node, context)
+            return await self._aobserved(node, context)
         except BaseException as exc:
             self._interrupt([node["node_id"]], exc)
             raise
@@ -262,7 +316,7 @@ class Runner:
         for i, node_id in enumerate(claimed):
             try:
                 node, context = self._prepare(node_id)
-                self._apply(node_id, self._execute(node, context), stats)
+                self._apply(node_id, self._observed(node, context), stats)
             except BaseException as exc:
                 # This node and the claimed ones not yet run would otherwise stay `running` forever.
                 self._interrupt(claimed[i:], exc)
@@ -283,6 +337,7 @@ class Runner:
                     break
         finally:
             self.close()
+        self._notify("on_run_end", stats)
         return stats
 
     async def arun_until_idle(self, *, concurrency: int = 8) -> RunStats:
@@ -306,6 +361,7 @@ class Runner:
                         task = asyncio.create_task(self._aexecute_marked(node, context))
                         inflight[task] = node_id
                 if not inflight:
+                    self._notify("on_run_end", stats)
                     return stats
                 done, _ = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
                 for task in sorted(done, key=lambda t: inflight[t]):

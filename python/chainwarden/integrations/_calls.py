@@ -9,16 +9,19 @@ it is a held call (``containment._held``), settled by the stream proxy. Either w
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from chainwarden._core import CallKind
 from chainwarden.containment._blocks import ChainHalted
+from chainwarden.containment._capture import INPUT_ATTR, SELF_CAPTURED, Capture
 from chainwarden.containment._held import open_call
-from chainwarden.containment._report import report_cost
+from chainwarden.containment._report import current_call, report_cost
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.containment.types import WrapOptions
+from chainwarden.integrations._facts import request_facts, response_facts
 from chainwarden.integrations._streams import AsyncHeldStream, HeldStream, Settle, Watch, settle_failure
 from chainwarden.integrations._usage import PriceOverrides, Usage, charge
 from chainwarden.shield.types import Decision
@@ -41,9 +44,11 @@ class Dialect:
     """How one provider method reports usage."""
 
     operation: str  # the node's name, e.g. "openai.chat.completions"
-    usage_of: Callable[[Any, Usage], None]  # a plain response's usage into the Usage
+    usage_of: Callable[[Any, Usage], None]  # a plain response's usage (and id, finish reasons) into the Usage
     watch: Watch  # one stream event's usage into the Usage; False hides the event
     prepare: Callable[[dict[str, Any]], Watch | None] | None = None  # may adjust a streamed request
+    input_of: Callable[[dict[str, Any]], Any] = lambda kwargs: None  # what was sent, for content capture
+    output_of: Callable[[Any], Any] = lambda response: None  # a plain response's reply, for content capture
 
 
 def _model(kwargs: dict[str, Any]) -> str:
@@ -80,6 +85,29 @@ def _stream_watch(dialect: Dialect, kwargs: dict[str, Any]) -> Watch:
     return dialect.watch
 
 
+def _capture(setup: Setup) -> Capture | None:
+    return setup.ctx._s.capture
+
+
+def _asked(setup: Setup, dialect: Dialect, model: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    capture = _capture(setup)
+    return request_facts(capture, setup.provider, model, dialect.input_of(kwargs) if capture else None)
+
+
+def _annotate_current(entries: dict[str, Any]) -> None:
+    """Adds entries to the node of the wrapped call this runs in (the thunk of ``call`` / ``acall``)."""
+    found = current_call()
+    if found is not None and entries:
+        core, node = found
+        with contextlib.suppress(KeyError, ValueError, TypeError):
+            core.annotate(node, entries)
+
+
+def _answered(setup: Setup, dialect: Dialect, response: Any, usage: Usage) -> None:
+    capture = _capture(setup)
+    _annotate_current(response_facts(capture, usage, dialect.output_of(response) if capture else None))
+
+
 def call(
     setup: Setup, dialect: Dialect, original: Callable[..., Any], args: Any, kwargs: dict[str, Any]
 ) -> Any:
@@ -89,6 +117,8 @@ def call(
     if kwargs.get("stream") is True:
         watch = _stream_watch(dialect, kwargs)
         held = open_call(setup.ctx, CallKind.LLM, opts)
+        held.annotate(_asked(setup, dialect, model, kwargs))
+        usage.keep_text = held.capture is not None
         try:
             inner = original(*args, **kwargs)
         except BaseException as exc:
@@ -102,15 +132,18 @@ def call(
     errors: list[BaseException] = []
 
     def thunk() -> None:
+        _annotate_current(_asked(setup, dialect, model, kwargs))
         try:
             response = original(*args, **kwargs)
         except BaseException as exc:
             errors.append(exc)
             raise
         dialect.usage_of(response, usage)
+        _answered(setup, dialect, response, usage)
         charge(usage, setup.estimate, setup.overrides, _report)
         box.append(response)
 
+    setattr(thunk, INPUT_ATTR, SELF_CAPTURED)  # the messages, not the thunk, are the call's content
     return outcome(setup.ctx, setup.ctx.wrap_llm_call(thunk, opts), box, errors)
 
 
@@ -123,6 +156,8 @@ async def acall(
     if kwargs.get("stream") is True:
         watch = _stream_watch(dialect, kwargs)
         held = open_call(setup.ctx, CallKind.LLM, opts)
+        held.annotate(_asked(setup, dialect, model, kwargs))
+        usage.keep_text = held.capture is not None
         try:
             inner = await original(*args, **kwargs)
         except BaseException as exc:
@@ -136,13 +171,16 @@ async def acall(
     errors: list[BaseException] = []
 
     async def thunk() -> None:
+        _annotate_current(_asked(setup, dialect, model, kwargs))
         try:
             response = await original(*args, **kwargs)
         except BaseException as exc:
             errors.append(exc)
             raise
         dialect.usage_of(response, usage)
+        _answered(setup, dialect, response, usage)
         charge(usage, setup.estimate, setup.overrides, _report)
         box.append(response)
 
+    setattr(thunk, INPUT_ATTR, SELF_CAPTURED)
     return outcome(setup.ctx, await setup.ctx.wrap_llm_call_async(thunk, opts), box, errors)

@@ -17,6 +17,7 @@ from typing import Any
 
 from chainwarden.containment._blocks import ChainHalted
 from chainwarden.containment._held import HeldCall
+from chainwarden.integrations._facts import response_facts
 from chainwarden.integrations._usage import PriceOverrides, Usage, charge
 from chainwarden.shield.types import Decision
 
@@ -53,6 +54,7 @@ class Settle:
         held = self.held
         if held.node is None:
             return
+        held.annotate(response_facts(held.capture, self.usage))
         charge(self.usage, self.estimate, self.overrides, held.report)
         decision = held.succeed()
         if decision is not Decision.ALLOW:

@@ -24,6 +24,7 @@ from chainwarden.containment._blocks import ChainHalted
 from chainwarden.containment._held import HeldCall, open_call
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.containment.types import WrapOptions
+from chainwarden.integrations._facts import request_facts, response_facts
 from chainwarden.integrations._streams import settle_failure
 from chainwarden.integrations._usage import PriceOverrides, Usage, charge, count
 from chainwarden.pricing import _overrides
@@ -84,6 +85,25 @@ def usage_of(response: Any, usage: Usage) -> None:
         usage.seen = True
         usage.input_tokens = count(tokens.get("prompt_tokens"))
         usage.output_tokens = count(tokens.get("completion_tokens"))
+
+
+def _replies(response: Any, usage: Usage) -> list[str]:
+    """The text of each generation; the reply's id and finish reasons go into ``usage`` (LangChain keeps
+    them in ``generation_info`` or the message's ``response_metadata``, per provider)."""
+    texts: list[str] = []
+    for generations in getattr(response, "generations", None) or ():
+        for generation in generations:
+            texts.append(str(getattr(generation, "text", "")))
+            message = getattr(generation, "message", None)
+            info = getattr(generation, "generation_info", None) or {}
+            meta = getattr(message, "response_metadata", None) or {}
+            reason = _first_str(info.get("finish_reason"), meta.get("finish_reason"), meta.get("stop_reason"))
+            if reason:
+                usage.finish_reasons.append(reason)
+            found = _first_str(meta.get("id"), getattr(message, "id", None))
+            if found and usage.response_id is None:
+                usage.response_id = found
+    return texts
 
 
 class ChainwardenCallbackHandler(BaseCallbackHandler):
@@ -157,11 +177,14 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None,
         metadata: Mapping[str, Any] | None,
         kwargs: Mapping[str, Any],
+        *,
+        sent: Any,
     ) -> None:
         provider, model = model_of(metadata, kwargs)
         provider = self._provider or provider
         opts = WrapOptions(_name(serialized, kwargs, "llm"), self._estimate, model=model or None)
         held = self._start(run_id, parent_run_id, CallKind.LLM, opts)
+        held.annotate(request_facts(held.capture, provider, model, sent))
         usage = Usage(provider, model) if provider and model else None  # unpriceable: the estimate
         self._keep(run_id, held, usage)
 
@@ -176,7 +199,13 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        self._llm_start(serialized, run_id, parent_run_id, metadata, kwargs)
+        sent = [
+            [{"role": getattr(m, "type", ""), "content": getattr(m, "content", m)} for m in b]
+            for b in messages
+        ]
+        self._llm_start(
+            serialized, run_id, parent_run_id, metadata, kwargs, sent=sent[0] if len(sent) == 1 else sent
+        )
 
     def on_llm_start(
         self,
@@ -189,7 +218,7 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        self._llm_start(serialized, run_id, parent_run_id, metadata, kwargs)
+        self._llm_start(serialized, run_id, parent_run_id, metadata, kwargs, sent=prompts)
 
     def on_llm_end(
         self, response: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
@@ -200,6 +229,8 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
         held, usage = opened
         counted = usage or Usage("", "")
         usage_of(response, counted)
+        replies = _replies(response, counted)
+        held.annotate(response_facts(held.capture, counted, replies if held.capture is not None else None))
         if usage is not None:
             charge(usage, self._estimate, self._overrides, held.report)
         elif counted.seen:  # tokens without a price: recorded, charged the estimate

@@ -183,6 +183,12 @@ thread_local! {
     static LAST_SYNC_CODE: RefCell<Option<Py<PyAny>>> = const { RefCell::new(None) };
 }
 
+thread_local! {
+    /// (core address, node) of the latest refusal on this thread: `begin` answers a refusal with the
+    /// shared `StopCause` object, which cannot carry the node.
+    static LAST_REFUSED: std::cell::Cell<Option<(usize, NodeId)>> = const { std::cell::Cell::new(None) };
+}
+
 static INSPECT: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
 
 const ASYNC_FLAGS: c_int = ffi::CO_COROUTINE | ffi::CO_ASYNC_GENERATOR;
@@ -339,8 +345,20 @@ impl ChainCore {
                 }
                 node.into_pyobject(py)?.into_any().unbind()
             }
-            Err(stop) => Py::new(py, StopCause::from(stop))?.into_any(),
+            Err(refused) => {
+                LAST_REFUSED.set(Some((slf.get() as *const ChainCore as usize, refused.node)));
+                Py::new(py, StopCause::from(refused.stop))?.into_any()
+            }
         })
+    }
+
+    /// The node of the latest call this core refused on this thread (recorded halted with the stop
+    /// reason), so the refusal's event can name the refused call's span; None if none.
+    fn last_refused(&self) -> Option<NodeId> {
+        LAST_REFUSED
+            .get()
+            .filter(|&(core, _)| core == self as *const ChainCore as usize)
+            .map(|(_, node)| node)
     }
 
     fn dispatch(&self, node: NodeId) -> errors::Result<()> {

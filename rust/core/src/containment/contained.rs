@@ -36,6 +36,13 @@ pub struct Failure<'a> {
     pub message: Option<&'a str>,
 }
 
+/// A call refused at admission: why, and the node it was recorded as (halted with that reason).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub stop: Stop,
+    pub node: NodeId,
+}
+
 pub struct Contained {
     chain: Chain,
     graph: Graph,
@@ -106,7 +113,7 @@ impl Contained {
         cost_estimate: f64,
         dispatch: bool,
         nest: bool,
-    ) -> Result<Result<NodeId, Stop>, ContainmentError> {
+    ) -> Result<Result<NodeId, Refusal>, ContainmentError> {
         // Both candidates are open ancestors of the caller; ids grow with creation, so the
         // larger one is the deeper (e.g. an async call inside a sync call's event loop).
         let parent = match (nesting::innermost(self.key), parent_hint) {
@@ -143,7 +150,7 @@ impl Contained {
                     self.graph.mark_halt(id, Some(stop.reason()), false)
                 })?;
                 self.record(node, !name.is_empty(), stop.status(), None);
-                Ok(Err(stop))
+                Ok(Err(Refusal { stop, node }))
             }
         }
     }

@@ -17,6 +17,7 @@ fn contained(max_cost_usd: f64, max_steps: u64, max_retries_total: u64) -> Conta
 fn begin(c: &Contained, estimate: f64) -> Result<u64, Stop> {
     c.begin(None, Kind::Llm, "op", None, estimate, true, false)
         .expect("graph accepts the node")
+        .map_err(|refused| refused.stop)
 }
 
 fn succeed(c: &Contained, cost: f64) {
