@@ -86,6 +86,11 @@ class HeldCall:
                 self._s.core.annotate(node, entries)
 
     @property
+    def chain(self) -> ChainState:
+        """The state of the chain the call belongs to."""
+        return self._s
+
+    @property
     def capture(self) -> Capture | None:
         """The chain's content capture settings (None: off)."""
         return self._s.capture

@@ -26,7 +26,7 @@ from chainwarden.integrations._streams import AsyncHeldStream, HeldStream, Settl
 from chainwarden.integrations._usage import PriceOverrides, Usage, charge
 from chainwarden.shield.types import Decision
 
-__all__ = ["Dialect", "Setup", "acall", "call", "outcome"]
+__all__ = ["Dialect", "Setup", "acall", "call", "outcome", "requested_model", "stream_watch"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class Dialect:
     output_of: Callable[[Any], Any] = lambda response: None  # a plain response's reply, for content capture
 
 
-def _model(kwargs: dict[str, Any]) -> str:
+def requested_model(kwargs: dict[str, Any]) -> str:
     model = kwargs.get("model")
     return model if isinstance(model, str) else ""
 
@@ -77,7 +77,7 @@ def outcome(ctx: ExecutionContext, decision: Decision, box: list[Any], errors: l
     raise halted
 
 
-def _stream_watch(dialect: Dialect, kwargs: dict[str, Any]) -> Watch:
+def stream_watch(dialect: Dialect, kwargs: dict[str, Any]) -> Watch:
     if dialect.prepare is not None:
         adjusted = dialect.prepare(kwargs)
         if adjusted is not None:
@@ -111,11 +111,11 @@ def _answered(setup: Setup, dialect: Dialect, response: Any, usage: Usage) -> No
 def call(
     setup: Setup, dialect: Dialect, original: Callable[..., Any], args: Any, kwargs: dict[str, Any]
 ) -> Any:
-    model = _model(kwargs)
+    model = requested_model(kwargs)
     opts = _options(setup, dialect, model)
     usage = Usage(setup.provider, model)
     if kwargs.get("stream") is True:
-        watch = _stream_watch(dialect, kwargs)
+        watch = stream_watch(dialect, kwargs)
         held = open_call(setup.ctx, CallKind.LLM, opts)
         held.annotate(_asked(setup, dialect, model, kwargs))
         usage.keep_text = held.capture is not None
@@ -150,11 +150,11 @@ def call(
 async def acall(
     setup: Setup, dialect: Dialect, original: Callable[..., Awaitable[Any]], args: Any, kwargs: dict[str, Any]
 ) -> Any:
-    model = _model(kwargs)
+    model = requested_model(kwargs)
     opts = _options(setup, dialect, model)
     usage = Usage(setup.provider, model)
     if kwargs.get("stream") is True:
-        watch = _stream_watch(dialect, kwargs)
+        watch = stream_watch(dialect, kwargs)
         held = open_call(setup.ctx, CallKind.LLM, opts)
         held.annotate(_asked(setup, dialect, model, kwargs))
         usage.keep_text = held.capture is not None

@@ -13,15 +13,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from chainwarden.containment._blocks import ChainHalted
-from chainwarden.containment._held import HeldCall
+from chainwarden.containment._capture import Capture
 from chainwarden.integrations._facts import response_facts
 from chainwarden.integrations._usage import PriceOverrides, Usage, charge
 from chainwarden.shield.types import Decision
 
-__all__ = ["AsyncHeldStream", "HeldStream", "Settle", "settle_failure"]
+__all__ = ["AsyncHeldStream", "Held", "HeldStream", "Settle", "settle_failure"]
 
 _log = logging.getLogger("chainwarden.integrations")
 
@@ -29,7 +29,24 @@ _log = logging.getLogger("chainwarden.integrations")
 Watch = Callable[[Any, Usage], bool]
 
 
-def settle_failure(held: HeldCall, exc: BaseException) -> ChainHalted | None:
+class Held(Protocol):
+    """A call opened now and settled later: a chain's held call (``containment._held.HeldCall``) or a
+    node of a recording graph (``integrations._recorded.GraphCall``)."""
+
+    @property
+    def node(self) -> object: ...
+    @property
+    def capture(self) -> Capture | None: ...
+    def report(
+        self, cost_usd: float, tokens_in: int | None = None, tokens_out: int | None = None
+    ) -> None: ...
+    def annotate(self, entries: dict[str, Any]) -> None: ...
+    def succeed(self) -> Decision: ...
+    def fail(self, exc: BaseException) -> Decision: ...
+    def halted(self, decision: Decision) -> ChainHalted: ...
+
+
+def settle_failure(held: Held, exc: BaseException) -> ChainHalted | None:
     """Settles ``held`` as failed by ``exc``. Returns ``ChainHalted`` (naming the stop reason) when the
     chain stops there, None when the error itself should propagate (retries remain)."""
     decision = held.fail(exc)
@@ -42,7 +59,7 @@ class Settle:
     """The settlement shared by the sync and async proxies."""
 
     def __init__(
-        self, held: HeldCall, usage: Usage, watch: Watch, estimate: float, overrides: PriceOverrides | None
+        self, held: Held, usage: Usage, watch: Watch, estimate: float, overrides: PriceOverrides | None
     ) -> None:
         self.held = held
         self.usage = usage

@@ -14,18 +14,22 @@ See docs/integrations.md.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from chainwarden._core import CallKind
+from chainwarden._default_recorder import default_recorder
 from chainwarden._extras import require
 from chainwarden.containment._blocks import ChainHalted
+from chainwarden.containment._current import current_context
 from chainwarden.containment._held import HeldCall, open_call
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.containment.types import WrapOptions
 from chainwarden.integrations._facts import request_facts, response_facts
-from chainwarden.integrations._streams import settle_failure
+from chainwarden.integrations._recorded import GraphCall, Recording
+from chainwarden.integrations._streams import Held, settle_failure
 from chainwarden.integrations._usage import PriceOverrides, Usage, charge, count
 from chainwarden.pricing import _overrides
 from chainwarden.shield.types import Decision
@@ -126,6 +130,12 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
     ) -> None:
         if not isinstance(ctx, ExecutionContext):
             raise TypeError(f"ctx must be an ExecutionContext, got {type(ctx).__name__}")
+        self._setup(provider, cost_estimate_hint, price_overrides)
+        self.ctx = ctx
+
+    def _setup(
+        self, provider: str | None, cost_estimate_hint: float, price_overrides: PriceOverrides | None
+    ) -> None:
         if provider is not None and (not isinstance(provider, str) or not provider):
             raise TypeError(f"provider must be a non-empty str or None, got {provider!r}")
         self._estimate = WrapOptions(cost_estimate_hint=cost_estimate_hint).cost_estimate_hint
@@ -133,30 +143,34 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
             table = _overrides(price_overrides)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"price_overrides: {exc}") from None
-        super().__init__()
-        self.ctx = ctx
+        BaseCallbackHandler.__init__(self)
         self._provider = provider
         self._overrides = table or None
         self._lock = threading.Lock()
-        self._open: dict[UUID, tuple[HeldCall, Usage | None]] = {}
+        self._open: dict[UUID, tuple[Held, Usage | None]] = {}
 
     # -- bookkeeping -----------------------------------------------------------------------------------
 
-    def _start(self, run_id: UUID, parent_run_id: UUID | None, kind: CallKind, opts: WrapOptions) -> HeldCall:
+    def _parent(self, parent_run_id: UUID | None) -> Held | None:
         with self._lock:
             parent = self._open.get(parent_run_id) if parent_run_id is not None else None
-        parent_node = parent[0].node if parent is not None else None
+        return parent[0] if parent is not None else None
+
+    def _start(self, run_id: UUID, parent_run_id: UUID | None, kind: CallKind, opts: WrapOptions) -> Held:
+        """Opens the run's call (the seam ``chainwarden.instrument()``'s own handler overrides)."""
+        parent = self._parent(parent_run_id)
+        parent_node = parent.node if isinstance(parent, HeldCall) else None
         return open_call(self.ctx, kind, opts, parent_node)  # ChainHalted when refused
 
-    def _keep(self, run_id: UUID, held: HeldCall, usage: Usage | None) -> None:
+    def _keep(self, run_id: UUID, held: Held, usage: Usage | None) -> None:
         with self._lock:
             self._open[run_id] = (held, usage)
 
-    def _take(self, run_id: UUID) -> tuple[HeldCall, Usage | None] | None:
+    def _take(self, run_id: UUID) -> tuple[Held, Usage | None] | None:
         with self._lock:
             return self._open.pop(run_id, None)
 
-    def _succeed(self, held: HeldCall) -> None:
+    def _succeed(self, held: Held) -> None:
         decision = held.succeed()
         if decision is not Decision.ALLOW:
             raise _halted(decision, held)
@@ -273,5 +287,56 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
         self._fail(run_id, error)
 
 
-def _halted(decision: Decision, held: HeldCall) -> ChainHalted:
+def _halted(decision: Decision, held: Held) -> ChainHalted:
     return held.halted(decision)
+
+
+class _InstrumentedHandler(ChainwardenCallbackHandler):
+    """The handler ``chainwarden.instrument()`` adds to every LangChain run (docs/integrations.md, "One
+    line: instrument()"): a run inside an ``ExecutionContext`` is a contained call of it, any other is
+    recorded into ``chainwarden.default_recorder()``."""
+
+    def __init__(self, settings: Callable[[], Recording | None]) -> None:
+        self._settings = settings
+        self._setup(None, 0.0, None)
+
+    def _start(self, run_id: UUID, parent_run_id: UUID | None, kind: CallKind, opts: WrapOptions) -> Held:
+        settings = self._settings()
+        if settings is not None:  # the settings of the latest instrument() call
+            self._estimate, self._overrides = settings.estimate, settings.overrides
+        parent = self._parent(parent_run_id)
+        ctx = current_context()
+        if ctx is not None:
+            same = isinstance(parent, HeldCall) and parent.chain is ctx._s
+            held_opts = WrapOptions(opts.operation_name, self._estimate, model=opts.model)
+            return open_call(ctx, kind, held_opts, parent.node if same and parent is not None else None)  # type: ignore[arg-type]
+        return GraphCall(
+            default_recorder(),
+            "llm" if kind == CallKind.LLM else "tool",
+            opts.operation_name,
+            opts.model,
+            capture=settings.capture if settings is not None else None,
+            parent=parent.node_id if isinstance(parent, GraphCall) else None,
+        )
+
+
+def install_global(settings: Callable[[], Recording | None]) -> Any:
+    """Adds one ``_InstrumentedHandler`` to every LangChain run that has no ``ChainwardenCallbackHandler``;
+    returns the configure-hook entry ``remove_global`` takes out again."""
+    from langchain_core.tracers import context as tracer_context  # noqa: PLC0415
+
+    handler: ChainwardenCallbackHandler = _InstrumentedHandler(settings)
+    # A default value: every thread and task sees the handler, not only the context that set it.
+    var: ContextVar[ChainwardenCallbackHandler | None] = ContextVar("chainwarden_instrument", default=handler)
+    tracer_context.register_configure_hook(var, True, ChainwardenCallbackHandler)
+    return tracer_context._configure_hooks[-1]
+
+
+def remove_global(entry: Any) -> None:
+    """Takes the entry ``install_global`` returned out of LangChain's configure hooks."""
+    from langchain_core.tracers import context as tracer_context  # noqa: PLC0415
+
+    hooks = tracer_context._configure_hooks
+    for i in range(len(hooks) - 1, -1, -1):
+        if hooks[i] is entry:
+            del hooks[i]
