@@ -85,6 +85,7 @@ _SCHEMA = (
 _MIGRATIONS = (
     "ALTER TABLE charge_receipts ADD COLUMN IF NOT EXISTS usage_raw TEXT",
     "ALTER TABLE charge_receipts ADD COLUMN IF NOT EXISTS commit_id TEXT",
+    "ALTER TABLE runs ADD COLUMN IF NOT EXISTS context TEXT",  # the run's user, session, tags, attributes
 )
 _SCHEMA_COLUMNS = (
     "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema() "
@@ -213,7 +214,7 @@ class PostgresLedger(Ledger):
         # A read, so opening a ledger whose schema exists takes no lock.
         found = {(table, column) for table, column in self._read(_SCHEMA_COLUMNS, ())}
         tables = {table for table, _ in found}
-        added = {("charge_receipts", "usage_raw"), ("charge_receipts", "commit_id")}
+        added = {("charge_receipts", "usage_raw"), ("charge_receipts", "commit_id"), ("runs", "context")}
         return tables == {"billing_accounts", "charge_receipts", "credit_ledger", "runs"} and added <= found
 
     def _attempt(self, timeout_s: float, work: Callable[[Any], T]) -> T:

@@ -80,7 +80,11 @@ CREATE INDEX IF NOT EXISTS runs_started ON runs (started_at);
 
 
 # Columns added after the first release; an older file gets them on open (one write transaction, once).
-_ADDED_COLUMNS = (("charge_receipts", "usage_raw", "TEXT"), ("charge_receipts", "commit_id", "TEXT"))
+_ADDED_COLUMNS = (
+    ("charge_receipts", "usage_raw", "TEXT"),
+    ("charge_receipts", "commit_id", "TEXT"),
+    ("runs", "context", "TEXT"),  # the run's user, session, tags and attributes as JSON
+)
 _TABLES = ("billing_accounts", "charge_receipts", "credit_ledger", "runs")
 # SQLITE_BUSY and SQLITE_LOCKED (primary result codes).
 _BUSY_CODES = (5, 6)

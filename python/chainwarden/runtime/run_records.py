@@ -31,6 +31,7 @@ class RunRecorder:
             model=req.model,
             status="running",
             started_at=datetime.now(UTC),
+            context=req.context(),
         )
 
     async def started(self) -> None:
@@ -53,6 +54,7 @@ class RunRecorder:
                 completion_tokens=final.usage.completion_tokens,
                 finish_reason=final.finish_reason,
                 error=final.error,
+                context=start.context,
             )
         )
 
