@@ -262,7 +262,9 @@
       var pos = this.rows.indexOf(i);
       if (pos >= 0) {
         var top = pos * ROW_H, vp = this.vp;
-        if (top < vp.scrollTop || top > vp.scrollTop + vp.clientHeight - ROW_H) { vp.scrollTop = Math.max(0, top - vp.clientHeight / 3); }
+        if (top < vp.scrollTop || top > vp.scrollTop + vp.clientHeight - ROW_H) {
+          vp.scrollTop = Math.max(0, Math.round((top - vp.clientHeight / 3) / ROW_H) * ROW_H);  // whole rows
+        }
       }
     }
     this.render(false);
