@@ -40,8 +40,9 @@
     this.status = Int32Array.from(d.status);
     this.model = Int32Array.from(d.model);
     this.reason = Int32Array.from(d.reason);
-    this.start = Float64Array.from(d.start);
-    this.dur = Float64Array.from(d.dur);
+    // Tenths of a millisecond in the file; milliseconds here (-1: unknown).
+    this.start = Float64Array.from(d.start, function (t) { return t < 0 ? -1 : t / 10; });
+    this.dur = Float64Array.from(d.dur, function (t) { return t < 0 ? -1 : t / 10; });
     this.cost = Float64Array.from(d.cost);
     this.strings = d.strings;
     this.lower = d.strings.map(function (s) { return s.toLowerCase(); });

@@ -9,8 +9,8 @@ deflated (zlib) and written as base64 into the page; the browser inflates it wit
 Columns (``-1`` is "none" for every integer column):
 
 - ``id`` (str), ``parent`` (index of the call's first parent), ``kind``, ``name``, ``status``, ``model``,
-  ``reason`` (indices into ``strings``), ``start`` / ``dur`` (milliseconds, 0.1 ms resolution, as numbers),
-  ``cost`` (USD), ``tin`` / ``tout`` (tokens), ``retries``;
+  ``reason`` (indices into ``strings``), ``start`` (since ``t0``, the first start in epoch milliseconds) and
+  ``dur``, both in tenths of a millisecond, ``cost`` (USD), ``tin`` / ``tout`` (tokens), ``retries``;
 - ``more_parents``: ``{index: [parent indices]}`` for the DAG nodes with several parents;
 - ``detail``: ``{index: {...}}``, what the detail panel shows besides the columns (metadata, captured
   content, a DAG node's input and output), only for the calls that have some.
@@ -31,98 +31,66 @@ __all__ = ["encode_calls", "report_payload"]
 _FORMAT = 1
 
 
-class _Strings:
-    """The table of distinct strings, in order of first use."""
-
-    __slots__ = ("index", "items")
-
-    def __init__(self) -> None:
-        self.items: list[str] = []
-        self.index: dict[str, int] = {}
-
-    def ref(self, text: str | None) -> int:
-        if text is None:
-            return -1
-        found = self.index.get(text)
-        if found is None:
-            found = self.index[text] = len(self.items)
-            self.items.append(text)
-        return found
+def _coded(values: list[str | None], index: dict[str, int]) -> list[int]:
+    """``values`` as indices into the string table ``index`` (first use first; None is -1)."""
+    add = index.setdefault
+    return [-1 if v is None else add(v, len(index)) for v in values]
 
 
-def _ms(value: float) -> float | int:
-    """Milliseconds at 0.1 ms, written as an int when whole (most engine times are)."""
-    tenth = round(value * 10.0)
-    return tenth // 10 if tenth % 10 == 0 else tenth / 10.0
-
-
-def _cost(value: float) -> float | int:
-    return 0 if value == 0.0 else value
+def _tenths(values: list[float | None], origin: float) -> list[int]:
+    """Milliseconds since ``origin`` in tenths of a millisecond (-1 for none): small integers."""
+    return [-1 if v is None else round((v - origin) * 10.0) for v in values]
 
 
 def encode_calls(run: Run) -> dict[str, Any]:
     """The columnar document of ``run``'s calls (plain JSON values)."""
     calls = run.calls
-    strings = _Strings()
-    ref = strings.ref
     position = {call.id: i for i, call in enumerate(calls)}
-    starts = [c.start_ms for c in calls if c.start_ms is not None]
-    t0 = min(starts) if starts else 0.0
-    ids: list[str] = []
+    starts = [c.start_ms for c in calls]
+    ends = [c.end_ms for c in calls]
+    known = [t for t in starts if t is not None]
+    t0 = min(known) if known else 0.0
+    index: dict[str, int] = {}
     parent: list[int] = []
-    kind: list[int] = []
-    name: list[int] = []
-    status: list[int] = []
-    model: list[int] = []
-    reason: list[int] = []
-    start: list[float | int] = []
-    dur: list[float | int] = []
-    cost: list[float | int] = []
-    tin: list[int] = []
-    tout: list[int] = []
-    retries: list[int] = []
     more_parents: dict[str, list[int]] = {}
     detail: dict[str, Any] = {}
     for i, call in enumerate(calls):
-        ids.append(call.id)
-        known = [position[p] for p in call.parents if p in position]
-        parent.append(known[0] if known else -1)
-        if len(known) > 1:
-            more_parents[str(i)] = known[1:]
-        kind.append(ref(call.kind))
-        name.append(ref(call.name))
-        status.append(ref(call.status))
-        model.append(ref(call.model))
-        reason.append(ref(call.reason))
-        begun = call.start_ms
-        start.append(-1 if begun is None else _ms(begun - t0))
-        length = call.duration_ms
-        dur.append(-1 if length is None else _ms(length))
-        cost.append(_cost(call.cost_usd) if math.isfinite(call.cost_usd) else 0)
-        tin.append(-1 if call.tokens_in is None else call.tokens_in)
-        tout.append(-1 if call.tokens_out is None else call.tokens_out)
-        retries.append(call.retries)
+        parents = call.parents
+        if not parents:
+            parent.append(-1)
+            continue
+        first = position.get(parents[0], -1)
+        parent.append(first)
+        if len(parents) > 1:
+            found = [position[p] for p in parents if p in position]
+            if len(found) > 1:
+                parent[-1] = found[0]
+                more_parents[str(i)] = found[1:]
+    for i, call in enumerate(calls):
         if call.detail:
             detail[str(i)] = call.detail
+    durations = [
+        None if s is None or e is None else max(0.0, e - s) for s, e in zip(starts, ends, strict=True)
+    ]
     return {
         "format": _FORMAT,
         "t0": t0,
-        "strings": strings.items,
-        "id": ids,
+        "id": [c.id for c in calls],
         "parent": parent,
-        "kind": kind,
-        "name": name,
-        "status": status,
-        "model": model,
-        "reason": reason,
-        "start": start,
-        "dur": dur,
-        "cost": cost,
-        "tin": tin,
-        "tout": tout,
-        "retries": retries,
+        "kind": _coded([c.kind for c in calls], index),
+        "name": _coded([c.name for c in calls], index),
+        "status": _coded([c.status for c in calls], index),
+        "model": _coded([c.model for c in calls], index),
+        "reason": _coded([c.reason for c in calls], index),
+        "start": _tenths(starts, t0),
+        "dur": _tenths(durations, 0.0),
+        "cost": [c.cost_usd if c.cost_usd and math.isfinite(c.cost_usd) else 0 for c in calls],
+        "tin": [-1 if c.tokens_in is None else c.tokens_in for c in calls],
+        "tout": [-1 if c.tokens_out is None else c.tokens_out for c in calls],
+        "retries": [c.retries for c in calls],
         "more_parents": more_parents,
         "detail": detail,
+        "strings": list(index),
     }
 
 

@@ -167,28 +167,39 @@ def _count(value: object) -> int | None:
     return None
 
 
+def _ms_field(value: object) -> float | None:
+    """A recorder timestamp: an int of milliseconds on the common path, else checked by ``_ts_ms``."""
+    if type(value) is int and 0 <= value < _MAX_TS_MS:
+        return float(value)
+    return _ts_ms(value)
+
+
+def _graph_call(n: Mapping[str, Any]) -> Call:
+    get = n.get
+    parent = get("parent_id")
+    cost = get("cost_usd")
+    return Call(
+        id=str(n["node_id"]),
+        parents=() if parent is None else (str(parent),),
+        kind=str(get("kind", "")),
+        name=str(get("name", "")),
+        status=str(get("status", "")),
+        start_ms=_ms_field(get("start_ts_ms")),
+        end_ms=_ms_field(get("end_ts_ms")),
+        cost_usd=(cost if type(cost) is float and _isfinite(cost) else finite(cost)) or 0.0,
+        tokens_in=_count(get("tokens_in")),
+        tokens_out=_count(get("tokens_out")),
+        model=_text(get("model")),
+        reason=_reason(get("error_class"), get("stop_reason")),
+        retries=_count(get("retries_used")) or 0,
+        detail=_detail(get("metadata")),
+    )
+
+
 def _execution_graph(doc: Mapping[str, Any]) -> Run:
     nodes = doc["nodes"]
     records = list(nodes.values()) if isinstance(nodes, Mapping) else list(nodes)
-    calls = [
-        Call(
-            id=str(n["node_id"]),
-            parents=() if n.get("parent_id") is None else (str(n["parent_id"]),),
-            kind=str(n.get("kind", "")),
-            name=str(n.get("name", "")),
-            status=str(n.get("status", "")),
-            start_ms=_ts_ms(n.get("start_ts_ms")),
-            end_ms=_ts_ms(n.get("end_ts_ms")),
-            cost_usd=finite(n.get("cost_usd")) or 0.0,
-            tokens_in=_count(n.get("tokens_in")),
-            tokens_out=_count(n.get("tokens_out")),
-            model=_text(n.get("model")),
-            reason=_reason(n.get("error_class"), n.get("stop_reason")),
-            retries=_count(n.get("retries_used")) or 0,
-            detail=_detail(n.get("metadata")),
-        )
-        for n in records
-    ]
+    calls = [_graph_call(n) for n in records]
     divergence = doc.get("divergence_events") or []
     root = nodes.get(doc.get("root_id")) if isinstance(nodes, Mapping) else None
     return Run(
