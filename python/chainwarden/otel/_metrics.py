@@ -68,9 +68,16 @@ class GenAiMetrics:
 
     def record(self, start: Mapping[str, Any], end: Mapping[str, Any], duration_s: float | None) -> None:
         operation = start.get(OPERATION)
-        base = {key: end.get(key, start.get(key)) for key in _BASE if key in start or key in end}
-        if RESPONSE_MODEL in end:
-            base[RESPONSE_MODEL] = end[RESPONSE_MODEL]
+        if operation is None and COST not in end:
+            return
+        base: dict[str, Any] = {}
+        for key in _BASE:  # what the end learnt (a live export's provider, the model asked for) wins
+            value = end.get(key) or start.get(key)
+            if value is not None:
+                base[key] = value
+        model = end.get(RESPONSE_MODEL)
+        if model is not None:
+            base[RESPONSE_MODEL] = model
         if operation in _TIMED and duration_s is not None:
             timed = {**base, ERROR_TYPE: end[ERROR_TYPE]} if ERROR_TYPE in end else base
             self._duration.record(max(duration_s, 0.0), timed)
