@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -164,6 +165,12 @@ def serve_cmd(ledger: str | None, store: str | None, runs_dir: Path | None, host
         click.echo(f"listening on {host}: anyone who can reach it can read these runs (read-only)", err=True)
     click.echo(f"chainwarden dashboard on http://{'127.0.0.1' if local else host}:{port}/", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (through links and relative parts alike)."""
+    try:
+        return b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return a.resolve() == b.resolve()
 
 
 @cli.command("render")
@@ -188,6 +195,9 @@ def render_cmd(file: Path, fmt: str, output: Path) -> None:
 
     The HTML file needs no network to view: styles, script and pictures are inside it.
     """
+    if str(output) != "-" and _same_file(file, output):
+        # The saved run is the only copy of what happened: never written over by its own report.
+        raise click.UsageError(f"--output {output} is the run file itself; choose another path")
     run = _load(file)
     try:
         text = render_html(run) if fmt == "html" else run_to_mermaid(run)

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, overload
 
-from chainwarden._core import ChainCore
+from chainwarden._core import CallRecord, ChainCore
 from chainwarden.containment.types import NodeRecord
 
 __all__ = ["NodeRecordView"]
@@ -19,10 +19,7 @@ __all__ = ["NodeRecordView"]
 _CHUNK = 1024
 
 
-_Row = tuple[str, str | None, str, str, float, float | None, str, float, int, str | None]
-
-
-def _build_all(rows: list[_Row]) -> list[NodeRecord]:
+def _build_all(rows: list[CallRecord]) -> list[NodeRecord]:
     # Timestamps have millisecond resolution, so neighbouring records mostly share them.
     stamps: dict[float, datetime] = {}
 
@@ -34,18 +31,23 @@ def _build_all(rows: list[_Row]) -> list[NodeRecord]:
 
     return [
         NodeRecord(
-            node_id,
-            parent_id,
-            kind,  # type: ignore[arg-type]  # the core only emits "llm" / "tool"
-            name,
-            stamp(start_s),
-            None if end_s is None else stamp(end_s),
-            status,  # type: ignore[arg-type]  # the core only emits NodeStatus values
-            cost,
-            retries,
-            error_message,
+            r.node_id,
+            r.parent_id,
+            r.kind,  # type: ignore[arg-type]  # the core only emits NodeKind values
+            r.operation_name,
+            stamp(r.start_s),
+            None if r.end_s is None else stamp(r.end_s),
+            r.status,  # type: ignore[arg-type]  # the core only emits NodeStatus values
+            r.cost_usd,
+            r.retries_used,
+            r.error_message,
+            r.tokens_in,
+            r.tokens_out,
+            r.model,
+            r.error_class,
+            r.stop_reason,
         )
-        for node_id, parent_id, kind, name, start_s, end_s, status, cost, retries, error_message in rows
+        for r in rows
     ]
 
 
