@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from headless import launched
+from playwright.sync_api import Browser, Page
 from run_fixtures import HOSTILE, NEEDLE, save_big_run
-from test_report_browser import _chromium
 
 from chainwarden import ExecutionGraph
 from chainwarden.cli import main
@@ -26,12 +26,8 @@ DOM_BOUND = 2_500
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as pw:
-        launched = pw.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with launched() as opened:
+        yield opened
 
 
 def _page(browser: Browser, report: Path, problems: list[str]) -> Page:

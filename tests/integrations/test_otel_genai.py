@@ -225,3 +225,14 @@ def test_the_runner_exporter_listens_and_ends_the_run_span_with_the_run(spans: S
     handle.detach()
     assert runner._listeners == ()
     assert len(spans.finished()) == 3
+
+
+def test_a_contained_runner_puts_its_chains_context_on_its_spans(spans: Spans) -> None:
+    meta = ChainMetadata(request_id="r", chain_id="c", user_id="u-dag", tags={"team": "ml"})
+    ctx = ExecutionContext(ExecutionConfig(1.0, 10, 1), metadata=meta)
+    runner = Runner(_dag(), {"task": _tool, "agent_message": _agent}, execution_context=ctx)
+    with instrument(runner, tracer_provider=spans.provider):
+        runner.run_until_idle()
+    assert {
+        ((s.attributes or {})["user.id"], (s.attributes or {})["chainwarden.tags"]) for s in spans.finished()
+    } == {("u-dag", ("team=ml",))}

@@ -4,15 +4,14 @@ a DAG node committed by a worker shows its new state within 2 s (the dashboard's
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from dashboard_fixtures import HOSTILE, Sources, make_sources, serving
-from playwright.sync_api import Browser, Page, sync_playwright
+from headless import launched
+from playwright.sync_api import Browser, Page
 
 from chainwarden.dag import Store
 from chainwarden.ui.app import create_app
@@ -22,23 +21,10 @@ pytestmark = pytest.mark.slow
 LIVE_S = 2.0  # what docs/ui.md promises between a commit and the page showing it
 
 
-def _chromium() -> str:
-    path = (
-        os.environ.get("CHAINWARDEN_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    )
-    if not path:
-        pytest.fail("no chromium: run `make test` (scripts/chromium-path.sh installs Debian's chromium)")
-    return path
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as pw:
-        launched = pw.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with launched() as opened:
+        yield opened
 
 
 @pytest.fixture

@@ -165,6 +165,8 @@ def serve_cmd(ledger: str | None, store: str | None, runs_dir: Path | None, host
         click.echo(f"listening on {host}: anyone who can reach it can read these runs (read-only)", err=True)
     click.echo(f"chainwarden dashboard on http://{'127.0.0.1' if local else host}:{port}/", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
 def _same_file(a: Path, b: Path) -> bool:
     """Whether two paths name one file (through links and relative parts alike)."""
     try:

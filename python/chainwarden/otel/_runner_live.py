@@ -19,6 +19,8 @@ from typing import Any, Final, TypeVar
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanContext
 
+from chainwarden._chain_context import otel_attributes, read_labels, root_metadata
+from chainwarden.containment import ExecutionContext
 from chainwarden.dag.result import ExecutionResult
 from chainwarden.dag.runner import Runner, RunStats
 from chainwarden.otel._mapping import end_attributes, shape
@@ -43,6 +45,13 @@ class RunnerExport:
         self._tracer = tracer
         self._parent = parent
         self._graph_id = runner._graph.graph_id
+        # A contained runner's chain says who the run is for (docs/containment.md "Context that travels").
+        ctx = runner._ctx
+        self._context = (
+            otel_attributes(read_labels(root_metadata(ctx.metadata)))
+            if isinstance(ctx, ExecutionContext)
+            else {}
+        )
         self._lock = threading.Lock()
         self._root: tuple[Span, int, dict[str, Any]] | None = None
         self._open: dict[str, tuple[Span, int, dict[str, Any]]] = {}
@@ -61,6 +70,7 @@ class RunnerExport:
                     is_agent=True,
                     chain_id=self._graph_id,
                     metadata=None,
+                    context=self._context,
                 )
                 start_ns = time.time_ns()
                 span = self._tracer.start(started, parent=self._parent, start_ns=start_ns)
@@ -110,6 +120,7 @@ class RunnerExport:
             is_agent=False,
             chain_id=self._graph_id,
             metadata=None,
+            context=self._context,
         )
         started.attributes["chainwarden.dag.node_type"] = node_type
         started.attributes["chainwarden.dag.attempt"] = int(node.get("attempt") or 0)
