@@ -27,7 +27,7 @@ ANSWER = Reply(text="The answer is 42.", input_tokens=1200, output_tokens=90, ca
 
 def _ctx(capture: bool) -> ExecutionContext:
     config = ExecutionConfig(
-        1.0, 20, 2, capture_content=capture, mask=lambda text: text.replace(SECRET, "[key]")
+        100.0, 20, 2, capture_content=capture, mask=lambda text: text.replace(SECRET, "[key]")
     )
     return ExecutionContext(config)
 

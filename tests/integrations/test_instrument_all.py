@@ -105,7 +105,7 @@ def test_a_client_instrumented_for_its_context_is_recorded_once(
 ) -> None:
     fake_provider.default = ANSWER
     before = _last_id()
-    mine = ExecutionContext(ExecutionConfig(1.0, 10, 1))
+    mine = ExecutionContext(ExecutionConfig(10.0, 10, 1))  # room for gpt-4o's worst case (no max_tokens)
     client = chainwarden.instrument(
         openai.OpenAI(base_url=fake_provider.openai_base_url, api_key="k", max_retries=0), mine
     )

@@ -15,6 +15,15 @@ from chainwarden.integrations._usage import Usage, count
 __all__ = ["MESSAGES"]
 
 
+# Our field -> Anthropic's name, for errors that say which count was bad.
+_WIRE = {
+    "input_tokens": "input_tokens",
+    "cache_read_tokens": "cache_read_input_tokens",
+    "cache_write_tokens": "cache_creation_input_tokens",
+    "output_tokens": "output_tokens",
+}
+
+
 def _read(raw: Any, usage: Usage, *, partial: bool) -> None:
     if raw is None:
         return
@@ -28,7 +37,7 @@ def _read(raw: Any, usage: Usage, *, partial: bool) -> None:
     for name, value in fields.items():
         # A message_delta repeats only what changed (output tokens, cumulative); absent fields keep theirs.
         if value is not None or not partial:
-            setattr(usage, name, count(value))
+            setattr(usage, name, count(value, f"usage.{_WIRE[name]}"))
     usage.input_excludes_cache = True
 
 
@@ -70,4 +79,11 @@ def _output(response: Any) -> Any:
     return dumped(getattr(response, "content", None))
 
 
-MESSAGES = Dialect("anthropic.messages", _message, _event, None, _input, _output)
+MESSAGES = Dialect(
+    "anthropic.messages",
+    _message,
+    _event,
+    input_of=_input,
+    output_of=_output,
+    output_fields=("max_tokens",),
+)

@@ -23,8 +23,8 @@ from chainwarden.containment._blocks import ChainHalted
 from chainwarden.containment._capture import Capture
 from chainwarden.integrations._calls import Dialect, requested_model, stream_watch
 from chainwarden.integrations._facts import request_facts, response_facts
-from chainwarden.integrations._streams import AsyncHeldStream, HeldStream, Settle
-from chainwarden.integrations._usage import Usage, charge
+from chainwarden.integrations._streams import AsyncHeldStream, HeldStream, Settle, Watch
+from chainwarden.integrations._usage import USAGE_MISSING, Usage, UsageError, charge, note_usage_missing
 from chainwarden.shield.types import Decision
 
 __all__ = ["Destination", "GraphCall", "Recording", "arecord", "record"]
@@ -35,7 +35,7 @@ class Recording:
     """What ``chainwarden.instrument()`` was given: the estimate reserved by contained calls, the price
     overrides, and the content capture of calls recorded outside any context (None: off)."""
 
-    estimate: float
+    estimate: float | None  # None: each contained call reserves its worst case (docs/integrations.md)
     overrides: dict[tuple[str, str], dict[str, Decimal]] | None  # as chainwarden.pricing checked them
     capture: Capture | None
 
@@ -43,7 +43,17 @@ class Recording:
 class GraphCall:
     """One call as an open node of ``graph``, until ``succeed`` or ``fail`` (the first one wins)."""
 
-    __slots__ = ("_cost", "_graph", "_lock", "_node", "_tokens_in", "_tokens_out", "capture", "node_id")
+    __slots__ = (
+        "_cost",
+        "_graph",
+        "_lock",
+        "_node",
+        "_tokens_in",
+        "_tokens_out",
+        "capture",
+        "node_id",
+        "node_name",
+    )
 
     def __init__(
         self,
@@ -58,6 +68,7 @@ class GraphCall:
         parent_id = parent if parent is not None and parent in graph else default_root(graph)
         self._graph = graph
         self.node_id: str = graph.begin_node(parent_id, kind, name, model or None, running=True)  # type: ignore[arg-type]
+        self.node_name = self.node_id
         self._node: str | None = self.node_id
         self._lock = threading.Lock()
         self._cost = 0.0
@@ -90,6 +101,11 @@ class GraphCall:
         if node is not None and entries:
             with contextlib.suppress(KeyError, ValueError, TypeError):
                 self._graph.annotate(node, entries)
+
+    def flag(self, key: str) -> None:
+        """Sets ``metadata[key] = True`` on the call's node (open or settled; ignored once pruned)."""
+        with contextlib.suppress(KeyError, ValueError):
+            self._graph.annotate(self.node_id, {key: True})
 
     def succeed(self) -> Decision:
         node = self._take()
@@ -136,11 +152,22 @@ def _open(to: Destination, model: str, kwargs: dict[str, Any]) -> GraphCall:
 
 
 def _answered(held: GraphCall, to: Destination, response: Any, usage: Usage) -> None:
-    to.dialect.usage_of(response, usage)
+    try:
+        to.dialect.usage_of(response, usage)
+        charge(usage, 0.0, to.settings.overrides, held.report)
+    except UsageError as exc:  # a count that cannot be one ends the call, as in a chain (docs/design.md §30)
+        held.fail(exc)
+        raise
+    if not usage.seen:
+        note_usage_missing(to.dialect.operation, held.node_name, lambda: held.flag(USAGE_MISSING))
     output = to.dialect.output_of(response) if held.capture else None
     held.annotate(response_facts(held.capture, usage, output))
-    charge(usage, 0.0, to.settings.overrides, held.report)
     held.succeed()
+
+
+def _settle(held: GraphCall, usage: Usage, watch: Watch, to: Destination) -> Settle:
+    overrides = to.settings.overrides
+    return Settle(held, usage, watch, fallback=0.0, overrides=overrides, name=to.dialect.operation)
 
 
 def record(to: Destination, original: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
@@ -156,7 +183,7 @@ def record(to: Destination, original: Callable[..., Any], args: Any, kwargs: dic
         except BaseException as exc:
             held.fail(exc)
             raise
-        return HeldStream(inner, Settle(held, usage, watch, 0.0, to.settings.overrides))
+        return HeldStream(inner, _settle(held, usage, watch, to))
     held = _open(to, model, kwargs)
     try:
         response = original(*args, **kwargs)
@@ -182,7 +209,7 @@ async def arecord(
         except BaseException as exc:
             held.fail(exc)
             raise
-        return AsyncHeldStream(inner, Settle(held, usage, watch, 0.0, to.settings.overrides))
+        return AsyncHeldStream(inner, _settle(held, usage, watch, to))
     held = _open(to, model, kwargs)
     try:
         response = await original(*args, **kwargs)

@@ -108,13 +108,17 @@ def _class_wrapper(
 
 
 def _settings_of(
-    cost_estimate_hint: float,
+    cost_estimate_hint: float | None,
     price_overrides: PriceOverrides | None,
     capture_content: bool,
     max_content_chars: int,
     mask: Callable[[str], str] | None,
 ) -> Recording:
-    estimate = WrapOptions(cost_estimate_hint=cost_estimate_hint).cost_estimate_hint
+    estimate = (
+        None
+        if cost_estimate_hint is None
+        else WrapOptions(cost_estimate_hint=cost_estimate_hint).cost_estimate_hint
+    )
     try:
         table = _overrides(price_overrides)
     except (TypeError, ValueError) as exc:
@@ -130,7 +134,7 @@ def _settings_of(
 
 def instrument_all(
     *,
-    cost_estimate_hint: float = 0.0,
+    cost_estimate_hint: float | None = None,
     price_overrides: PriceOverrides | None = None,
     capture_content: bool = False,
     max_content_chars: int = 4096,

@@ -25,7 +25,7 @@ C = TypeVar("C")
 @overload
 def instrument(
     *,
-    cost_estimate_hint: float = 0.0,
+    cost_estimate_hint: float | None = None,
     price_overrides: PriceOverrides | None = None,
     capture_content: bool = False,
     max_content_chars: int = 4096,
@@ -37,7 +37,7 @@ def instrument(
     ctx: ExecutionContext,
     *,
     provider: str | None = None,
-    cost_estimate_hint: float = 0.0,
+    cost_estimate_hint: float | None = None,
     price_overrides: PriceOverrides | None = None,
 ) -> C: ...
 def instrument(
@@ -45,7 +45,7 @@ def instrument(
     ctx: ExecutionContext | None = None,
     *,
     provider: str | None = None,
-    cost_estimate_hint: float = 0.0,
+    cost_estimate_hint: float | None = None,
     price_overrides: PriceOverrides | None = None,
     capture_content: bool = False,
     max_content_chars: int = 4096,

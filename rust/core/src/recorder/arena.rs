@@ -208,6 +208,12 @@ impl Arena {
         self.extras(node).and_then(|e| e.stop_reason.as_deref())
     }
 
+    /// Sets one key of the node's metadata object (created when the node has none); false when
+    /// the node does not exist (pruned or never made). One key of `merge_metadata`.
+    pub fn set_metadata_key(&mut self, id: NodeId, key: &str, value: Value) -> bool {
+        self.merge_metadata(id, Value::Object(vec![(key.into(), value)]))
+    }
+
     pub fn set_stop_reason(&mut self, id: NodeId, reason: &str) {
         if let Some(node) = self.get_mut(id) {
             node.has_extras = true;
