@@ -138,21 +138,3 @@ def test_a_runs_context_is_kept_exactly(ledger: Ledger) -> None:
     with pytest.raises(ValueError):
         ledger.record_run(dataclasses.replace(started(), context={"x": float("nan")}))
     assert ledger.runs()[0].context == {"tags": {"env": "prod"}}  # nothing changed
-
-
-def test_an_older_sqlite_ledger_gets_the_context_column(tmp_path: object) -> None:
-    import sqlite3  # noqa: PLC0415
-    from pathlib import Path  # noqa: PLC0415
-
-    from chainwarden.billing import SqliteLedger  # noqa: PLC0415
-
-    path = Path(str(tmp_path)) / "old.sqlite3"
-    with SqliteLedger(path) as ledger:
-        ledger.record_run(started())
-    conn = sqlite3.connect(path)
-    conn.execute("ALTER TABLE runs DROP COLUMN context")  # as a file written before the column existed
-    conn.close()
-    with SqliteLedger(path) as ledger:
-        assert ledger.runs()[0].context is None
-        ledger.record_run(dataclasses.replace(started(), context={"user_id": "u-2"}))
-        assert ledger.runs()[0].context == {"user_id": "u-2"}

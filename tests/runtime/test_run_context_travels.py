@@ -70,3 +70,30 @@ def test_bad_context_is_refused_naming_it(context: dict[str, Any], error: type[E
 
 def test_a_request_without_context_has_none() -> None:
     assert _request().context() is None
+
+
+def test_a_retry_keeps_the_runs_context() -> None:
+    outcomes = iter([RuntimeError("the first attempt breaks"), None])
+
+    async def agent(ctx: RunContext) -> str:
+        outcome = next(outcomes)
+        if outcome is not None:
+            raise outcome
+        return "fine"
+
+    async def main() -> Any:
+        with SqliteLedger() as ledger:
+            runtime = AiRuntime({"inproc": InProcGraphExecutor(agent)}, ledger)
+            async with runtime.run(_request(user_id="u-1", tags={"env": "prod"})) as run:
+                assert not (await run.final).ok
+            retried = runtime.retry("run-ctx")
+            assert (await retried.final).ok
+            runtime.close()
+            return retried.request, ledger.runs(run_id="run-ctx")
+
+    request, records = asyncio.run(main())
+    assert (request.user_id, request.tags) == ("u-1", {"env": "prod"})
+    assert [(r.attempt, r.context) for r in records] == [
+        (1, {"user_id": "u-1", "tags": {"env": "prod"}}),
+        (0, {"user_id": "u-1", "tags": {"env": "prod"}}),
+    ]

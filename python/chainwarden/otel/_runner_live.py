@@ -46,7 +46,7 @@ class RunnerExport:
         self._parent = parent
         self._graph_id = runner._graph.graph_id
         # A contained runner's chain says who the run is for (docs/containment.md "Context that travels").
-        ctx = runner._ctx
+        ctx = runner._executors.execution_context
         self._context = (
             otel_attributes(read_labels(root_metadata(ctx.metadata)))
             if isinstance(ctx, ExecutionContext)

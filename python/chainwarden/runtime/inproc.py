@@ -115,7 +115,12 @@ class InProcGraphExecutor:
                 usage[1] += event.fact.output_tokens or 0
             queue.put_nowait(event)
 
-        def finish(ok: bool, error: ErrorCode | None = None, content: str | None = None) -> None:
+        def finish(
+            ok: bool,
+            error: ErrorCode | None = None,
+            content: str | None = None,
+            stop_reason: str | None = None,
+        ) -> None:
             final.set(
                 GraphFinal(
                     ok=ok,
@@ -125,6 +130,7 @@ class InProcGraphExecutor:
                     finish_reason="stop" if ok else "error",
                     error=error,
                     content=content,
+                    stop_reason=stop_reason,
                 )
             )
             if error is not None:
@@ -158,7 +164,7 @@ class InProcGraphExecutor:
                 finish(True, content=content)
             except LlmCallRefused as refused:
                 logger.warning("run %s: %s", run_id, refused)
-                finish(False, refused.code)
+                finish(False, refused.code, stop_reason=refused.stop_reason)
             except asyncio.CancelledError:
                 finish(False, "aborted")
                 raise

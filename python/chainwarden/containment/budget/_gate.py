@@ -118,7 +118,11 @@ class BudgetedCore:
                 if spent >= b.ceiling:
                     raise OverflowError(f"shared budget spent ${spent:.6f} >= ceiling ${b.ceiling:.6f}")
         except OverflowError as err:
-            return BackendStop(EXCEEDED, mask_secrets(str(err)))
+            # A backend may name its own reason (a credit hold that does not fit: `insufficient_credits`).
+            reason = getattr(err, "stop_reason", EXCEEDED)
+            return BackendStop(
+                reason if isinstance(reason, str) and reason else EXCEEDED, mask_secrets(str(err))
+            )
         except Exception as err:
             # Any backend's message may name its server: shown masked (docs/design.md §31).
             detail = f"budget backend unreachable: {type(err).__name__}: {mask_secrets(str(err))}"
