@@ -230,12 +230,15 @@ def create_app(
 ) -> Starlette:
     """The dashboard over the given sources (each optional). ``local_only`` answers only requests for
     localhost names (the server then listens on 127.0.0.1)."""
-    board = Dashboard(
-        LedgerSource(ledger) if ledger else None,
-        DagSource(store) if store else None,
-        RunFiles(runs) if runs else None,
-        poll_s,
-    )
+    with contextlib.ExitStack() as opened:  # a source that cannot be opened closes those opened before it
+        ledger_source = LedgerSource(ledger) if ledger else None
+        if ledger_source is not None:
+            opened.callback(ledger_source.close)
+        dag_source = DagSource(store) if store else None
+        if dag_source is not None:
+            opened.callback(dag_source.close)
+        board = Dashboard(ledger_source, dag_source, RunFiles(runs) if runs else None, poll_s)
+        opened.pop_all()  # from here on the app's lifespan closes them
     routes = [
         Route("/", board.page),
         Route("/static/{name}", board.static),

@@ -42,7 +42,7 @@ class RunRow:
     run_id: str
     attempt: int
     graph_id: str
-    status: str  # running, ok, error
+    status: str  # running, ok, error, abandoned (docs/runtime.md "Reconnect, resume and retry")
     started_at: str | None
     ended_at: str | None
     duration_s: float | None
