@@ -34,6 +34,7 @@ __all__ = ["FakeProvider", "Recorded", "Reply", "ToolCall"]
 
 _SOCKET_TIMEOUT_S = 10.0
 _MAX_BODY = 8 * 1024 * 1024
+_STALL_S = 2.0  # how long a stalled stream (Reply.stall_after) sends nothing before it is cut
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,7 @@ def _handler_for(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 self._json(reply.status, payloads.anthropic_error(reply), reply.retry_after_s)
                 return
             if body.get("stream"):
-                sent = self._stream(payloads.message_stream(reply, model), reply.cut_after)
+                sent = self._stream(payloads.message_stream(reply, model), reply.cut_after, reply.stall_after)
             else:
                 self._json(200, payloads.message(reply, model))
                 sent = True
@@ -236,7 +237,9 @@ def _handler_for(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(raw)
 
-        def _stream(self, events: Iterable[bytes], cut_after: int | None = None) -> bool:
+        def _stream(
+            self, events: Iterable[bytes], cut_after: int | None = None, stall_after: int | None = None
+        ) -> bool:
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("cache-control", "no-cache")
@@ -245,6 +248,10 @@ def _handler_for(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
             try:
                 for sent, event in enumerate(events):
                     if sent == cut_after:
+                        self._cut()
+                        return False
+                    if sent == stall_after:
+                        time.sleep(_STALL_S)  # bounded, so the server always gets to stop
                         self._cut()
                         return False
                     self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")

@@ -40,6 +40,9 @@ class Reply:
     # A streamed reply cut after this many SSE events: the server then closes the connection without
     # ending the chunked body, as a dropped connection or a crashed upstream does (None: not cut).
     cut_after: int | None = None
+    # A streamed reply that stops after this many SSE events and sends nothing more for a while (the provider
+    # still thinking), then is cut: for cancelling a run mid-message (None: not stalled).
+    stall_after: int | None = None
     # Raw usage fields that replace the rendered ones (hostile values: huge, negative, floats, str, null).
     usage_override: dict[str, Any] | None = None
 

@@ -223,6 +223,44 @@ async def test_cancelling_the_run_stops_the_loop(
     assert len(fake_provider.requests) == 1  # the second message was never asked for
 
 
+async def test_a_message_cut_by_cancelling_the_run_is_billed_for_what_it_used(
+    fake_provider: FakeProvider, claude: anthropic.AsyncAnthropic, ledger: SqliteLedger
+) -> None:
+    """docs/runtime.md "Cancelling a run": the provider had answered part of the message (its prompt's tokens
+    are spent) when the run was cancelled; what it used is billed under its message id, and the UI sees only
+    the abort."""
+    fake_provider.script(
+        Reply(
+            text="Sunny in Paris, all day long.",
+            input_tokens=120,
+            output_tokens=9,
+            chunks=4,
+            response_id="msg_cut",
+            stall_after=4,
+        )  # message_start, block start, ping, one text delta
+    )
+    runtime = AiRuntime({"anthropic": executor(claude, [])}, ledger, Pricing(markup=1.0))
+    async with runtime.run(request(run_id="run-cut")) as run:
+        events = run.ui_events()
+        first = await asyncio.wait_for(anext(events), timeout=5)
+        assert isinstance(first, TextDelta)
+        run.cancel()
+        rest = [event async for event in events]
+        final = await asyncio.wait_for(run.final, timeout=5)
+        await run.billing_settled(timeout=10)
+    assert rest == [Error("aborted"), Done()]
+    assert (final.ok, final.error) == (False, "aborted")
+    receipts = ledger.receipts(run_id="run-cut")
+    assert [(r.source_system, r.source_reference) for r in receipts] == [
+        ("anthropic_sdk", "run-cut/0/msg_cut")
+    ]
+    assert receipts[0].input_tokens == 120
+    assert (
+        receipts[0].response_cost_usd is not None
+        and receipts[0].response_cost_usd >= Decimal(120 * 3) / 10**6
+    )
+
+
 async def test_bad_arguments_are_typed_errors_naming_them(
     fake_provider: FakeProvider, claude: anthropic.AsyncAnthropic
 ) -> None:

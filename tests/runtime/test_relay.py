@@ -323,6 +323,81 @@ async def test_cancel_after_done_keeps_the_outcome_and_stops_the_tail(ledger: Sq
     assert [r.source_reference for r in ledger.receipts()] == ["run-tail/0/u1"]
 
 
+async def test_usage_an_upstream_hands_on_after_the_cancel_is_billed_and_not_shown(
+    ledger: SqliteLedger,
+) -> None:
+    """docs/runtime.md "Cancelling a run": the upstream gets the cancel inside its stream, and what it reports
+    while stopping is billed; its other events are not shown, and the run ends aborted."""
+    reading = asyncio.Event()
+
+    async def script(req: GraphRunRequest) -> AsyncIterator[AiEvent]:
+        yield UsageReport(usage_fact("run-late", "u1"))
+        try:
+            reading.set()
+            await asyncio.sleep(5)  # bounded: a missed cancel fails the test below
+        except asyncio.CancelledError:
+            yield UsageReport(usage_fact("run-late", "u2"))
+            yield TextDelta("nobody sees this")
+            yield UsageReport(usage_fact("run-late", "u3"))
+
+    executor = ScriptedExecutor(script)
+    before = asyncio.all_tasks()
+    async with external_runtime(ledger, executor).run(request(graph_id="ext:x", run_id="run-late")) as run:
+        await reading.wait()
+        run.cancel()
+        shown = await _collect(run.ui_events())
+        final = await run.final
+        await run.billing_settled(timeout=10)
+    assert shown == [Error("aborted"), Done()]
+    assert (final.ok, final.error) == (False, "aborted")
+    assert sorted(r.source_reference for r in ledger.receipts()) == [f"run-late/0/u{i}" for i in (1, 2, 3)]
+    assert asyncio.all_tasks() == before
+
+
+async def test_an_upstream_that_ignores_the_cancel_is_cancelled_again_and_let_go(
+    ledger: SqliteLedger, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from chainwarden.runtime import relay  # noqa: PLC0415
+
+    monkeypatch.setattr(relay, "CANCEL_GRACE_S", 0.3)
+    reading = asyncio.Event()
+    stopped = asyncio.Event()
+    yielded: list[str] = []
+    at_cancel: list[int] = []
+
+    async def script(req: GraphRunRequest) -> AsyncIterator[AiEvent]:
+        reading.set()
+        i = 0
+        try:
+            while True:  # swallows the first cancel and goes on reporting, as a broken upstream would
+                try:
+                    await asyncio.sleep(0.02)
+                except asyncio.CancelledError:
+                    if stopped.is_set():
+                        raise
+                    stopped.set()
+                    at_cancel.append(len(yielded))
+                i += 1
+                yielded.append(f"run-deaf/0/u{i}")
+                yield UsageReport(usage_fact("run-deaf", f"u{i}"))
+        finally:
+            stopped.set()
+
+    async with external_runtime(ledger, ScriptedExecutor(script)).run(
+        request(graph_id="ext:x", run_id="run-deaf")
+    ) as run:
+        await reading.wait()
+        await asyncio.sleep(0.05)
+        run.cancel()
+        shown = await asyncio.wait_for(_collect(run.ui_events()), timeout=10)
+        await run.billing_settled(timeout=10)
+    assert shown == [Error("aborted"), Done()]
+    assert "cancelled again and no longer read" in caplog.text
+    # Everything it reported was billed, what it reported after the first cancel included.
+    assert sorted(r.source_reference for r in ledger.receipts()) == sorted(yielded)
+    assert len(yielded) > at_cancel[0] + 2
+
+
 async def test_cancel_during_an_llm_call_cancels_the_provider_call(
     ledger: SqliteLedger, containment: Containment
 ) -> None:

@@ -61,9 +61,6 @@ def _show(event: AiEvent) -> str:
 
 
 async def _bill_runs(ledger: SqliteLedger, out: TextIO) -> None:
-    runtime = AiRuntime(
-        executors={"inproc": InProcGraphExecutor(_agent)}, ledger=ledger, pricing=Pricing(markup=2.0)
-    )
     req = GraphRunRequest(
         graph_id="inproc:researcher",
         messages=[{"role": "user", "content": "How many people live in Paris?"}],
@@ -72,19 +69,23 @@ async def _bill_runs(ledger: SqliteLedger, out: TextIO) -> None:
         virtual_key_id="vk-demo",
         run_id="run-demo-1",
     )
-    async with runtime.run(req) as run:
-        async for event in run.ui_events():
-            out.write(f"  ui: {_show(event)}\n")
-        final = await run.final
-        await run.billing_settled()
-    out.write(
-        f"final: ok={final.ok} content={final.content!r} "
-        f"tokens={final.usage.prompt_tokens}+{final.usage.completion_tokens}\n"
-    )
-    out.write(f"run-demo-1 billed {len(run.receipts)} receipts\n")
-    # A redelivery of the same run (same run_id and attempt) must not bill again.
-    async with runtime.run(req) as replay:
-        await replay.billing_settled()
+    # Closed when done: the runtime owns its outbox's connection and drainer thread.
+    with AiRuntime(
+        executors={"inproc": InProcGraphExecutor(_agent)}, ledger=ledger, pricing=Pricing(markup=2.0)
+    ) as runtime:
+        async with runtime.run(req) as run:
+            async for event in run.ui_events():
+                out.write(f"  ui: {_show(event)}\n")
+            final = await run.final
+            await run.billing_settled()
+        out.write(
+            f"final: ok={final.ok} content={final.content!r} "
+            f"tokens={final.usage.prompt_tokens}+{final.usage.completion_tokens}\n"
+        )
+        out.write(f"run-demo-1 billed {len(run.receipts)} receipts\n")
+        # A redelivery of the same run (same run_id and attempt) must not bill again.
+        async with runtime.run(req) as replay:
+            await replay.billing_settled()
     out.write(f"replay of run-demo-1 billed {len(replay.receipts)} new receipts (idempotent)\n")
 
 

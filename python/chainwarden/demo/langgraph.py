@@ -62,7 +62,6 @@ async def _run(ledger: SqliteLedger, out: TextIO) -> None:
     from chainwarden.runtime import LangGraphExecutor  # noqa: PLC0415
 
     executor = LangGraphExecutor({"researcher": _graph()}, price_overrides=PRICES)
-    runtime = AiRuntime({"langgraph": executor}, ledger, Pricing(markup=2.0))
     req = GraphRunRequest(
         graph_id="langgraph:researcher",
         messages=[{"role": "user", "content": "How many people live in Paris?"}],
@@ -71,12 +70,14 @@ async def _run(ledger: SqliteLedger, out: TextIO) -> None:
         virtual_key_id="vk-demo",
         run_id="run-langgraph-1",
     )
-    async with runtime.run(req) as run:
-        async for event in run.ui_events():
-            fields = {k: v for k, v in vars(event).items() if k != "type"}
-            out.write(f"  ui: {event.type} {fields}\n" if fields else f"  ui: {event.type}\n")
-        final = await run.final
-        await run.billing_settled()
+    # Closed when done: the runtime owns its outbox's connection and drainer thread.
+    with AiRuntime({"langgraph": executor}, ledger, Pricing(markup=2.0)) as runtime:
+        async with runtime.run(req) as run:
+            async for event in run.ui_events():
+                fields = {k: v for k, v in vars(event).items() if k != "type"}
+                out.write(f"  ui: {event.type} {fields}\n" if fields else f"  ui: {event.type}\n")
+            final = await run.final
+            await run.billing_settled()
     out.write(f"final: ok={final.ok} tokens={final.usage.prompt_tokens}+{final.usage.completion_tokens}\n")
     for r in ledger.receipts(run_id=req.run_id):
         out.write(f"  billed {r.source_reference}: {r.charged_credits} credits\n")

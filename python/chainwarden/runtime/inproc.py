@@ -183,6 +183,19 @@ class InProcGraphExecutor:
         try:
             while (event := await queue.get()) is not _END:
                 yield event
+        except asyncio.CancelledError:
+            # The run is being cancelled (docs/runtime.md "Cancelling a run"): the graph is cancelled and
+            # awaited first, and the usage it reported meanwhile (a reply cut mid-message reports what it
+            # used as it unwinds) is still handed on, then the cancel goes on. Nothing else is: nobody
+            # sees the graph's other events any more.
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            while not queue.empty():
+                late = queue.get_nowait()
+                if isinstance(late, UsageReport):
+                    yield late
+            raise
         finally:
             # Closing the stream early (cancel, or a consumer that stops) cancels the graph: nobody would
             # see what it does next.

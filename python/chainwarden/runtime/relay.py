@@ -36,6 +36,8 @@ from chainwarden.runtime.events import (
 logger = logging.getLogger("chainwarden.runtime")
 
 DEFAULT_UI_BUFFER = 1024
+# How long an upstream may go on handing over late usage after a cancel before it is cancelled again.
+CANCEL_GRACE_S = 10.0
 
 
 class _Subscriber:
@@ -72,6 +74,9 @@ class RunEventRelay:
         self._terminal = False
         self._started = False
         self._cancel_requested = False
+        self._cancels_sent = 0
+        self._gave_up = False
+        self._watchdog: asyncio.TimerHandle | None = None
         self.error: ErrorCode | None = None
         self.aborted = False
         self.content: str | None = None
@@ -87,24 +92,45 @@ class RunEventRelay:
             try:
                 if not self._cancel_requested:
                     async for event in self._upstream:
-                        self._accept(event)
                         if self._cancel_requested:
-                            break
+                            # Cancelled: what the run used while it stopped is still billed (an upstream
+                            # hands it on after the cancel, docs/runtime.md "Cancelling a run"); the rest
+                            # is nobody's to see. An upstream past its grace is no longer read.
+                            if isinstance(event, UsageReport):
+                                self._accept(event)
+                            if self._gave_up:
+                                break
+                            continue
+                        self._accept(event)
             finally:
                 await _aclose(self._upstream)
         except asyncio.CancelledError:
             self._end("aborted")
-            task = asyncio.current_task()
             # Our own cancel() is a normal ending; anyone else's (loop shutdown) must still propagate.
-            if not self._cancel_requested or task is None or task.uncancel() > 0:
+            if self._takes_back_own_cancels() or not self._cancel_requested:
                 raise
         except Exception:
             logger.exception("upstream stream of the run failed")
             self._end("internal")
         else:
             self._end("aborted" if self._cancel_requested else None)
+            # An upstream that took our cancel and ended its stream: the task owes nobody a cancellation.
+            self._takes_back_own_cancels()
         finally:
+            if self._watchdog is not None:
+                self._watchdog.cancel()
             self._on_close()
+
+    def _takes_back_own_cancels(self) -> bool:
+        """Forgets the cancellations this relay sent its pump; True when someone else's remain."""
+        task = asyncio.current_task()
+        if task is None:
+            return True
+        remaining = task.cancelling()
+        for _ in range(self._cancels_sent):
+            remaining = task.uncancel()
+        self._cancels_sent = 0
+        return remaining > 0
 
     def _accept(self, event: object) -> None:
         if not _is_event(event):
@@ -180,7 +206,23 @@ class RunEventRelay:
         # Before its first step the pump checks the flag itself; cancelling an unstarted task would skip the
         # code that writes Done.
         if self._started:
-            self._task.cancel()
+            self._send_cancel()
+            # An upstream that hands on late usage after the cancel gets a bounded time to do so.
+            self._watchdog = self._task.get_loop().call_later(CANCEL_GRACE_S, self._cancel_again)
+
+    def _send_cancel(self) -> None:
+        self._cancels_sent += 1
+        self._task.cancel()
+
+    def _cancel_again(self) -> None:
+        if not self._task.done():
+            logger.warning(
+                "upstream still running %.1f s after the run was cancelled; %s",
+                CANCEL_GRACE_S,
+                "cancelled again and no longer read",
+            )
+            self._gave_up = True
+            self._send_cancel()
 
     async def wait(self) -> None:
         """Returns once the pump has finished (never raises for the run's own failures)."""
