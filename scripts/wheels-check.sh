@@ -12,8 +12,9 @@
 # - The subset: everything that needs no PostgreSQL and no source tree. Not run here (they run in `make test`):
 #   the PostgreSQL ledger tests (CHAINWARDEN_NO_POSTGRES=1 skips them), the browser tests
 #   (tests/cli/test_report_browser.py, test_report_scale_browser.py, tests/ui/test_dashboard_browser.py: they
-#   need chromium and Playwright), tests/billing/test_one_ledger_writer.py (scans python/ in the tree) and
-#   tests/cli/test_bench_agrees_with_benches.py (runs benches/ with pytest-benchmark).
+#   need chromium and Playwright), tests/billing/test_one_ledger_writer.py (scans python/ in the tree),
+#   tests/cli/test_bench_agrees_with_benches.py (runs benches/ with pytest-benchmark) and tests/test_architecture.py
+#   (reads ARCHITECTURE.md and the source tree it names).
 # - musllinux wheels cannot be installed by a glibc CPython; they are listed as not installable here (their
 #   tag is confirmed by scripts/check-dist.py).
 set -euo pipefail
@@ -89,7 +90,7 @@ for whl in "${wheels[@]}"; do
         -p no:cacheprovider -p no:randomly \
         --ignore=tests/cli/test_report_browser.py --ignore=tests/cli/test_report_scale_browser.py \
         --ignore=tests/ui/test_dashboard_browser.py --ignore=tests/billing/test_one_ledger_writer.py \
-        --ignore=tests/cli/test_bench_agrees_with_benches.py \
+        --ignore=tests/cli/test_bench_agrees_with_benches.py --ignore=tests/test_architecture.py \
         -o addopts="-ra --strict-markers" tests); then
         echo "wheels-check: $name: tests FAILED" >&2
         status=1
