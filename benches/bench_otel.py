@@ -40,6 +40,7 @@ START_ATTRS = {
 END_ATTRS = {
     "chainwarden.status": "success",
     "chainwarden.cost_usd": 0.001,
+    "gen_ai.response.model": "gpt-4o",
     "gen_ai.usage.input_tokens": 10,
     "gen_ai.usage.output_tokens": 20,
 }

@@ -10,9 +10,11 @@
 #   pyproject.toml, so the documentation examples run too), with the working directory in that copy: the
 #   package can only come from site-packages, and the test asserts that it does.
 # - The subset: everything that needs no PostgreSQL and no source tree. Not run here (they run in `make test`):
-#   the PostgreSQL ledger tests (CHAINWARDEN_NO_POSTGRES=1 skips them), tests/cli/test_report_browser.py
-#   (needs chromium and Playwright), tests/billing/test_one_ledger_writer.py (scans python/ in the tree) and
-#   tests/cli/test_bench_agrees_with_benches.py (runs benches/ with pytest-benchmark).
+#   the PostgreSQL ledger tests (CHAINWARDEN_NO_POSTGRES=1 skips them), the browser tests
+#   (tests/cli/test_report_browser.py, test_report_scale_browser.py, tests/ui/test_dashboard_browser.py: they
+#   need chromium and Playwright), tests/billing/test_one_ledger_writer.py (scans python/ in the tree),
+#   tests/cli/test_bench_agrees_with_benches.py (runs benches/ with pytest-benchmark) and tests/test_architecture.py
+#   (reads ARCHITECTURE.md and the source tree it names).
 # - musllinux wheels cannot be installed by a glibc CPython; they are listed as not installable here (their
 #   tag is confirmed by scripts/check-dist.py).
 set -euo pipefail
@@ -78,7 +80,7 @@ for whl in "${wheels[@]}"; do
     echo "wheels-check: $name: fresh venv of $py"
     "$py" -m venv "$venv"
     "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-        "$whl[cli,postgres,otel,prices,openai,anthropic,claude-agent,langchain,langgraph,redis]" -r "$root/requirements-wheels-check.txt"
+        "$whl[cli,postgres,otel,prices,openai,anthropic,claude-agent,langchain,langgraph,redis,ui]" -r "$root/requirements-wheels-check.txt"
     if "$venv/bin/python" -c "import maturin" 2>/dev/null; then
         echo "wheels-check: maturin leaked into the test venv" >&2
         status=1
@@ -86,8 +88,9 @@ for whl in "${wheels[@]}"; do
     # From inside the copy: rootdir and sys.path hold only tests; the package comes from site-packages.
     if ! (cd "$tests" && CHAINWARDEN_NO_POSTGRES=1 PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q \
         -p no:cacheprovider -p no:randomly \
-        --ignore=tests/cli/test_report_browser.py --ignore=tests/billing/test_one_ledger_writer.py \
-        --ignore=tests/cli/test_bench_agrees_with_benches.py \
+        --ignore=tests/cli/test_report_browser.py --ignore=tests/cli/test_report_scale_browser.py \
+        --ignore=tests/ui/test_dashboard_browser.py --ignore=tests/billing/test_one_ledger_writer.py \
+        --ignore=tests/cli/test_bench_agrees_with_benches.py --ignore=tests/test_architecture.py \
         -o addopts="-ra --strict-markers" tests); then
         echo "wheels-check: $name: tests FAILED" >&2
         status=1

@@ -3,6 +3,7 @@
 import logging
 
 from chainwarden._core import ExecutionGraph, NodeEvent, __version__
+from chainwarden._default_recorder import default_recorder
 from chainwarden.containment import (
     ChainMetadata,
     ContextSnapshot,
@@ -12,7 +13,7 @@ from chainwarden.containment import (
     contained,
     current_context,
 )
-from chainwarden.integrations.clients import instrument
+from chainwarden.integrations.instrument import instrument, uninstrument
 from chainwarden.shield import Decision, SafetyEvent, ShieldPipeline
 
 # A library logs; the application decides where it goes (docs/containment.md, "Logging").
@@ -32,5 +33,7 @@ __all__ = [
     "__version__",
     "contained",
     "current_context",
+    "default_recorder",
     "instrument",
+    "uninstrument",
 ]

@@ -126,3 +126,15 @@ def test_bad_read_arguments_are_typed_errors(ledger: Ledger) -> None:
         ledger.runs(limit=0)
     with pytest.raises(TypeError, match="run_id"):
         ledger.runs(run_id=1)  # type: ignore[arg-type]
+
+
+def test_a_runs_context_is_kept_exactly(ledger: Ledger) -> None:
+    context = {"user_id": "u-1", "session_id": "s-1", "tags": ["beta", "eu"], "attributes": {"plan": "pro"}}
+    ledger.record_run(dataclasses.replace(started(), context=context))
+    [run] = ledger.runs()
+    assert run.context == context
+    ledger.record_run(dataclasses.replace(started(), context={"tags": {"env": "prod"}}))
+    assert ledger.runs()[0].context == {"tags": {"env": "prod"}}
+    with pytest.raises(ValueError):
+        ledger.record_run(dataclasses.replace(started(), context={"x": float("nan")}))
+    assert ledger.runs()[0].context == {"tags": {"env": "prod"}}  # nothing changed

@@ -4,7 +4,9 @@ this chainwarden is refused before anything is written."""
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -13,7 +15,7 @@ import pytest
 from postgres_server import postgres_dsn
 from stores import PostgresSchema
 
-from chainwarden.billing import PostgresLedger, Pricing, SqliteLedger, UsageFact
+from chainwarden.billing import PostgresLedger, Pricing, RunRecord, SqliteLedger, UsageFact
 from chainwarden.billing.outbox import Outbox
 
 FIRST_RELEASE_LEDGER = """
@@ -63,12 +65,13 @@ def test_a_first_release_ledger_file_is_upgraded_in_place(tmp_path: Path) -> Non
     with sqlite3.connect(path) as conn:
         assert conn.execute(
             "SELECT version FROM chainwarden_schema WHERE component = 'billing'"
-        ).fetchone() == (3,)
+        ).fetchone() == (4,)
         columns = {row[1] for row in conn.execute("PRAGMA table_info(charge_receipts)")}
         assert {"usage_raw", "commit_id"} <= columns
         # Step 3: runs that outlive their process (billing/run_store.py).
         columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
         assert {"request", "owner", "lease_until", "events"} <= columns
+        assert "context" in columns  # step 4: a run's context
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert {"run_events", "run_calls", "credit_holds"} <= tables
         conn.execute("UPDATE chainwarden_schema SET version = 7 WHERE component = 'billing'")
@@ -84,6 +87,58 @@ def test_a_newer_postgres_ledger_is_refused() -> None:
             conn.execute("UPDATE chainwarden_schema SET version = 9 WHERE component = 'billing'")
         with pytest.raises(ValueError, match="billing schema version 9"):
             PostgresLedger(store.target)
+
+
+def version_3_run(ledger_target: SqliteLedger | PostgresLedger) -> None:
+    ledger_target.record_run(
+        RunRecord(
+            run_id="run-old",
+            attempt=0,
+            graph_id="inproc:agent",
+            billing_account_id="acct",
+            virtual_key_id="vk",
+            model="sim-1",
+            status="running",
+            started_at=datetime(2026, 1, 1, tzinfo=UTC),
+        )
+    )
+
+
+def test_a_version_3_sqlite_ledger_gets_the_run_context_column(tmp_path: Path) -> None:
+    path = tmp_path / "v3.sqlite3"
+    with SqliteLedger(path) as ledger:
+        version_3_run(ledger)
+    with sqlite3.connect(path) as conn:  # as a file written before step 4 existed
+        conn.execute("ALTER TABLE runs DROP COLUMN context")
+        conn.execute("UPDATE chainwarden_schema SET version = 3 WHERE component = 'billing'")
+    conn.close()
+    with SqliteLedger(path) as ledger:
+        assert ledger.runs()[0].context is None
+        ledger.record_run(dataclasses.replace(ledger.runs()[0], context={"user_id": "u-2"}))
+        assert ledger.runs()[0].context == {"user_id": "u-2"}
+    with sqlite3.connect(path) as conn:
+        assert conn.execute(
+            "SELECT version FROM chainwarden_schema WHERE component = 'billing'"
+        ).fetchone() == (4,)
+    conn.close()
+
+
+def test_a_version_3_postgres_ledger_gets_the_run_context_column() -> None:
+    with PostgresSchema(postgres_dsn()) as store:
+        with PostgresLedger(store.target) as ledger:
+            version_3_run(ledger)
+        with psycopg.connect(store.target, autocommit=True) as conn:
+            conn.execute("ALTER TABLE runs DROP COLUMN context")
+            conn.execute("UPDATE chainwarden_schema SET version = 3 WHERE component = 'billing'")
+        with PostgresLedger(store.target) as ledger:
+            assert ledger.runs()[0].context is None
+            ledger.record_run(dataclasses.replace(ledger.runs()[0], context={"tags": ["eu"]}))
+            assert ledger.runs()[0].context == {"tags": ["eu"]}
+        with psycopg.connect(store.target, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT version FROM chainwarden_schema WHERE component = 'billing'"
+            ).fetchone()
+            assert row == (4,)
 
 
 def test_a_first_release_outbox_gets_its_owner_column(tmp_path: Path) -> None:

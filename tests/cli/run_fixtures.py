@@ -69,3 +69,37 @@ def save_dag_run(path: Path) -> tuple[Graph, Path]:
     g.propagate_failures()
     path.write_bytes(g.to_json())
     return g, path
+
+
+NEEDLE = "reconcile-ledger-7f3a"
+
+
+def save_big_run(path: Path, calls: int = 100_000) -> tuple[ExecutionGraph, Path, str]:
+    """An agent run of ``calls`` calls: steps of one LLM call and 49 tool calls under a root, a few
+    failures and halts, metadata on some, and one call named NEEDLE deep in the middle. Returns the graph,
+    the file and the needle's node id."""
+    g = ExecutionGraph(chain_id=f"big-{calls}")
+    root = g.create_root("agent_run", metadata={"user_id": "u-big", "session_id": "s-big", "tags": ["load"]})
+    tools = [f"tool_{i}" for i in range(40)]
+    needle = ""
+    step = root
+    for i in range(calls - 1):
+        if i % 50 == 0:
+            step = g.begin_node(
+                root, "llm", "plan", model=("gpt-4o", "claude-haiku-4-5")[i % 2], running=True
+            )
+            g.mark_success(step, 0.002, tokens_in=800 + i % 97, tokens_out=120)
+            continue
+        name = NEEDLE if i == calls // 2 + 7 else tools[i % 40]
+        node = g.begin_node(step, "tool", name, metadata={"i": i} if i % 10 == 0 else None, running=True)
+        if name == NEEDLE:
+            needle = node
+        if i % 997 == 0:
+            g.mark_failure(node, "TimeoutError", stop_reason="backend timed out")
+        elif i % 1499 == 0:
+            g.mark_halt(node, stop_reason="budget_exceeded")
+        else:
+            g.mark_success(node, 0.0001 * (i % 7), tokens_in=i % 300, tokens_out=i % 50)
+    g.mark_success(root, 0.0)
+    path.write_bytes(g.snapshot_json())
+    return g, path, needle

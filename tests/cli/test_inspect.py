@@ -216,3 +216,36 @@ def test_any_dag_or_containment_shaped_file_is_summarized_or_refused(
         render_html(run)
         with contextlib.suppress(RunFileError):  # a DAG's Mermaid is the engine's: it may refuse the file
             run_to_mermaid(run)
+
+
+def _context_run() -> Any:
+    from chainwarden.containment import ChainMetadata, ExecutionConfig, ExecutionContext  # noqa: PLC0415
+
+    meta = ChainMetadata(
+        request_id="r",
+        chain_id="c",
+        user_id="u-7",
+        session_id="s-3",
+        tags={"env": "prod"},
+        attributes={"n": [1]},
+    )
+    with ExecutionContext(ExecutionConfig(1.0, 5, 1), metadata=meta) as ctx:
+        ctx.wrap_llm_call(lambda: None)
+    return ctx
+
+
+@pytest.mark.parametrize("form", ["graph", "containment"])
+def test_inspect_shows_the_runs_context_from_either_snapshot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], form: str
+) -> None:
+    ctx = _context_run()
+    path = tmp_path / "run.json"
+    path.write_bytes(
+        ctx.get_graph_snapshot_json() if form == "graph" else context_snapshot_json(ctx.get_snapshot())
+    )
+    s = inspect_json(path, capsys)
+    expected = {"user_id": "u-7", "session_id": "s-3", "tags": {"env": "prod"}, "attributes": {"n": [1]}}
+    assert s["context"] == expected
+    assert main(["inspect", str(path), "--plain"]) == 0
+    plain = capsys.readouterr().out
+    assert "== context ==" in plain and "env=prod" in plain and "s-3" in plain and "attribute n  [1]" in plain

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import re
+import zlib
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -54,10 +57,12 @@ def test_dag_mermaid_is_the_engines_own_export(tmp_path: Path) -> None:
 class _Collect(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
-        self.scripts: list[str] = []
+        self.scripts: list[str] = []  # executable scripts (no type, or a JavaScript type)
+        self.data_blocks: list[str] = []  # <script type="application/octet-stream">: data, never run
         self.urls: list[str] = []
         self.text: list[str] = []
         self._in_script = False
+        self._current: list[str] = self.scripts
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self._in_script = tag == "script"
@@ -65,14 +70,16 @@ class _Collect(HTMLParser):
             if name in ("src", "href") and value is not None:
                 self.urls.append(value)
         if tag == "script":
-            self.scripts.append("")
+            kind = dict(attrs).get("type")
+            self._current = self.scripts if kind in (None, "", "text/javascript") else self.data_blocks
+            self._current.append("")
 
     def handle_endtag(self, tag: str) -> None:
         self._in_script = False
 
     def handle_data(self, data: str) -> None:
         if self._in_script:
-            self.scripts[-1] += data
+            self._current[-1] += data
         else:
             self.text.append(data)
 
@@ -89,11 +96,29 @@ def test_html_is_self_contained_and_escaped(tmp_path: Path, kind: str) -> None:
     parsed = _Collect()
     parsed.feed(html)
     assert len(parsed.scripts) == 1  # only the report's own script; no user string became a tag
+    [data] = parsed.data_blocks  # the calls, compressed: base64 only, so it cannot close its element
+    assert re.fullmatch(r"[A-Za-z0-9+/=]+", data)
     assert parsed.urls == []  # nothing to fetch: no src=, no href=
     assert "default-src 'none'" in html
     assert "<script>alert" not in html
     if kind == "graph":
         assert HOSTILE in "".join(parsed.text)  # shown as text once unescaped by the parser
+
+
+def test_the_report_data_carries_every_call_and_its_context(tmp_path: Path) -> None:
+    g, path = save_graph_run(tmp_path / "run.json")
+    html = render(path, "html", tmp_path / "report.html")
+    payload = re.search(r'<script type="application/octet-stream" id="run-data">([^<]*)</script>', html)
+    assert payload is not None
+    doc = json.loads(zlib.decompress(base64.b64decode(payload.group(1))))
+    names = [doc["strings"][k] for k in doc["name"]]
+    assert names == [n["name"] for n in g.snapshot()["nodes"].values()]
+    assert doc["id"] == list(g.snapshot()["nodes"])
+    assert [doc["id"][p] if p >= 0 else None for p in doc["parent"]] == [
+        n["parent_id"] for n in g.snapshot()["nodes"].values()
+    ]
+    stopped = {doc["strings"][k] for k in doc["reason"] if k >= 0}
+    assert stopped == {"TimeoutError: metrics backend timed out", "budget_exceeded"}
 
 
 def test_render_to_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,13 +5,12 @@ Playwright only drives it; no browser is downloaded."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, sync_playwright
+from headless import launched
+from playwright.sync_api import Browser
 from run_fixtures import HOSTILE, save_containment_run, save_dag_run, save_graph_run
 
 from chainwarden import ExecutionGraph
@@ -23,24 +22,10 @@ from chainwarden.dag import Graph
 pytestmark = pytest.mark.slow  # a real browser per module (docs/testing.md)
 
 
-def _chromium() -> str:
-    path = (
-        os.environ.get("CHAINWARDEN_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    )
-    if not path:
-        pytest.fail("no chromium: run `make test` (scripts/chromium-path.sh installs Debian's chromium)")
-    return path
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as pw:
-        # --no-sandbox: CI runs as root, where chromium's sandbox refuses to start.
-        launched = pw.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with launched() as opened:
+        yield opened
 
 
 def _open(browser: Browser, report: Path, shot: Path) -> tuple[str, list[str], list[str]]:
@@ -104,9 +89,13 @@ def test_sorting_a_column_reorders_the_calls(browser: Browser, tmp_path: Path) -
     assert main(["render", str(path), "-o", str(report)]) == 0
     page = browser.new_page()
     page.goto(report.as_uri())
-    page.click("#calls th:has-text('cost')")
-    page.click("#calls th:has-text('cost')")  # second click: descending
-    first = page.inner_text("#calls tbody tr:first-child td.name")
+    page.wait_for_selector("html[data-ready='1']")
+    page.click(".head [data-sort='cost']")  # costs sort the most expensive first
+    first = page.evaluate(
+        "[...document.querySelectorAll('#viewport .row')].filter(r => r.style.display !== 'none')"
+        ".sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top)[0]"
+        ".querySelector('.nm .label').textContent"
+    )
     page.close()
     assert first == "answer"  # the most expensive call
 

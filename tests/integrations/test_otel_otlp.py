@@ -73,6 +73,7 @@ def test_spans_arrive_decoded_with_names_attributes_parents_statuses_and_times(
         "chainwarden.cost_usd": 0.25,
         "gen_ai.usage.input_tokens": 1200,
         "gen_ai.usage.output_tokens": 300,
+        "gen_ai.response.model": "gpt-4o",
     }
     assert search.name == "execute_tool web_search" and search.kind == Span.SPAN_KIND_INTERNAL
     assert (search.status.code, search.status.message) == (Status.STATUS_CODE_ERROR, "TimeoutError")

@@ -52,6 +52,7 @@ def test_one_span_per_node_with_convention_names_attributes_and_parents(spans: S
         "chainwarden.cost_usd": 0.25,
         "gen_ai.usage.input_tokens": 1200,
         "gen_ai.usage.output_tokens": 300,
+        "gen_ai.response.model": "gpt-4o",
     }
 
     assert (search["name"], search["kind"], search["parent"]) == (
@@ -125,8 +126,8 @@ def test_context_snapshot_with_safety_events_as_span_events(spans: Spans) -> Non
     assert got["chain_root"]["name"] == "invoke_agent chain_root"
     assert got["lookup"]["parent"] == got["draft"]["attributes"]["chainwarden.node_id"]
     assert (got["rewrite"]["status"], got["rewrite"]["description"]) == ("ERROR", "budget_exceeded")
-    # The chain stop is a chain-level event: on the root span, with its decision and reason.
-    assert "budget_exceeded" in got["chain_root"]["events"]
+    # The refused call is its own error span, and the stop event is on it, with its decision and reason.
+    assert got["rewrite"]["events"] == ["budget_exceeded"] and got["chain_root"]["events"] == []
     [stop] = [e for s in spans.finished() for e in s.events if e.name == "budget_exceeded"]
     assert stop.attributes is not None
     assert stop.attributes["chainwarden.decision"] == "HALT"

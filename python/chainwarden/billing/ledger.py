@@ -30,7 +30,14 @@ from chainwarden.billing.facts import (
 )
 from chainwarden.billing.metrics import METRICS
 from chainwarden.billing.pricing import MAX_CREDITS, Pricing
-from chainwarden.billing.records import RUN_STATUSES, ChargeReceipt, LedgerEntry, RunRecord
+from chainwarden.billing.records import (
+    RUN_STATUSES,
+    ChargeReceipt,
+    LedgerEntry,
+    RunRecord,
+    decode_run_context,
+    encode_run_context,
+)
 
 logger = logging.getLogger("chainwarden.billing")
 T = TypeVar("T")
@@ -109,18 +116,18 @@ _SELECT_RECEIPTS_BY_KEY = (
 # starts the row over (its receipts stay idempotent on their own keys).
 _UPSERT_RUN = (
     "INSERT INTO runs (run_id, attempt, graph_id, billing_account_id, virtual_key_id, model, status, "
-    "started_at, ended_at, prompt_tokens, completion_tokens, finish_reason, error) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+    "started_at, ended_at, prompt_tokens, completion_tokens, finish_reason, error, context) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
     "ON CONFLICT (run_id, attempt) DO UPDATE SET graph_id = excluded.graph_id, "
     "billing_account_id = excluded.billing_account_id, virtual_key_id = excluded.virtual_key_id, "
     "model = excluded.model, status = excluded.status, started_at = excluded.started_at, "
     "ended_at = excluded.ended_at, prompt_tokens = excluded.prompt_tokens, "
     "completion_tokens = excluded.completion_tokens, finish_reason = excluded.finish_reason, "
-    "error = excluded.error"
+    "error = excluded.error, context = excluded.context"
 )
 _SELECT_RUNS = (
     "SELECT r.run_id, r.attempt, r.graph_id, r.billing_account_id, r.virtual_key_id, r.model, r.status, "
-    "r.started_at, r.ended_at, r.prompt_tokens, r.completion_tokens, r.finish_reason, r.error, "
+    "r.started_at, r.ended_at, r.prompt_tokens, r.completion_tokens, r.finish_reason, r.error, r.context, "
     "(SELECT COALESCE(SUM(c.charged_credits), 0) FROM charge_receipts c "
     "WHERE c.run_id = r.run_id AND c.attempt = r.attempt), "
     "(SELECT COUNT(*) FROM charge_receipts c WHERE c.run_id = r.run_id AND c.attempt = r.attempt), "
@@ -794,6 +801,7 @@ class Ledger(abc.ABC):
             record.completion_tokens,
             record.finish_reason,
             record.error,
+            encode_run_context(record.context),
         )
 
     # --- reads -----------------------------------------------------------------------------------------
@@ -886,9 +894,10 @@ class Ledger(abc.ABC):
                 completion_tokens=int(r[10]),
                 finish_reason=r[11],
                 error=r[12],
-                charged_credits=int(r[13]),
-                receipt_count=int(r[14]),
-                events=int(r[15] or 0),
+                context=decode_run_context(r[13]),
+                charged_credits=int(r[14]),
+                receipt_count=int(r[15]),
+                events=int(r[16] or 0),
             )
             for r in rows
         ]

@@ -19,7 +19,7 @@ from chainwarden._sql import Fault, Schema, Unreachable, classify, columns, ensu
 from chainwarden._sql.pg import Listener, Pool, psycopg_modules
 from chainwarden.billing.errors import LedgerUnavailable
 from chainwarden.billing.ledger import Failure, Ledger
-from chainwarden.billing.run_store import POSTGRES_STEP
+from chainwarden.billing.run_store import CONTEXT_STEP, POSTGRES_STEP
 
 T = TypeVar("T")
 
@@ -101,8 +101,8 @@ def _legacy(cursor: Any) -> int:
 
 # Version 1 creates every table as it is now (CREATE TABLE IF NOT EXISTS: a first-release database keeps its
 # own), version 2 adds what the first release lacked (ADD COLUMN IF NOT EXISTS: a no-op on a new one), version
-# 3 what runs that outlive their process need (billing/run_store.py).
-_SCHEMA_VERSIONS = Schema("billing", (_SCHEMA, _MIGRATIONS, POSTGRES_STEP), legacy=_legacy)
+# 3 what runs that outlive their process need, version 4 a run's context (billing/run_store.py).
+_SCHEMA_VERSIONS = Schema("billing", (_SCHEMA, _MIGRATIONS, POSTGRES_STEP, CONTEXT_STEP), legacy=_legacy)
 
 
 # A batch's receipt keys are locked as (this class, a 32-bit hash of the key): transaction-level advisory

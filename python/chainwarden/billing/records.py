@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -71,3 +73,27 @@ class RunRecord:
     charged_credits: int = 0
     receipt_count: int = 0
     events: int = 0
+    # Who and what the run was for (docs/containment.md "Context that travels"): ``user_id``,
+    # ``session_id``, ``tags`` (a list or a dict) and ``attributes``, as the request gave them; None when
+    # it gave none. Its receipts share it through their (run_id, attempt).
+    context: Mapping[str, Any] | None = None
+
+
+def encode_run_context(context: Mapping[str, Any] | None) -> str | None:
+    """A run's context as strict JSON text (``ValueError`` / ``TypeError`` for anything else)."""
+    if context is None:
+        return None
+    if not isinstance(context, Mapping):
+        raise TypeError(f"context must be a mapping or None, got {type(context).__name__}")
+    return json.dumps(dict(context), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def decode_run_context(text: object) -> dict[str, Any] | None:
+    """What ``encode_run_context`` wrote; anything unreadable (a hand-edited row) reads as None."""
+    if not isinstance(text, str):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -28,6 +28,7 @@ from chainwarden.billing.records import RunRecord
 
 __all__ = [
     "CHANNEL",
+    "CONTEXT_STEP",
     "POSTGRES_STEP",
     "SQLITE_STEP",
     "CallRow",
@@ -99,6 +100,16 @@ def _step(real: str, big: str) -> list[Any]:
 #: The billing schema's step 3 (runs that outlive their process), for each store.
 SQLITE_STEP = _step("REAL", "INTEGER")
 POSTGRES_STEP = _step("DOUBLE PRECISION", "BIGINT")
+
+
+def _add_context_column(cursor: Any) -> None:
+    if "context" not in columns(cursor, "runs"):
+        cursor.execute("ALTER TABLE runs ADD COLUMN context TEXT")
+
+
+#: The billing schema's step 4, the same on both stores: a run's context (its user, session, tags and
+#: attributes as JSON; docs/containment.md "Context that travels"), kept once on its record.
+CONTEXT_STEP: list[Any] = [_add_context_column]
 
 _START = (
     "UPDATE runs SET request = %s, owner = %s, lease_until = {now} + %s, events = 0 "

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from chainwarden._sql import Fault, Schema, classify, columns, ensure, qmark, table_exists
 from chainwarden.billing.errors import LedgerUnavailable
 from chainwarden.billing.ledger import Failure, Ledger
-from chainwarden.billing.run_store import SQLITE_STEP
+from chainwarden.billing.run_store import CONTEXT_STEP, SQLITE_STEP
 
 T = TypeVar("T")
 
@@ -101,10 +101,15 @@ def _legacy(cursor: Any) -> int:
 
 # Version 1 creates every table as it is now (IF NOT EXISTS: a first-release file keeps its own), version 2
 # adds the columns the first release lacked (a no-op on a new file), version 3 what runs that outlive their
-# process need (billing/run_store.py).
+# process need, version 4 a run's context (billing/run_store.py).
 _SCHEMA_VERSIONS = Schema(
     "billing",
-    ([statement for statement in _SCHEMA.split(";") if statement.strip()], [_add_columns], SQLITE_STEP),
+    (
+        [statement for statement in _SCHEMA.split(";") if statement.strip()],
+        [_add_columns],
+        SQLITE_STEP,
+        CONTEXT_STEP,
+    ),
     legacy=_legacy,
 )
 

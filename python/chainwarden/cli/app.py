@@ -26,6 +26,7 @@ from chainwarden.cli.reconcile import reconcile, reconcile_sections
 from chainwarden.cli.runfile import Run, RunFileError, load_run
 from chainwarden.cli.summary import summarize
 from chainwarden.cli.worker import worker_cmd
+from chainwarden.dag import DagError
 from chainwarden.dag.store import Store, StoreError
 
 __all__ = ["cli"]
@@ -170,6 +171,53 @@ def _reconcile(
         print_sections(reconcile_sections(report), sys.stdout, rich=rich)
     if not report["clean"]:
         raise click.exceptions.Exit(1)
+
+
+@cli.command("serve")
+@click.option(
+    "--ledger", metavar="URL", help="A ledger: a SQLite file or a postgresql:// DSN (runs, receipts, spend)."
+)
+@click.option(
+    "--store", metavar="URL", help="A DAG store URL (sqlite:///path or postgresql://...), drawn live."
+)
+@click.option(
+    "--runs",
+    "runs_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A directory of saved run files (*.json, searched recursively).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8321, show_default=True, help="The port.")
+def serve_cmd(ledger: str | None, store: str | None, runs_dir: Path | None, host: str, port: int) -> None:
+    """Serve a local, read-only dashboard of runs, spend and live DAGs (docs/ui.md).
+
+    Runs (from the ledger's run records and the saved run files) with filters by account, user, session,
+    tag, status and date; spend by account, model and day; a run's calls, events and receipts; a stored DAG
+    drawn and updated while workers run it. Every endpoint reads; nothing is ever written. Listens on
+    localhost unless --host says otherwise. Needs the 'ui' extra.
+    """
+    if not (ledger or store or runs_dir):
+        raise click.UsageError("give at least one of --ledger, --store, --runs")
+    try:
+        import uvicorn  # noqa: PLC0415 - optional: the `ui` extra
+
+        from chainwarden.ui.app import LOCAL_HOSTS, create_app  # noqa: PLC0415 - imports starlette
+    except ImportError as exc:
+        raise click.ClickException(
+            f"chainwarden serve needs the 'ui' extra ({exc.name} is not installed): "
+            "pip install 'chainwarden[ui]'"
+        ) from None
+    local = host in LOCAL_HOSTS
+    try:
+        app = create_app(
+            ledger=ledger, store=store, runs=str(runs_dir) if runs_dir else None, local_only=local
+        )
+    except (LedgerSourceError, LedgerUnavailable, DagError, OSError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if not local:
+        click.echo(f"listening on {host}: anyone who can reach it can read these runs (read-only)", err=True)
+    click.echo(f"chainwarden dashboard on http://{'127.0.0.1' if local else host}:{port}/", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, TextIO
 
@@ -51,6 +52,7 @@ def _sections(summary: dict[str, Any]) -> list[Section]:
 
     sections = [
         (f"{summary['source']} {summary['id']}", ["total", "value"], totals),
+        *_context(summary.get("context") or {}),
         ("nodes by kind and status", ["kind", "all", *statuses], kinds),
         ("slowest calls", call_header, calls(summary["slowest"])),
         ("most expensive calls", call_header, calls(summary["most_expensive"])),
@@ -92,6 +94,20 @@ def _sections(summary: dict[str, Any]) -> list[Section]:
             )
         )
     return sections
+
+
+def _context(context: dict[str, Any]) -> list[Section]:
+    """The run's user, session, tags and attributes, when it has any."""
+    rows = [[k.replace("_id", ""), str(context[k])] for k in ("user_id", "session_id") if context.get(k)]
+    tags = context.get("tags")
+    if tags:
+        labels = [f"{k}={v}" for k, v in tags.items()] if isinstance(tags, dict) else [str(t) for t in tags]
+        rows.append(["tags", ", ".join(labels)])
+    rows += [
+        [f"attribute {k}", v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, sort_keys=True)]
+        for k, v in (context.get("attributes") or {}).items()
+    ]
+    return [("context", ["field", "value"], rows)] if rows else []
 
 
 def print_summary(summary: dict[str, Any], out: TextIO, *, rich: bool) -> None:

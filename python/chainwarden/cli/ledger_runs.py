@@ -76,6 +76,7 @@ def _run(record: RunRecord) -> dict[str, Any]:
         "completion_tokens": record.completion_tokens,
         "charged_credits": record.charged_credits,
         "receipts": record.receipt_count,
+        "context": record.context,  # user, session, tags, attributes (docs/runtime.md "Run records")
     }
 
 

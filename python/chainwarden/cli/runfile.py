@@ -17,7 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
+
+from chainwarden._chain_context import RunLabels, read_labels
 
 __all__ = ["Call", "Run", "RunFileError", "finite", "load_run", "parse_run"]
 
@@ -49,6 +51,9 @@ class Call:
     model: str | None = None
     reason: str | None = None
     retries: int = 0
+    # What the report's detail panel shows besides the columns: the node's metadata (captured content
+    # included), a DAG node's input / output / content; None when there is nothing.
+    detail: Mapping[str, Any] | None = None
 
     @property
     def duration_ms(self) -> float | None:
@@ -77,6 +82,8 @@ class Run:
     divergence: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict)
+    # The run's context (user, session, tags, attributes; docs/containment.md "Context that travels").
+    labels: RunLabels = field(default_factory=RunLabels)
 
 
 def load_run(path: Path) -> Run:
@@ -119,13 +126,24 @@ def _text(value: object) -> str | None:
 
 def finite(value: object) -> float | None:
     """A finite number as float; None for anything else (bools, strings, NaN, infinities)."""
+    kind = type(value)
+    if kind is float:  # the common case first: what the engine writes
+        return cast(float, value) if _isfinite(cast(float, value)) else None
+    if kind is int:
+        try:
+            return float(cast(int, value))
+        except OverflowError:  # an int beyond float range
+            return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     try:
         number = float(value)
-    except OverflowError:  # an int beyond float range
+    except OverflowError:
         return None
-    return number if math.isfinite(number) else None
+    return number if _isfinite(number) else None
+
+
+_isfinite = math.isfinite
 
 
 # Milliseconds since the epoch up to the year ~33,000: anything outside is not a timestamp the engine wrote.
@@ -133,6 +151,8 @@ _MAX_TS_MS = 1e15
 
 
 def _ts_ms(value: object, scale: float = 1.0) -> float | None:
+    if value is None:
+        return None
     number = finite(value)
     if number is None:
         return None
@@ -142,33 +162,46 @@ def _ts_ms(value: object, scale: float = 1.0) -> float | None:
 
 def _count(value: object) -> int | None:
     """A token or retry count as the engine keeps it (an unsigned 64-bit counter); None otherwise."""
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64:
+    if type(value) is int and 0 <= value < 2**64:  # not a bool: type() is exact
         return value
     return None
+
+
+def _ms_field(value: object) -> float | None:
+    """A recorder timestamp: an int of milliseconds on the common path, else checked by ``_ts_ms``."""
+    if type(value) is int and 0 <= value < _MAX_TS_MS:
+        return float(value)
+    return _ts_ms(value)
+
+
+def _graph_call(n: Mapping[str, Any]) -> Call:
+    get = n.get
+    parent = get("parent_id")
+    cost = get("cost_usd")
+    return Call(
+        id=str(n["node_id"]),
+        parents=() if parent is None else (str(parent),),
+        kind=str(get("kind", "")),
+        name=str(get("name", "")),
+        status=str(get("status", "")),
+        start_ms=_ms_field(get("start_ts_ms")),
+        end_ms=_ms_field(get("end_ts_ms")),
+        cost_usd=(cost if type(cost) is float and _isfinite(cost) else finite(cost)) or 0.0,
+        tokens_in=_count(get("tokens_in")),
+        tokens_out=_count(get("tokens_out")),
+        model=_text(get("model")),
+        reason=_reason(get("error_class"), get("stop_reason")),
+        retries=_count(get("retries_used")) or 0,
+        detail=_detail(get("metadata")),
+    )
 
 
 def _execution_graph(doc: Mapping[str, Any]) -> Run:
     nodes = doc["nodes"]
     records = list(nodes.values()) if isinstance(nodes, Mapping) else list(nodes)
-    calls = [
-        Call(
-            id=str(n["node_id"]),
-            parents=() if n.get("parent_id") is None else (str(n["parent_id"]),),
-            kind=str(n.get("kind", "")),
-            name=str(n.get("name", "")),
-            status=str(n.get("status", "")),
-            start_ms=_ts_ms(n.get("start_ts_ms")),
-            end_ms=_ts_ms(n.get("end_ts_ms")),
-            cost_usd=finite(n.get("cost_usd")) or 0.0,
-            tokens_in=_count(n.get("tokens_in")),
-            tokens_out=_count(n.get("tokens_out")),
-            model=_text(n.get("model")),
-            reason=_reason(n.get("error_class"), n.get("stop_reason")),
-            retries=_count(n.get("retries_used")) or 0,
-        )
-        for n in records
-    ]
+    calls = [_graph_call(n) for n in records]
     divergence = doc.get("divergence_events") or []
+    root = nodes.get(doc.get("root_id")) if isinstance(nodes, Mapping) else None
     return Run(
         source="execution-graph",
         title=str(doc.get("chain_id", "")),
@@ -177,10 +210,23 @@ def _execution_graph(doc: Mapping[str, Any]) -> Run:
         aggregates=dict(doc.get("aggregates") or {}),
         divergence=[dict(e) for e in divergence],
         raw=dict(doc),
+        labels=read_labels(root.get("metadata") if isinstance(root, Mapping) else None),
     )
 
 
+def _detail(metadata: object) -> Mapping[str, Any] | None:
+    return {"metadata": metadata} if isinstance(metadata, Mapping) and metadata else None
+
+
+def _record_detail(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """A wrapped call's error message (docs/design.md §22) and, when saved, its node's metadata."""
+    detail = {k: record[k] for k in ("error_message", "model", "metadata") if record.get(k) not in (None, {})}
+    return detail or None
+
+
 def _reason(error_class: object, stop_reason: object) -> str | None:
+    if error_class is None and stop_reason is None:
+        return None
     parts = [p for p in (_text(error_class), _text(stop_reason)) if p]
     return ": ".join(parts) or None
 
@@ -210,6 +256,7 @@ def _containment(doc: Mapping[str, Any]) -> Run:
             model=_text(n.get("model")),
             reason=_record_reason(n),
             retries=_count(n.get("retries_used")) or 0,
+            detail=_record_detail(n),
         )
         for n in doc["nodes"]
     ]
@@ -231,6 +278,7 @@ def _containment(doc: Mapping[str, Any]) -> Run:
         divergence=divergence,
         events=events,
         raw=dict(doc),
+        labels=read_labels(doc.get("metadata")),
     )
 
 
@@ -274,6 +322,7 @@ def _dag(doc: Mapping[str, Any]) -> Run:
                 tokens_out=_count(meta.get("tokens_out")),
                 model=_text(meta.get("model")),
                 reason=_text(meta.get("error") or meta.get("reason")),
+                detail={k: n[k] for k in _DAG_DETAIL if n.get(k) not in (None, {}, "")} or None,
             )
         )
     return Run(
@@ -284,6 +333,9 @@ def _dag(doc: Mapping[str, Any]) -> Run:
         events=[dict(e) for e in doc.get("events") or []],
         raw=dict(doc),
     )
+
+
+_DAG_DETAIL = ("metadata", "input", "output", "content", "worker_id", "attempt")
 
 
 def _dag_name(node_id: str, inp: Mapping[str, Any]) -> str:

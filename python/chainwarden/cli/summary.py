@@ -75,6 +75,8 @@ def summarize(run: Run) -> dict[str, Any]:
     return {
         "source": run.source,
         "id": run.title,
+        # The run's context (docs/containment.md "Context that travels"): user, session, tags, attributes.
+        "context": run.labels.as_dict(),
         "nodes": len(calls),
         "by_kind": dict(Counter(c.kind for c in calls)),
         "by_status": dict(Counter(c.status for c in calls)),

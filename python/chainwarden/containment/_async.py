@@ -23,7 +23,7 @@ from types import FunctionType
 from typing import Any, Final
 
 from chainwarden._core import CallKind, CallStatus, open_sync_calls
-from chainwarden.containment._outcomes import failed, gate, refuse, spent, succeeded
+from chainwarden.containment._outcomes import capture_call, failed, gate, refuse, spent, succeeded
 from chainwarden.containment._report import CURRENT_CALL, Binding, enclosing
 from chainwarden.containment._state import ChainState
 from chainwarden.containment.types import WrapOptions
@@ -197,6 +197,8 @@ async def wrap_async(
     if cause == _CHAIN_LIMIT:
         s.on_timeout()
         return failed(s, error if error is not None else asyncio.CancelledError(), node, opts)
+    if s.capture is not None:
+        capture_call(s, node, fn, result, has_output=error is None)
     if error is not None:
         return failed(s, error, node, opts)
     if s.plain:

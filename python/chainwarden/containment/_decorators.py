@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 from chainwarden._core import CallKind
 from chainwarden.containment._async import wrap_async
 from chainwarden.containment._blocks import CallRefused, ContainedBlock
+from chainwarden.containment._capture import INPUT_ATTR, CallInput
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.types import Decision
 
@@ -88,6 +89,8 @@ def _decorate(
                 box.append(result)
                 return result  # for the context's cost_of
 
+            if state.capture is not None:
+                setattr(thunk, INPUT_ATTR, CallInput(fn, args, kwargs))
             decision = await wrap_async(state, thunk, kind, opts)
             return _outcome(ctx, decision, box, errors)
 
@@ -107,6 +110,8 @@ def _decorate(
             box.append(result)
             return result  # for the context's cost_of
 
+        if state.capture is not None:
+            setattr(thunk, INPUT_ATTR, CallInput(fn, args, kwargs))
         wrap = ctx.wrap_llm_call if kind == CallKind.LLM else ctx.wrap_tool_call
         return _outcome(ctx, wrap(thunk, opts), box, errors)
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from chainwarden._core import CallKind
-from chainwarden.containment._outcomes import failed, gate, not_sync, refuse, succeeded
+from chainwarden.containment._outcomes import capture_call, failed, gate, not_sync, refuse, succeeded
 from chainwarden.containment._report import enclosing
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.types import Decision
@@ -57,12 +57,16 @@ def sync_wrap(
         try:
             result = fn()
         except BaseException as exc:
+            if s.capture is not None:
+                capture_call(s, node, fn)
             return failed(s, exc, node, opts)
         if result is not None and hasattr(result, "__await__"):
             raise not_sync(s, node, opts, result)
         if s.plain:
             core.settle(node, name != "", opts.cost_estimate_hint)
             return _ALLOW
+        if s.capture is not None:
+            capture_call(s, node, fn, result, has_output=True)
         return succeeded(s, node, kind, opts, result)
 
     wrap.__name__ = "wrap_llm_call" if is_llm else "wrap_tool_call"

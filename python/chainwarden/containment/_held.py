@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from chainwarden._core import CallKind
 from chainwarden.containment._blocks import ChainHalted
+from chainwarden.containment._capture import Capture
 from chainwarden.containment._outcomes import NO_RESULT, failed, gate, refuse, succeeded
 from chainwarden.containment._report import enclosing
 from chainwarden.containment._state import ChainState
@@ -77,6 +78,23 @@ class HeldCall:
         if node is not None:
             with contextlib.suppress(KeyError):  # settled by another thread meanwhile
                 self._s.core.report(node, cost_usd, tokens_in, tokens_out)
+
+    def annotate(self, entries: dict[str, Any]) -> None:
+        """Adds entries to the call's node metadata (what its integration learnt; captured content)."""
+        node = self._node
+        if node is not None and entries:
+            with contextlib.suppress(KeyError, ValueError, TypeError):  # settled meanwhile, or not JSON
+                self._s.core.annotate(node, entries)
+
+    @property
+    def chain(self) -> ChainState:
+        """The state of the chain the call belongs to."""
+        return self._s
+
+    @property
+    def capture(self) -> Capture | None:
+        """The chain's content capture settings (None: off)."""
+        return self._s.capture
 
     def flag(self, key: str) -> None:
         """Sets ``metadata[key] = True`` on the call's node (open or settled; ignored once pruned)."""

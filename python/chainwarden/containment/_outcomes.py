@@ -7,21 +7,34 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Final
 
 from chainwarden._core import CallKind, CallStatus, ClosedCall, StopCause
+from chainwarden.containment._capture import SELF_CAPTURED, input_of, keep
 from chainwarden.containment._state import ChainState
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.policy import PolicyContext
 from chainwarden.shield.types import Decision, ToolCallContext
 
-__all__ = ["NO_RESULT", "failed", "gate", "not_sync", "refuse", "spent", "succeeded"]
+__all__ = ["NO_RESULT", "capture_call", "failed", "gate", "not_sync", "refuse", "spent", "succeeded"]
 
 logger = logging.getLogger("chainwarden.containment")
 
 # What a ``with ctx.llm_call():`` block hands to settlement: it has no result for ``cost_of``.
 NO_RESULT: Final = object()
+
+
+def capture_call(
+    s: ChainState, node: int, fn: object, result: object = None, *, has_output: bool = False
+) -> None:
+    """Keeps a wrapped call's input (and output, when it returned) on its node (docs/containment.md,
+    "Content capture"); only called when capture is on."""
+    capture = s.capture
+    declared = input_of(fn)
+    if capture is not None and declared is not SELF_CAPTURED:
+        keep(capture, s.core, node, capture.entries(input=declared, output=result, has_output=has_output))
 
 
 def _window_halt(events: list[Any]) -> bool:
@@ -33,7 +46,11 @@ def refuse(s: ChainState, stop: StopCause, opts: WrapOptions) -> Decision:
     if stop == StopCause.TIMEOUT:
         s.on_timeout()
     elif stop != StopCause.ABORTED:
-        s.forced_stop(reason, refusal_detail(s, stop, opts))
+        # The event names the refused call (its node, halted with the reason), so an exporter puts it on
+        # that call's span rather than the chain's (docs/integrations.md, "What a span looks like").
+        refused = s.core.last_refused()
+        named = {} if refused is None else {"node_id": s.core.node_name(refused)}
+        s.forced_stop(reason, refusal_detail(s, stop, opts), **named)
     s.note.reason = reason
     s.count_decision("HALT")
     return Decision.HALT
@@ -63,9 +80,16 @@ def tool_ctx(
             "org_id": meta.org_id,
             "team": meta.team,
             "service": meta.service,
-            **meta.tags,
+            **_tag_entries(meta.tags),
         },
     )
+
+
+def _tag_entries(tags: Mapping[str, str] | tuple[str, ...]) -> Mapping[str, Any]:
+    """Dict tags are entries of a hook's metadata (as in veronica-core); a list of tags is one entry."""
+    if isinstance(tags, Mapping):
+        return tags
+    return {"tags": list(tags)} if tags else {}
 
 
 def spent(s: ChainState, closed: ClosedCall) -> ClosedCall:

@@ -17,7 +17,7 @@ from typing import Final, NamedTuple
 
 from chainwarden._core import ChainCore, open_sync_calls
 
-__all__ = ["CURRENT_CALL", "Binding", "bind", "enclosing", "flag_current_call", "report_cost"]
+__all__ = ["CURRENT_CALL", "Binding", "bind", "current_call", "enclosing", "flag_current_call", "report_cost"]
 
 
 class Binding(NamedTuple):
@@ -78,6 +78,15 @@ def _tokens(value: object, name: str) -> int | None:
     return value
 
 
+def current_call() -> tuple[ChainCore, int] | None:
+    """(core, node) of the innermost wrapped call this code runs in, of any chain; None outside any."""
+    depth, sync = open_sync_calls()
+    bound = CURRENT_CALL.get()
+    if bound is not None and (sync is None or (bound.thread == get_ident() and depth <= bound.sync_depth)):
+        return bound.core, bound.node
+    return sync
+
+
 def report_cost(
     cost_usd: float | Decimal, *, tokens_in: int | None = None, tokens_out: int | None = None
 ) -> None:
@@ -112,15 +121,10 @@ def flag_current_call(key: str) -> None:
 
 def _current(who: str) -> tuple[ChainCore, int]:
     """The innermost open call of this thread or task, as ``report_cost`` charges it."""
-    depth, sync = open_sync_calls()
-    bound = CURRENT_CALL.get()
-    if bound is not None and (sync is None or (bound.thread == get_ident() and depth <= bound.sync_depth)):
-        core, node = bound.core, bound.node
-    elif sync is not None:
-        core, node = sync
-    else:
+    found = current_call()
+    if found is None:
         raise RuntimeError(
             f"{who}() must be called inside a call wrapped by an ExecutionContext "
             "(wrap_llm_call, wrap_tool_call, their async forms, @ctx.llm_call or with ctx.llm_call())"
         )
-    return core, node
+    return found

@@ -15,7 +15,9 @@ from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any, Protocol, cast
 
+from chainwarden._chain_context import root_metadata
 from chainwarden._core import ChainCore, StopCause
+from chainwarden.containment._capture import Capture
 from chainwarden.containment._events import EventLog, stop_event
 from chainwarden.containment._records import NodeRecordView
 from chainwarden.containment.budget._gate import BudgetedCore, SharedBudget
@@ -50,6 +52,7 @@ class ChainState:
         "async_used",
         "breaker",
         "budget",
+        "capture",
         "config",
         "core",
         "cost_of",
@@ -96,6 +99,7 @@ class ChainState:
             config.timeout_ms,
             metadata.chain_id,
             max_nodes,
+            root_metadata(metadata),
         )
         self.budget = _shared_budget(config, parent)
         if self.budget is not None:
@@ -107,7 +111,11 @@ class ChainState:
         # Nothing to consult or notify besides the core: the fast path may finish the call inline.
         self.gated = pipeline is not None or breaker is not None
         self.dispatch = not self.gated
-        self.plain = not self.gated and parent is None and metrics is None and cost_of is None
+        # Content capture (docs/containment.md, "Content capture"): None when off, so a wrap tests one slot.
+        self.capture = Capture(config.max_content_chars, config.mask) if config.capture_content else None
+        self.plain = (
+            not self.gated and parent is None and metrics is None and cost_of is None and self.capture is None
+        )
         # Until an async wrap runs, no task can carry a parent node: skip the walk of open calls.
         self.async_used = False
         self.note = StopNote()
@@ -154,6 +162,7 @@ class ChainState:
             events=self.events.snapshot(),
             graph_summary=MappingProxyType(core.aggregates()),
             parent_chain_id=self.parent.metadata.chain_id if self.parent is not None else None,
+            metadata=self.metadata,
         )
 
     # -- events ----------------------------------------------------------------------------

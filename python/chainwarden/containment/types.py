@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from types import MappingProxyType
 from typing import Any, Literal
 
+from chainwarden._chain_context import Tags, checked_attributes, checked_tags
 from chainwarden.containment._validate import MAX_COUNT, MAX_TIMEOUT_MS
 from chainwarden.containment.budget._protocol import check_backend
 from chainwarden.shield._validate import finite_non_negative, strict_int
@@ -26,6 +26,9 @@ __all__ = [
 ]
 
 NodeKind = Literal["llm", "tool"]
+
+#: The largest ``max_content_chars``: 16 Mi characters per captured text.
+MAX_CONTENT_CHARS = 1 << 24
 NodeStatus = Literal["ok", "halted", "aborted", "timeout", "error"]
 
 
@@ -61,7 +64,11 @@ def _required_str(value: object, name: str) -> None:
 
 @dataclass(frozen=True)
 class ChainMetadata:
-    """Who and what a chain belongs to. ``tags`` is frozen on construction."""
+    """Who and what a chain belongs to. ``tags`` (a list or tuple of str, or a dict of str to str) and
+    ``attributes`` (a dict of JSON values) are copied and frozen on construction. ``user_id``,
+    ``session_id``, ``tags`` and ``attributes`` travel with the run: the chain's root node, both snapshot
+    formats, ``chainwarden inspect``, the reports and OpenTelemetry spans (docs/containment.md,
+    "Context that travels")."""
 
     request_id: str
     chain_id: str
@@ -70,16 +77,19 @@ class ChainMetadata:
     service: str = ""
     user_id: str | None = None
     model: str | None = None
-    tags: Mapping[str, str] = field(default_factory=dict)
+    tags: Tags = ()
+    session_id: str | None = field(default=None, kw_only=True)
+    attributes: Mapping[str, Any] | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         for name in ("request_id", "chain_id", "org_id", "team", "service"):
             _required_str(getattr(self, name), name)
         _optional_str(self.user_id, "user_id")
+        _optional_str(self.session_id, "session_id")
         _optional_str(self.model, "model")
-        if not isinstance(self.tags, Mapping):
-            raise TypeError(f"tags must be a mapping, got {type(self.tags).__name__}")
-        object.__setattr__(self, "tags", MappingProxyType(dict(self.tags)))
+        object.__setattr__(self, "tags", checked_tags(self.tags))
+        if self.attributes is not None:
+            object.__setattr__(self, "attributes", checked_attributes(self.attributes))
 
 
 @dataclass(frozen=True)
@@ -91,7 +101,10 @@ class ExecutionConfig:
 
     ``budget_backend`` shares the ceiling with every chain using the same backend (docs/containment.md,
     "Shared budgets"); when it is unreachable calls are refused (``budget_backend_unavailable``) unless
-    ``budget_backend_fail_open`` lets them run on the local limits alone."""
+    ``budget_backend_fail_open`` lets them run on the local limits alone.
+
+    ``capture_content`` keeps each call's input and output on its node, passed through ``mask`` (a
+    ``str -> str`` callable) and cut to ``max_content_chars`` (an int in [0, 2**24]); keyword-only."""
 
     max_cost_usd: float
     max_steps: int
@@ -99,6 +112,10 @@ class ExecutionConfig:
     timeout_ms: int = 0
     budget_backend: Any = None
     budget_backend_fail_open: bool = False
+    # Content capture (docs/containment.md, "Content capture"): off by default.
+    capture_content: bool = field(default=False, kw_only=True)
+    max_content_chars: int = field(default=4096, kw_only=True)
+    mask: Callable[[str], str] | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "max_cost_usd", finite_non_negative(self.max_cost_usd, "max_cost_usd"))
@@ -110,6 +127,11 @@ class ExecutionConfig:
         if not isinstance(self.budget_backend_fail_open, bool):
             name = type(self.budget_backend_fail_open).__name__
             raise TypeError(f"budget_backend_fail_open must be a bool, got {name}")
+        if not isinstance(self.capture_content, bool):
+            raise TypeError(f"capture_content must be a bool, got {type(self.capture_content).__name__}")
+        strict_int(self.max_content_chars, "max_content_chars", maximum=MAX_CONTENT_CHARS)
+        if self.mask is not None and not callable(self.mask):
+            raise TypeError(f"mask must be callable or None, got {type(self.mask).__name__}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,3 +198,6 @@ class ContextSnapshot:
     events: tuple[SafetyEvent, ...]
     graph_summary: Mapping[str, Any] | None = None
     parent_chain_id: str | None = None
+    # The chain's ChainMetadata (its context: user, session, tags, attributes), so a saved snapshot
+    # keeps it (docs/containment.md, "Context that travels").
+    metadata: ChainMetadata | None = field(default=None, kw_only=True)

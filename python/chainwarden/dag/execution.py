@@ -94,6 +94,11 @@ class Executors:
         self._ctx = execution_context
         self._wrap_options = wrap_options
 
+    @property
+    def execution_context(self) -> object | None:
+        """The context every execution runs under (None: uncontained)."""
+        return self._ctx
+
     def context_mode(self, node_type: str) -> str:
         """How much of its causal context the node type's executor asks for: `"preview"` (the default) or
         `"full"` (an executor with `context_mode = "full"`, one that builds a conversation from it)."""

@@ -16,6 +16,7 @@ import socket
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from chainwarden.dag.containment import WrapOptionsFactory
 from chainwarden.dag.errors import invalid_argument
@@ -39,6 +40,8 @@ __all__ = [
     "Runner",
     "default_worker_id",
 ]
+
+_LISTENER_METHODS = ("on_claim", "on_result", "on_run_end")
 
 
 @dataclass(slots=True)
@@ -97,6 +100,58 @@ class Runner:
         )
         self._graph = graph
         self._executors = Executors(executors, execution_context, wrap_options)
+        # Replaced, never mutated: a run reads one tuple while another thread adds or removes a listener.
+        self._listeners: tuple[Any, ...] = ()
+
+    # -- listeners (docs/dag.md "Listening to a runner") --------------------------------------------------
+
+    def add_listener(self, listener: object) -> None:
+        """Lets ``listener`` follow the run: ``on_claim(node, context)`` just before a claimed node is handed
+        to its executor, ``on_result(node, result)`` with the ``ExecutionResult`` before it is applied, and
+        ``on_run_end(stats)`` when ``run_until_idle`` / ``arun_until_idle`` return. It needs at least one of
+        the three; one that raises is logged at WARNING on ``chainwarden.dag`` and the run goes on
+        (docs/design.md §22). Adding the same object twice registers it once."""
+        if not any(callable(getattr(listener, name, None)) for name in _LISTENER_METHODS):
+            names = ", ".join(_LISTENER_METHODS)
+            raise TypeError(f"listener must have at least one of {names}, got {type(listener).__name__}")
+        if not any(existing is listener for existing in self._listeners):
+            self._listeners = (*self._listeners, listener)
+
+    def remove_listener(self, listener: object) -> None:
+        """Stops calling ``listener`` (one never added is ignored)."""
+        self._listeners = tuple(existing for existing in self._listeners if existing is not listener)
+
+    def _notify(self, method: str, *args: Any) -> None:
+        for listener in self._listeners:
+            hook = getattr(listener, method, None)
+            if hook is None:
+                continue
+            try:
+                hook(*args)
+            except Exception:
+                _log.warning(
+                    "runner listener %s.%s raised; the run goes on",
+                    type(listener).__name__,
+                    method,
+                    exc_info=True,
+                )
+
+    def _observed(self, node: Node, context: Context) -> ExecutionResult:
+        """`_execute` between the listeners' `on_claim` and `on_result`."""
+        if not self._listeners:
+            return self._execute(node, context)
+        self._notify("on_claim", node, context)
+        result = self._execute(node, context)
+        self._notify("on_result", node, result)
+        return result
+
+    async def _aobserved(self, node: Node, context: Context) -> ExecutionResult:
+        if not self._listeners:
+            return await self._aexecute(node, context)
+        self._notify("on_claim", node, context)
+        result = await self._aexecute(node, context)
+        self._notify("on_result", node, result)
+        return result
 
     def _claim(self, limit: int, stats: RunStats) -> list[str]:
         """Skips what can no longer run, then claims up to `limit` (leased: after reclaiming expired leases,
@@ -143,7 +198,7 @@ class Runner:
 
     def _execute(self, node: Node, context: Context) -> ExecutionResult:
         """One node's execution: the seam every executor call, containment refusal and missing executor
-        passes through (OpenTelemetry's live export wraps it per runner)."""
+        passes through (the listeners see it from `_observed`)."""
         return self._executors.execute(node, context)
 
     async def _aexecute(self, node: Node, context: Context) -> ExecutionResult:
@@ -152,7 +207,7 @@ class Runner:
     async def _aexecute_marked(self, node: Node, context: Context) -> ExecutionResult:
         """`_aexecute`, marking the node as soon as an interruption escapes it (the loop may stop next)."""
         try:
-            return await self._aexecute(node, context)
+            return await self._aobserved(node, context)
         except BaseException as exc:
             self._interrupt([node["node_id"]], exc)
             raise
@@ -167,7 +222,7 @@ class Runner:
         for i, node_id in enumerate(claimed):
             try:
                 node, context = self._prepare(node_id)
-                self._apply(node_id, self._execute(node, context), stats)
+                self._apply(node_id, self._observed(node, context), stats)
             except BaseException as exc:
                 # This node and the claimed ones not yet run would otherwise stay `running` forever.
                 self._interrupt(claimed[i:], exc)
@@ -188,6 +243,7 @@ class Runner:
                     break
         finally:
             self.close()
+        self._notify("on_run_end", stats)
         return stats
 
     async def arun_until_idle(self, *, concurrency: int = 8) -> RunStats:
@@ -210,6 +266,7 @@ class Runner:
                         task = asyncio.create_task(self._aexecute_marked(node, context))
                         inflight[task] = node_id
                 if not inflight:
+                    self._notify("on_run_end", stats)
                     return stats
                 done, _ = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
                 for task in sorted(done, key=lambda t: inflight[t]):

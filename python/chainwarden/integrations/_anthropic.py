@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from chainwarden.integrations._calls import Dialect
+from chainwarden.integrations._facts import dumped
 from chainwarden.integrations._usage import Usage, count
 
 __all__ = ["MESSAGES"]
@@ -40,10 +41,19 @@ def _read(raw: Any, usage: Usage, *, partial: bool) -> None:
     usage.input_excludes_cache = True
 
 
+def _stop_reason(value: object, usage: Usage) -> None:
+    if isinstance(value, str) and value:
+        usage.finish_reasons = [value]
+
+
 def _message(response: Any, usage: Usage) -> None:
     model = getattr(response, "model", None)
     if isinstance(model, str) and model:
         usage.model = model
+    found = getattr(response, "id", None)
+    if isinstance(found, str) and found:
+        usage.response_id = found
+    _stop_reason(getattr(response, "stop_reason", None), usage)
     _read(getattr(response, "usage", None), usage, partial=False)
 
 
@@ -52,8 +62,28 @@ def _event(event: Any, usage: Usage) -> bool:
     if kind == "message_start":
         _message(getattr(event, "message", None), usage)
     elif kind == "message_delta":
+        _stop_reason(getattr(getattr(event, "delta", None), "stop_reason", None), usage)
         _read(getattr(event, "usage", None), usage, partial=True)
+    elif kind == "content_block_delta" and usage.keep_text:
+        text = getattr(getattr(event, "delta", None), "text", None)
+        if isinstance(text, str):
+            usage.text.append(text)
     return True
 
 
-MESSAGES = Dialect("anthropic.messages", _message, _event, output_fields=("max_tokens",))
+def _input(kwargs: dict[str, Any]) -> Any:
+    return {k: kwargs[k] for k in ("system", "messages") if kwargs.get(k) is not None}
+
+
+def _output(response: Any) -> Any:
+    return dumped(getattr(response, "content", None))
+
+
+MESSAGES = Dialect(
+    "anthropic.messages",
+    _message,
+    _event,
+    input_of=_input,
+    output_of=_output,
+    output_fields=("max_tokens",),
+)

@@ -11,17 +11,20 @@ happened, what it cost is unknown (docs/design.md §30).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from chainwarden._core import CallKind
 from chainwarden.containment._blocks import halted as refused
+from chainwarden.containment._capture import INPUT_ATTR, SELF_CAPTURED, Capture
 from chainwarden.containment._held import open_call
-from chainwarden.containment._report import flag_current_call, report_cost
+from chainwarden.containment._report import current_call, flag_current_call, report_cost
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.containment.types import WrapOptions
 from chainwarden.integrations._estimate import PROMPT_FIELDS, Estimate, estimate, output_limit, prompt_tokens
+from chainwarden.integrations._facts import request_facts, response_facts
 from chainwarden.integrations._streams import AsyncHeldStream, HeldStream, Settle, Watch, settle_failure
 from chainwarden.integrations._usage import (
     USAGE_MISSING,
@@ -33,7 +36,7 @@ from chainwarden.integrations._usage import (
 )
 from chainwarden.shield.types import Decision
 
-__all__ = ["Dialect", "Setup", "acall", "call", "outcome"]
+__all__ = ["Dialect", "Setup", "acall", "call", "outcome", "requested_model", "stream_watch"]
 
 
 @dataclass(frozen=True)
@@ -51,13 +54,15 @@ class Dialect:
     """How one provider method reports usage."""
 
     operation: str  # the node's name, e.g. "openai.chat.completions"
-    usage_of: Callable[[Any, Usage], None]  # a plain response's usage into the Usage
+    usage_of: Callable[[Any, Usage], None]  # a plain response's usage (and id, finish reasons) into the Usage
     watch: Watch  # one stream event's usage into the Usage; False hides the event
     prepare: Callable[[dict[str, Any]], Watch | None] | None = None  # may adjust a streamed request
+    input_of: Callable[[dict[str, Any]], Any] = lambda kwargs: None  # what was sent, for content capture
+    output_of: Callable[[Any], Any] = lambda response: None  # a plain response's reply, for content capture
     output_fields: tuple[str, ...] = ("max_tokens",)  # the request's output limit, first one given
 
 
-def _model(kwargs: dict[str, Any]) -> str:
+def requested_model(kwargs: dict[str, Any]) -> str:
     model = kwargs.get("model")
     return model if isinstance(model, str) else ""
 
@@ -93,12 +98,35 @@ def outcome(ctx: ExecutionContext, decision: Decision, box: list[Any], errors: l
     raise halted
 
 
-def _stream_watch(dialect: Dialect, kwargs: dict[str, Any]) -> Watch:
+def stream_watch(dialect: Dialect, kwargs: dict[str, Any]) -> Watch:
     if dialect.prepare is not None:
         adjusted = dialect.prepare(kwargs)
         if adjusted is not None:
             return adjusted
     return dialect.watch
+
+
+def _capture(setup: Setup) -> Capture | None:
+    return setup.ctx._s.capture
+
+
+def _asked(setup: Setup, dialect: Dialect, model: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    capture = _capture(setup)
+    return request_facts(capture, setup.provider, model, dialect.input_of(kwargs) if capture else None)
+
+
+def _annotate_current(entries: dict[str, Any]) -> None:
+    """Adds entries to the node of the wrapped call this runs in (the thunk of ``call`` / ``acall``)."""
+    found = current_call()
+    if found is not None and entries:
+        core, node = found
+        with contextlib.suppress(KeyError, ValueError, TypeError):
+            core.annotate(node, entries)
+
+
+def _answered(setup: Setup, dialect: Dialect, response: Any, usage: Usage) -> None:
+    capture = _capture(setup)
+    _annotate_current(response_facts(capture, usage, dialect.output_of(response) if capture else None))
 
 
 def _settle_response(
@@ -125,14 +153,16 @@ def _settle_response(
 def call(
     setup: Setup, dialect: Dialect, original: Callable[..., Any], args: Any, kwargs: dict[str, Any]
 ) -> Any:
-    model = _model(kwargs)
+    model = requested_model(kwargs)
     streamed = kwargs.get("stream") is True
-    watch = _stream_watch(dialect, kwargs) if streamed else dialect.watch
+    watch = stream_watch(dialect, kwargs) if streamed else dialect.watch
     cost = _estimate(setup, dialect, model, kwargs)
     opts = WrapOptions(dialect.operation, cost.reserve, model=model or None)
     usage = Usage(setup.provider, model)
     if streamed:
         held = open_call(setup.ctx, CallKind.LLM, opts)
+        held.annotate(_asked(setup, dialect, model, kwargs))
+        usage.keep_text = held.capture is not None
         try:
             inner = original(*args, **kwargs)
         except BaseException as exc:
@@ -149,28 +179,33 @@ def call(
     errors: list[BaseException] = []
 
     def thunk() -> None:
+        _annotate_current(_asked(setup, dialect, model, kwargs))
         try:
             response = original(*args, **kwargs)
         except BaseException as exc:
             errors.append(exc)
             raise
         _settle_response(setup, dialect, response, usage, fallback=cost.fallback, errors=errors)
+        _answered(setup, dialect, response, usage)
         box.append(response)
 
+    setattr(thunk, INPUT_ATTR, SELF_CAPTURED)  # the messages, not the thunk, are the call's content
     return outcome(setup.ctx, setup.ctx.wrap_llm_call(thunk, opts), box, errors)
 
 
 async def acall(
     setup: Setup, dialect: Dialect, original: Callable[..., Awaitable[Any]], args: Any, kwargs: dict[str, Any]
 ) -> Any:
-    model = _model(kwargs)
+    model = requested_model(kwargs)
     streamed = kwargs.get("stream") is True
-    watch = _stream_watch(dialect, kwargs) if streamed else dialect.watch
+    watch = stream_watch(dialect, kwargs) if streamed else dialect.watch
     cost = _estimate(setup, dialect, model, kwargs)
     opts = WrapOptions(dialect.operation, cost.reserve, model=model or None)
     usage = Usage(setup.provider, model)
     if streamed:
         held = open_call(setup.ctx, CallKind.LLM, opts)
+        held.annotate(_asked(setup, dialect, model, kwargs))
+        usage.keep_text = held.capture is not None
         try:
             inner = await original(*args, **kwargs)
         except BaseException as exc:
@@ -187,12 +222,15 @@ async def acall(
     errors: list[BaseException] = []
 
     async def thunk() -> None:
+        _annotate_current(_asked(setup, dialect, model, kwargs))
         try:
             response = await original(*args, **kwargs)
         except BaseException as exc:
             errors.append(exc)
             raise
         _settle_response(setup, dialect, response, usage, fallback=cost.fallback, errors=errors)
+        _answered(setup, dialect, response, usage)
         box.append(response)
 
+    setattr(thunk, INPUT_ATTR, SELF_CAPTURED)
     return outcome(setup.ctx, await setup.ctx.wrap_llm_call_async(thunk, opts), box, errors)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from chainwarden.integrations._calls import Dialect
+from chainwarden.integrations._facts import dumped
 from chainwarden.integrations._streams import Watch
 from chainwarden.integrations._usage import Usage, count
 
@@ -29,12 +30,31 @@ def _model_of(obj: Any, usage: Usage) -> None:
         usage.model = model  # the model that answered (a dated snapshot of an alias), priced exactly
 
 
+def _response_id(obj: Any, usage: Usage) -> None:
+    found = getattr(obj, "id", None)
+    if isinstance(found, str) and found:
+        usage.response_id = found
+
+
 def _chat_response(response: Any, usage: Usage) -> None:
     _model_of(response, usage)
+    _response_id(response, usage)
+    reasons = [getattr(c, "finish_reason", None) for c in getattr(response, "choices", None) or ()]
+    usage.finish_reasons = [r for r in reasons if isinstance(r, str)]
     _chat_usage(getattr(response, "usage", None), usage)
 
 
 def _chat_chunk(chunk: Any, usage: Usage) -> bool:
+    if usage.response_id is None:
+        _response_id(chunk, usage)
+    for choice in getattr(chunk, "choices", None) or ():
+        reason = getattr(choice, "finish_reason", None)
+        if isinstance(reason, str):
+            usage.finish_reasons.append(reason)
+        if usage.keep_text:
+            text = getattr(getattr(choice, "delta", None), "content", None)
+            if isinstance(text, str):
+                usage.text.append(text)
     raw = getattr(chunk, "usage", None)
     if raw is not None:
         _model_of(chunk, usage)
@@ -61,6 +81,10 @@ def _ask_for_usage(kwargs: dict[str, Any]) -> Watch | None:
 
 def _responses_usage(response: Any, usage: Usage) -> None:
     _model_of(response, usage)
+    _response_id(response, usage)
+    status = getattr(response, "status", None)
+    if isinstance(status, str) and status:
+        usage.finish_reasons = [status]
     raw = getattr(response, "usage", None)
     if raw is None:
         return
@@ -77,11 +101,32 @@ _FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "respons
 
 
 def _responses_event(event: Any, usage: Usage) -> bool:
-    if getattr(event, "type", None) in _FINAL_EVENTS:
+    kind = getattr(event, "type", None)
+    if kind == "response.output_text.delta" and usage.keep_text:
+        text = getattr(event, "delta", None)
+        if isinstance(text, str):
+            usage.text.append(text)
+    if kind in _FINAL_EVENTS:
         response = getattr(event, "response", None)
         if response is not None:
             _responses_usage(response, usage)
     return True
+
+
+def _chat_input(kwargs: dict[str, Any]) -> Any:
+    return kwargs.get("messages")
+
+
+def _chat_output(response: Any) -> Any:
+    return [dumped(getattr(c, "message", None)) for c in getattr(response, "choices", None) or ()]
+
+
+def _responses_input(kwargs: dict[str, Any]) -> Any:
+    return {k: kwargs[k] for k in ("instructions", "input") if kwargs.get(k) is not None}
+
+
+def _responses_output(response: Any) -> Any:
+    return dumped(getattr(response, "output", None))
 
 
 CHAT = Dialect(
@@ -89,8 +134,15 @@ CHAT = Dialect(
     _chat_response,
     _chat_chunk,
     _ask_for_usage,
+    input_of=_chat_input,
+    output_of=_chat_output,
     output_fields=("max_completion_tokens", "max_tokens"),
 )
 RESPONSES = Dialect(
-    "openai.responses", _responses_usage, _responses_event, output_fields=("max_output_tokens",)
+    "openai.responses",
+    _responses_usage,
+    _responses_event,
+    input_of=_responses_input,
+    output_of=_responses_output,
+    output_fields=("max_output_tokens",),
 )

@@ -15,10 +15,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 from chainwarden.containment._blocks import ChainHalted
-from chainwarden.containment._held import HeldCall
+from chainwarden.containment._capture import Capture
+from chainwarden.integrations._facts import response_facts
 from chainwarden.integrations._usage import (
     USAGE_MISSING,
     PriceOverrides,
@@ -29,7 +30,7 @@ from chainwarden.integrations._usage import (
 )
 from chainwarden.shield.types import Decision
 
-__all__ = ["AsyncHeldStream", "HeldStream", "Settle", "settle_failure"]
+__all__ = ["AsyncHeldStream", "Held", "HeldStream", "Settle", "settle_failure"]
 
 _log = logging.getLogger("chainwarden.integrations")
 
@@ -37,7 +38,27 @@ _log = logging.getLogger("chainwarden.integrations")
 Watch = Callable[[Any, Usage], bool]
 
 
-def settle_failure(held: HeldCall, exc: BaseException) -> ChainHalted | None:
+class Held(Protocol):
+    """A call opened now and settled later: a chain's held call (``containment._held.HeldCall``) or a
+    node of a recording graph (``integrations._recorded.GraphCall``)."""
+
+    @property
+    def node(self) -> object: ...
+    @property
+    def node_name(self) -> str: ...
+    @property
+    def capture(self) -> Capture | None: ...
+    def report(
+        self, cost_usd: float, tokens_in: int | None = None, tokens_out: int | None = None
+    ) -> None: ...
+    def annotate(self, entries: dict[str, Any]) -> None: ...
+    def flag(self, key: str) -> None: ...
+    def succeed(self) -> Decision: ...
+    def fail(self, exc: BaseException) -> Decision: ...
+    def halted(self, decision: Decision) -> ChainHalted: ...
+
+
+def settle_failure(held: Held, exc: BaseException) -> ChainHalted | None:
     """Settles ``held`` as failed by ``exc``. Returns ``ChainHalted`` (naming the stop reason) when the
     chain stops there, None when the error itself should propagate (retries remain)."""
     decision = held.fail(exc)
@@ -51,7 +72,7 @@ class Settle:
 
     def __init__(
         self,
-        held: HeldCall,
+        held: Held,
         usage: Usage,
         watch: Watch,
         *,
@@ -83,6 +104,7 @@ class Settle:
         held = self.held
         if held.node is None:
             return
+        held.annotate(response_facts(held.capture, self.usage))
         invalid = self._report_seen()
         if invalid is not None:
             self.raise_failed(invalid, reported=True)

@@ -12,6 +12,7 @@ that ends the call (docs/integrations.md, "Usage the provider reports").
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -84,6 +85,12 @@ class Usage:
     cache_write_tokens: int = 0
     seen: bool = False  # whether the provider reported any usage at all
     input_excludes_cache: bool = False  # Anthropic's input_tokens leaves out its cache tokens
+    # What else the reply said, kept on the call's node (chainwarden._call_facts): its id, why it ended,
+    # and for a stream the text it sent (captured only when the chain captures content).
+    response_id: str | None = None
+    finish_reasons: list[str] = dataclasses.field(default_factory=list)
+    text: list[str] = dataclasses.field(default_factory=list)
+    keep_text: bool = False  # a stream's text is gathered only when the chain captures content
 
     def total_input(self) -> int:
         """Every input token, cached ones included (genai-prices' ``input_tokens``)."""

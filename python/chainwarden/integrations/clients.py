@@ -20,6 +20,7 @@ from chainwarden.integrations._anthropic import MESSAGES
 from chainwarden.integrations._calls import Dialect, Setup, acall, call
 from chainwarden.integrations._openai import CHAT, RESPONSES
 from chainwarden.integrations._usage import PriceOverrides
+from chainwarden.integrations.auto import class_original
 from chainwarden.pricing import _overrides
 
 __all__ = ["instrument", "uninstrument"]
@@ -110,7 +111,9 @@ def instrument(
     setup = Setup(ctx, provider or _family(client) or "", hint, table or None)
     for resource, dialect in targets:
         current = resource.create
-        original = getattr(current, _ORIGINAL, current)
+        # The client's own method: never a wrapper of ours (this one's, or instrument()'s class patch), so
+        # one call is recorded once, in this context.
+        original = getattr(current, _ORIGINAL, None) or class_original(resource) or current
         resource.create = _wrapper(setup, dialect, original, is_async)
     return client
 

@@ -14,20 +14,26 @@ See docs/integrations.md.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NoReturn
 from uuid import UUID
 
 from chainwarden._core import CallKind
+from chainwarden._default_recorder import default_recorder
 from chainwarden._extras import require
 from chainwarden.containment._blocks import ChainHalted
+from chainwarden.containment._capture import Capture
+from chainwarden.containment._current import current_context
 from chainwarden.containment._held import HeldCall, open_call
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.containment.types import WrapOptions
 from chainwarden.integrations._estimate import Estimate, estimate, output_limit, prompt_tokens
-from chainwarden.integrations._streams import settle_failure
+from chainwarden.integrations._facts import request_facts, response_facts
+from chainwarden.integrations._recorded import GraphCall, Recording
+from chainwarden.integrations._streams import Held, settle_failure
 from chainwarden.integrations._usage import (
     USAGE_MISSING,
     PriceOverrides,
@@ -123,10 +129,29 @@ _OUTPUT_FIELDS = (
 class _Open:
     """One open run: its held call, what it may be charged and the usage seen so far."""
 
-    held: HeldCall
+    held: Held
     fallback: float
     usage: Usage | None = None  # LLM runs only
     streamed: Usage | None = None  # usage of the streamed chunks, for a run that fails mid-stream
+
+
+def _replies(response: Any, usage: Usage) -> list[str]:
+    """The text of each generation; the reply's id and finish reasons go into ``usage`` (LangChain keeps
+    them in ``generation_info`` or the message's ``response_metadata``, per provider)."""
+    texts: list[str] = []
+    for generations in getattr(response, "generations", None) or ():
+        for generation in generations:
+            texts.append(str(getattr(generation, "text", "")))
+            message = getattr(generation, "message", None)
+            info = getattr(generation, "generation_info", None) or {}
+            meta = getattr(message, "response_metadata", None) or {}
+            reason = _first_str(info.get("finish_reason"), meta.get("finish_reason"), meta.get("stop_reason"))
+            if reason:
+                usage.finish_reasons.append(reason)
+            found = _first_str(meta.get("id"), getattr(message, "id", None))
+            if found and usage.response_id is None:
+                usage.response_id = found
+    return texts
 
 
 class ChainwardenCallbackHandler(BaseCallbackHandler):
@@ -149,9 +174,15 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
     ) -> None:
         if not isinstance(ctx, ExecutionContext):
             raise TypeError(f"ctx must be an ExecutionContext, got {type(ctx).__name__}")
+        self._setup(provider, cost_estimate_hint, price_overrides)
+        self.ctx = ctx
+
+    def _setup(
+        self, provider: str | None, cost_estimate_hint: float | None, price_overrides: PriceOverrides | None
+    ) -> None:
         if provider is not None and (not isinstance(provider, str) or not provider):
             raise TypeError(f"provider must be a non-empty str or None, got {provider!r}")
-        self._hint = (
+        self._hint: float | None = (
             None
             if cost_estimate_hint is None
             else WrapOptions(cost_estimate_hint=cost_estimate_hint).cost_estimate_hint
@@ -160,8 +191,7 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
             table = _overrides(price_overrides)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"price_overrides: {exc}") from None
-        super().__init__()
-        self.ctx = ctx
+        BaseCallbackHandler.__init__(self)
         self._provider = provider
         self._overrides = table or None
         self._lock = threading.Lock()
@@ -169,11 +199,36 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
 
     # -- bookkeeping -----------------------------------------------------------------------------------
 
-    def _start(self, run_id: UUID, parent_run_id: UUID | None, kind: CallKind, opts: WrapOptions) -> HeldCall:
+    def _parent(self, parent_run_id: UUID | None) -> Held | None:
         with self._lock:
             parent = self._open.get(parent_run_id) if parent_run_id is not None else None
-        parent_node = parent.held.node if parent is not None else None
-        return open_call(self.ctx, kind, opts, parent_node)  # ChainHalted when refused
+        return parent.held if parent is not None else None
+
+    def _context(self) -> ExecutionContext | None:
+        """The chain this handler's runs belong to: the seam ``chainwarden.instrument()``'s handler
+        overrides (the context current when a run starts, None outside any)."""
+        return self.ctx
+
+    def _outside_capture(self) -> Capture | None:
+        """What a run recorded outside any chain keeps of its content (never, for a handler bound to one)."""
+        return None
+
+    def _start(self, run_id: UUID, parent_run_id: UUID | None, kind: CallKind, opts: WrapOptions) -> Held:
+        """Opens the run's call: a contained call of the chain (``ChainHalted`` when refused), or, without
+        a chain, a node of ``chainwarden.default_recorder()``."""
+        parent = self._parent(parent_run_id)
+        ctx = self._context()
+        if ctx is None:
+            return GraphCall(
+                default_recorder(),
+                "llm" if kind == CallKind.LLM else "tool",
+                opts.operation_name,
+                opts.model,
+                capture=self._outside_capture(),
+                parent=parent.node_id if isinstance(parent, GraphCall) else None,
+            )
+        parent_node = parent.node if isinstance(parent, HeldCall) and parent.chain is ctx._s else None
+        return open_call(ctx, kind, opts, parent_node)
 
     def _keep(self, run_id: UUID, opened: _Open) -> None:
         with self._lock:
@@ -187,7 +242,7 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
         with self._lock:
             return self._open.get(run_id)
 
-    def _succeed(self, held: HeldCall) -> None:
+    def _succeed(self, held: Held) -> None:
         decision = held.succeed()
         if decision is not Decision.ALLOW:
             raise _halted(decision, held)
@@ -261,14 +316,18 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
         opts = WrapOptions(_name(serialized, kwargs, "llm"), cost.reserve, model=model or None)
         held = self._start(run_id, parent_run_id, CallKind.LLM, opts)
         self._keep(run_id, _Open(held, cost.fallback, Usage(provider, model)))
+        held.annotate(request_facts(held.capture, provider, model, _sent(prompt) if held.capture else None))
 
     def _estimate(self, provider: str, model: str, prompt: object, kwargs: Mapping[str, Any]) -> Estimate:
         if self._hint is not None:
             return Estimate(self._hint, self._hint)
+        ctx = self._context()
+        if ctx is None:
+            return Estimate(0.0, 0.0)  # recorded, not contained: there is no budget to reserve from
         params = kwargs.get("invocation_params")
         params = params if isinstance(params, Mapping) else {}
         return estimate(
-            self.ctx,
+            ctx,
             hint=None,
             provider=provider,
             model=model,
@@ -341,7 +400,11 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
             self._report(run_id, opened, response)
         except UsageError as invalid:
             self._end_invalid(run_id, opened, invalid)
-        self._succeed(opened.held)
+        held = opened.held
+        said = opened.usage or Usage("", "")
+        replies = _replies(response, said)
+        held.annotate(response_facts(held.capture, said, replies if held.capture is not None else None))
+        self._succeed(held)
 
     def on_llm_error(
         self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
@@ -380,5 +443,61 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
         self._fail(run_id, error)
 
 
-def _halted(decision: Decision, held: HeldCall) -> ChainHalted:
+def _halted(decision: Decision, held: Held) -> ChainHalted:
     return held.halted(decision)
+
+
+class _InstrumentedHandler(ChainwardenCallbackHandler):
+    """The handler ``chainwarden.instrument()`` adds to every LangChain run (docs/integrations.md, "One
+    line: instrument()"): a run inside an ``ExecutionContext`` is a contained call of it, any other is
+    recorded into ``chainwarden.default_recorder()``."""
+
+    def __init__(self, settings: Callable[[], Recording | None]) -> None:
+        self._settings = settings
+        self._setup(None, None, None)
+
+    def _context(self) -> ExecutionContext | None:
+        return current_context()
+
+    def _outside_capture(self) -> Capture | None:
+        settings = self._settings()
+        return settings.capture if settings is not None else None
+
+    def _start(self, run_id: UUID, parent_run_id: UUID | None, kind: CallKind, opts: WrapOptions) -> Held:
+        settings = self._settings()
+        if settings is not None:  # the settings of the latest instrument() call
+            self._hint, self._overrides = settings.estimate, settings.overrides
+        return super()._start(run_id, parent_run_id, kind, opts)
+
+
+def _sent(prompt: object) -> Any:
+    """What an LLM run was sent, as plain data (a chat model's messages as their role and content)."""
+    if isinstance(prompt, list) and prompt and all(isinstance(batch, list) for batch in prompt):
+        batches = [
+            [{"role": getattr(m, "type", ""), "content": getattr(m, "content", m)} for m in batch]
+            for batch in prompt
+        ]
+        return batches[0] if len(batches) == 1 else batches
+    return prompt
+
+
+def install_global(settings: Callable[[], Recording | None]) -> Any:
+    """Adds one ``_InstrumentedHandler`` to every LangChain run that has no ``ChainwardenCallbackHandler``;
+    returns the configure-hook entry ``remove_global`` takes out again."""
+    from langchain_core.tracers import context as tracer_context  # noqa: PLC0415
+
+    handler: ChainwardenCallbackHandler = _InstrumentedHandler(settings)
+    # A default value: every thread and task sees the handler, not only the context that set it.
+    var: ContextVar[ChainwardenCallbackHandler | None] = ContextVar("chainwarden_instrument", default=handler)
+    tracer_context.register_configure_hook(var, True, ChainwardenCallbackHandler)
+    return tracer_context._configure_hooks[-1]
+
+
+def remove_global(entry: Any) -> None:
+    """Takes the entry ``install_global`` returned out of LangChain's configure hooks."""
+    from langchain_core.tracers import context as tracer_context  # noqa: PLC0415
+
+    hooks = tracer_context._configure_hooks
+    for i in range(len(hooks) - 1, -1, -1):
+        if hooks[i] is entry:
+            del hooks[i]

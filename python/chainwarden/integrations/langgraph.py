@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar, cast
 
 from chainwarden._extras import require
+from chainwarden.containment._capture import INPUT_ATTR, CallInput
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.containment.types import WrapOptions
 from chainwarden.integrations._calls import outcome
@@ -51,13 +52,15 @@ def contained_node(
                 box: list[Any] = []
                 errors: list[BaseException] = []
 
-                async def thunk() -> None:
+                async def thunk() -> Any:
                     try:
                         box.append(await afn(*args, **kwargs))
                     except BaseException as exc:
                         errors.append(exc)
                         raise
+                    return box[-1]  # the node's update: its output, when captured
 
+                setattr(thunk, INPUT_ATTR, CallInput(fn, args, kwargs))  # the node's state, when captured
                 return outcome(ctx, await ctx.wrap_tool_call_async(thunk, opts), box, errors)
 
             return cast(Callable[P, R], run_async)
@@ -67,13 +70,15 @@ def contained_node(
             box: list[R] = []
             errors: list[BaseException] = []
 
-            def thunk() -> None:
+            def thunk() -> R:
                 try:
                     box.append(fn(*args, **kwargs))
                 except BaseException as exc:
                     errors.append(exc)
                     raise
+                return box[-1]
 
+            setattr(thunk, INPUT_ATTR, CallInput(fn, args, kwargs))
             result: R = outcome(ctx, ctx.wrap_tool_call(thunk, opts), box, errors)
             return result
 

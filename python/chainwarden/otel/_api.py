@@ -18,20 +18,36 @@ from chainwarden.otel._tracer import Tracer, current_context
 __all__ = ["export_snapshot", "instrument"]
 
 
-def export_snapshot(snapshot: object, *, tracer_provider: Any, events: Iterable[Any]) -> int:
+def export_snapshot(
+    snapshot: object,
+    *,
+    tracer_provider: Any,
+    events: Iterable[Any],
+    meter_provider: Any,
+    capture_content: bool | None,
+) -> int:
     if isinstance(events, str | bytes) or not isinstance(events, Iterable):
         raise TypeError(f"events must be an iterable of safety events, got {type(events).__name__}")
-    return export_snapshot_with(snapshot, Tracer(tracer_provider), events=list(events))
+    tracer = Tracer(tracer_provider, meter_provider, capture_content)
+    return export_snapshot_with(snapshot, tracer, events=list(events))
 
 
-def instrument(target: object, *, tracer_provider: Any) -> OtelHandle:
+def instrument(
+    target: object, *, tracer_provider: Any, meter_provider: Any, capture_content: bool | None
+) -> OtelHandle:
     export: GraphExport | ContextExport | RunnerExport
     if isinstance(target, ExecutionGraph):
-        export = GraphExport(target, Tracer(tracer_provider), current_context())
+        export = GraphExport(
+            target, Tracer(tracer_provider, meter_provider, capture_content), current_context()
+        )
     elif isinstance(target, ExecutionContext):
-        export = ContextExport(target, Tracer(tracer_provider), current_context())
+        export = ContextExport(
+            target, Tracer(tracer_provider, meter_provider, capture_content), current_context()
+        )
     elif isinstance(target, Runner):
-        export = RunnerExport(target, Tracer(tracer_provider), current_context())
+        export = RunnerExport(
+            target, Tracer(tracer_provider, meter_provider, capture_content), current_context()
+        )
     else:
         kind = type(target).__name__
         raise TypeError(f"target must be an ExecutionGraph, an ExecutionContext or a dag.Runner, got {kind}")

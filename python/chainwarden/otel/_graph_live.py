@@ -17,9 +17,10 @@ from typing import Any, Final
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanContext
 
+from chainwarden._chain_context import otel_attributes, read_labels
 from chainwarden._core import ExecutionGraph, NodeEvent
 from chainwarden.otel._mapping import end_attributes, shape
-from chainwarden.otel._tracer import Tracer, as_parent, finish
+from chainwarden.otel._tracer import Tracer, as_parent
 
 __all__ = ["GraphExport"]
 
@@ -39,7 +40,9 @@ class GraphExport:
         self._tracer = tracer
         self._parent = parent
         self._chain_id = graph.chain_id
-        self._open: dict[str, tuple[Span, int]] = {}
+        # node id -> (span, start ns, start attributes: what the metrics of its end need)
+        self._open: dict[str, tuple[Span, int, dict[str, Any]]] = {}
+        self._context: dict[str, Any] = {}  # the run's context as attributes, read from the root
         self._ended: dict[str, SpanContext] = {}
         self._as_parent: dict[str, otel_context.Context] = {}
         self._root: SpanContext | None = None
@@ -82,27 +85,30 @@ class GraphExport:
             return self._root if self._root is not None else self._parent
         parent_id = node["parent_id"]
         start_ns = int(node["start_ts_ms"]) * _NS_PER_MS
-        span = self._tracer.start(
-            shape(
-                node_id=node_id,
-                kind=node["kind"],
-                name=node["name"],
-                model=node["model"],
-                is_agent=parent_id is None,
-                chain_id=self._chain_id,
-                metadata=node["metadata"],
-            ),
-            parent=self._parent_context(parent_id) if parent_id is not None else self._parent,
-            start_ns=start_ns,
+        if parent_id is None:
+            self._context = otel_attributes(read_labels(node["metadata"]))
+        parent = self._parent_context(parent_id) if parent_id is not None else self._parent
+        started = shape(
+            node_id=node_id,
+            kind=node["kind"],
+            name=node["name"],
+            model=node["model"],
+            is_agent=parent_id is None,
+            chain_id=self._chain_id,
+            metadata=node["metadata"],
+            context=self._context,
         )
+        span = self._tracer.start(started, parent=parent, start_ns=start_ns)
         context = span.get_span_context()
         if parent_id is None:
             self._root = context
         if node["status"] in _TERMINAL:
-            _finish_from_record(span, node, start_ns, time.time_ns())
+            _finish_from_record(
+                self._tracer, span, started.attributes, node, start_ns=start_ns, now_ns=time.time_ns()
+            )
             self._remember(node_id, context)
         else:
-            self._open[node_id] = (span, start_ns)
+            self._open[node_id] = (span, start_ns, started.attributes)
         return context
 
     def _parent_context(self, node_id: str) -> otel_context.Context:
@@ -133,18 +139,23 @@ class GraphExport:
                     self._context_of(node_id)  # first seen finished: exported whole from its record
                 return
             self._remember(node_id, opened[0].get_span_context())
-        span, start_ns = opened
+        span, start_ns, started = opened
         elapsed = event.elapsed_ms
         end_ns = start_ns + round(elapsed * _NS_PER_MS) if elapsed is not None else time.time_ns()
         retries = 0
-        if event.status != "success":
-            # Retries are not part of a NodeEvent; read them only for the rarer unsuccessful end.
+        metadata: Any = None
+        if event.status != "success" or event.kind == "llm":
+            # Retries and metadata are not part of a NodeEvent: read the node for an unsuccessful end, and
+            # for a model call (what its integration learnt from the response: id, finish reasons, cache
+            # tokens, captured content).
             try:
-                retries = int(self._graph.node(node_id)["retries_used"])
+                record = self._graph.node(node_id)
+                retries, metadata = int(record["retries_used"]), record["metadata"]
             except KeyError:
-                retries = 0
-        finish(
+                pass
+        self._tracer.finish(
             span,
+            start=started,
             attributes=end_attributes(
                 status=event.status,
                 cost_usd=event.cost_usd,
@@ -153,10 +164,15 @@ class GraphExport:
                 retries=retries,
                 stop_reason=event.stop_reason,
                 error_class=event.error_class,
+                kind=event.kind,
+                model=event.model,
+                metadata=metadata,
+                capture_content=self._tracer.capture_content,
             ),
             status=event.status,
             stop_reason=event.stop_reason,
             error_class=event.error_class,
+            start_ns=start_ns,
             end_ns=max(start_ns, end_ns),
         )
 
@@ -170,21 +186,24 @@ class GraphExport:
             self._ended.clear()
             self._as_parent.clear()
         now = time.time_ns()
-        for node_id, (span, start_ns) in reversed(still_open):  # children before parents
+        for node_id, (span, start_ns, started) in reversed(still_open):  # children before parents
             try:
                 node: dict[str, Any] = self._graph.node(node_id)
             except KeyError:
                 node = {"status": "running"}
-            _finish_from_record(span, node, start_ns, now)
+            _finish_from_record(self._tracer, span, started, node, start_ns=start_ns, now_ns=now)
 
 
-def _finish_from_record(span: Span, node: dict[str, Any], start_ns: int, now_ns: int) -> None:
+def _finish_from_record(
+    tracer: Tracer, span: Span, started: dict[str, Any], node: dict[str, Any], *, start_ns: int, now_ns: int
+) -> None:
     """Ends ``span`` with what the node record says (end time, or ``now_ns`` for a node still in flight)."""
     status = str(node["status"])
     end_ms = node.get("end_ts_ms")
     end_ns = int(end_ms) * _NS_PER_MS if end_ms is not None else now_ns
-    finish(
+    tracer.finish(
         span,
+        start=started,
         attributes=end_attributes(
             status=status,
             cost_usd=node.get("cost_usd", 0.0),
@@ -193,9 +212,14 @@ def _finish_from_record(span: Span, node: dict[str, Any], start_ns: int, now_ns:
             retries=int(node.get("retries_used", 0)),
             stop_reason=node.get("stop_reason"),
             error_class=node.get("error_class"),
+            kind=str(node.get("kind", "")),
+            model=node.get("model"),
+            metadata=node.get("metadata"),
+            capture_content=tracer.capture_content,
         ),
         status=status,
         stop_reason=node.get("stop_reason"),
         error_class=node.get("error_class"),
+        start_ns=start_ns,
         end_ns=max(start_ns, end_ns),
     )

@@ -15,7 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+from chainwarden import _call_facts as facts
+from chainwarden._chain_context import CONTEXT_KEYS
+
 __all__ = [
+    "CLIENT",
     "SpanShape",
     "end_attributes",
     "error_description",
@@ -24,12 +28,23 @@ __all__ = [
 ]
 
 OPERATION: Final = "gen_ai.operation.name"
+PROVIDER_NAME: Final = "gen_ai.provider.name"
 REQUEST_MODEL: Final = "gen_ai.request.model"
+RESPONSE_MODEL: Final = "gen_ai.response.model"
+RESPONSE_ID: Final = "gen_ai.response.id"
+FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
 INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+CACHE_READ: Final = "gen_ai.usage.cache_read.input_tokens"
+CACHE_CREATION: Final = "gen_ai.usage.cache_creation.input_tokens"
+INPUT_MESSAGES: Final = "gen_ai.input.messages"
+OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+TOOL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+TOOL_RESULT: Final = "gen_ai.tool.call.result"
 TOOL_NAME: Final = "gen_ai.tool.name"
 AGENT_NAME: Final = "gen_ai.agent.name"
 ERROR_TYPE: Final = "error.type"
+COST: Final = "chainwarden.cost_usd"
 
 # Span kinds by name; the OTel enum is looked up where the framework is imported.
 CLIENT: Final = "CLIENT"
@@ -58,8 +73,11 @@ def shape(
     is_agent: bool,
     chain_id: str | None,
     metadata: Mapping[str, Any] | None,
+    context: Mapping[str, Any] | None = None,
 ) -> SpanShape:
-    """Name, span kind and start attributes of a node. ``is_agent``: the root of a chain (or a sub-agent)."""
+    """Name, span kind and start attributes of a node. ``is_agent``: the root of a chain (or a sub-agent).
+    ``context``: the run's context as span attributes (``otel_attributes``), set on every span of the run so
+    a backend can filter any of them by user, session or tag."""
     attrs: dict[str, Any] = {
         "chainwarden.node_id": node_id,
         "chainwarden.kind": kind,
@@ -67,12 +85,15 @@ def shape(
     }
     if chain_id is not None:
         attrs["chainwarden.chain_id"] = chain_id
+    meta = metadata or {}
+    requested = meta.get(facts.REQUEST_MODEL)
+    request_model = requested if isinstance(requested, str) and requested else model
     if kind == "llm":
         attrs[OPERATION] = "chat"
         span_kind = CLIENT
-        if model:
-            attrs[REQUEST_MODEL] = model
-            span_name = f"chat {model}"
+        if request_model:
+            attrs[REQUEST_MODEL] = request_model
+            span_name = f"chat {request_model}"
         else:
             span_name = "chat"
     elif kind == "tool":
@@ -86,11 +107,17 @@ def shape(
     else:
         # memory_read / memory_write: no GenAI operation describes them; keep chainwarden's own vocabulary.
         span_name, span_kind = f"{kind} {name}", INTERNAL
-    if model and kind != "llm":
-        attrs[REQUEST_MODEL] = model
-    if metadata:
-        for key, value in metadata.items():
-            attrs[f"chainwarden.metadata.{key}"] = _attribute_value(value)
+    if request_model and kind != "llm":
+        attrs[REQUEST_MODEL] = request_model
+    provider = meta.get(facts.PROVIDER)
+    if isinstance(provider, str) and provider:
+        attrs[PROVIDER_NAME] = provider
+    if context:
+        attrs.update(context)
+    for key, value in meta.items():
+        if key in facts.RESERVED or (is_agent and key in CONTEXT_KEYS):
+            continue  # exported under their conventional names (above, and in end_attributes)
+        attrs[f"chainwarden.metadata.{key}"] = _attribute_value(value)
     return SpanShape(span_name, span_kind, attrs)
 
 
@@ -103,13 +130,49 @@ def end_attributes(
     retries: int,
     stop_reason: str | None,
     error_class: str | None,
+    kind: str = "",
+    model: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    capture_content: bool = False,
 ) -> dict[str, Any]:
-    """Attributes known when a node ends (or is exported still running)."""
-    attrs: dict[str, Any] = {"chainwarden.status": status, "chainwarden.cost_usd": float(cost_usd)}
+    """Attributes known when a node ends (or is exported still running). ``metadata`` is the node's, read at
+    its end: what the integrations learnt from the response (its id, finish reasons, cache tokens, the model
+    that answered); captured content is exported only with ``capture_content`` (the conventions make message
+    content opt-in)."""
+    attrs: dict[str, Any] = {"chainwarden.status": status, COST: float(cost_usd)}
     if tokens_in is not None:
         attrs[INPUT_TOKENS] = tokens_in
     if tokens_out is not None:
         attrs[OUTPUT_TOKENS] = tokens_out
+    meta = metadata or {}
+    if kind == "llm":
+        # A live export reads the node at its start, before its integration knew the provider's answer.
+        provider = meta.get(facts.PROVIDER)
+        if isinstance(provider, str) and provider:
+            attrs[PROVIDER_NAME] = provider
+        requested = meta.get(facts.REQUEST_MODEL)
+        if isinstance(requested, str) and requested:
+            attrs[REQUEST_MODEL] = requested
+        if model and status == "success":
+            attrs[RESPONSE_MODEL] = model
+        response_id = meta.get(facts.RESPONSE_ID)
+        if isinstance(response_id, str) and response_id:
+            attrs[RESPONSE_ID] = response_id
+        reasons = meta.get(facts.FINISH_REASONS)
+        if isinstance(reasons, list | tuple) and reasons and all(isinstance(r, str) for r in reasons):
+            attrs[FINISH_REASONS] = list(reasons)
+        for key, name in ((facts.CACHE_READ_TOKENS, CACHE_READ), (facts.CACHE_WRITE_TOKENS, CACHE_CREATION)):
+            count = meta.get(key)
+            if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+                attrs[name] = count
+    if capture_content:
+        inward, outward = (
+            (TOOL_ARGUMENTS, TOOL_RESULT) if kind == "tool" else (INPUT_MESSAGES, OUTPUT_MESSAGES)
+        )
+        for key, name in ((facts.CONTENT_INPUT, inward), (facts.CONTENT_OUTPUT, outward)):
+            text = meta.get(key)
+            if isinstance(text, str):
+                attrs[name] = text
     if retries:
         attrs["chainwarden.retries"] = retries
     if stop_reason is not None:

@@ -1,27 +1,30 @@
 """Live export of a DAG ``Runner``: one span per node execution, opened when the runner hands the node to its
 executor and ended with the result the runner will apply.
 
-The runner offers no listener hook today, so the handle wraps this runner instance's per-node execution step
-(``_execute`` / ``_aexecute``, the seam every executor call, containment refusal and missing executor passes
-through) and removes the wrapper on ``detach()``. Every span hangs under one ``invoke_agent {graph_id}`` span
-opened at ``instrument`` time and links to the spans of the node's causal ancestors it already exported.
+The exporter is one of the runner's listeners (``Runner.add_listener``, docs/dag.md "Listening to a
+runner"): ``on_claim`` opens the node's span, ``on_result`` ends it, ``on_run_end`` ends the run's
+``invoke_agent {graph_id}`` span, under which every node span hangs; each node span links to the spans of the
+node's causal ancestors it already exported. The first span of a run is opened at ``instrument`` time, a
+later run's when its first node is claimed.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Any, Final, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Span, SpanContext
 
+from chainwarden._chain_context import otel_attributes, read_labels, root_metadata
+from chainwarden.containment import ExecutionContext
 from chainwarden.dag.result import ExecutionResult
-from chainwarden.dag.runner import Runner
+from chainwarden.dag.runner import Runner, RunStats
 from chainwarden.otel._mapping import end_attributes, shape
-from chainwarden.otel._tracer import Tracer, finish
+from chainwarden.otel._tracer import Tracer
 
 __all__ = ["RunnerExport"]
 
@@ -31,8 +34,6 @@ _OUTCOME_STATUS: Final = {"finished": "success", "errored": "fail", "rejected": 
 _HALTED: Final = "halted:"
 _MAX_LINKS: Final = 16
 _ENDED_KEPT: Final = 10_000
-# The async step runs a sync executor through the sync step: the node already has its span.
-_in_node: ContextVar[str | None] = ContextVar("chainwarden_otel_dag_node", default=None)
 
 Node = dict[str, Any]
 Context = list[dict[str, Any]]
@@ -42,47 +43,50 @@ class RunnerExport:
     def __init__(self, runner: Runner, tracer: Tracer, parent: otel_context.Context) -> None:
         self._runner = runner
         self._tracer = tracer
-        graph_id = runner._graph.graph_id
-        self._graph_id = graph_id
-        self._root = tracer.start(
-            shape(
-                node_id=graph_id,
-                kind="system",
-                name=graph_id,
-                model=None,
-                is_agent=True,
-                chain_id=graph_id,
-                metadata=None,
-            ),
-            parent=parent,
-            start_ns=time.time_ns(),
+        self._parent = parent
+        self._graph_id = runner._graph.graph_id
+        # A contained runner's chain says who the run is for (docs/containment.md "Context that travels").
+        ctx = runner._executors.execution_context
+        self._context = (
+            otel_attributes(read_labels(root_metadata(ctx.metadata)))
+            if isinstance(ctx, ExecutionContext)
+            else {}
         )
+        self._lock = threading.Lock()
+        self._root: tuple[Span, int, dict[str, Any]] | None = None
+        self._open: dict[str, tuple[Span, int, dict[str, Any]]] = {}
         self._ended: dict[str, SpanContext] = {}
-        execute, aexecute = runner._execute, runner._aexecute
+        self._root_span()  # a tracer that cannot even start a span is refused up front
+        runner.add_listener(self)
 
-        def traced(node: Node, context: Context) -> ExecutionResult:
-            if _in_node.get() == node.get("node_id"):
-                return execute(node, context)
-            span = self._safely(self._open, node, context)
-            result = execute(node, context)
-            if span is not None:
-                self._safely(self._close, node, span, result)
-            return result
+    def _root_span(self) -> tuple[Span, int, dict[str, Any]]:
+        with self._lock:
+            if self._root is None:
+                started = shape(
+                    node_id=self._graph_id,
+                    kind="system",
+                    name=self._graph_id,
+                    model=None,
+                    is_agent=True,
+                    chain_id=self._graph_id,
+                    metadata=None,
+                    context=self._context,
+                )
+                start_ns = time.time_ns()
+                span = self._tracer.start(started, parent=self._parent, start_ns=start_ns)
+                self._root = (span, start_ns, started.attributes)
+            return self._root
 
-        async def atraced(node: Node, context: Context) -> ExecutionResult:
-            span = self._safely(self._open, node, context)
-            token = _in_node.set(node.get("node_id"))
-            try:
-                result = await aexecute(node, context)
-            finally:
-                _in_node.reset(token)
-            if span is not None:
-                self._safely(self._close, node, span, result)
-            return result
+    # -- listener ------------------------------------------------------------------------------------------
 
-        # Instance attributes shadow the methods for this runner only; detach() deletes them.
-        runner._execute = traced  # type: ignore[method-assign]
-        runner._aexecute = atraced  # type: ignore[method-assign]
+    def on_claim(self, node: Node, context: Context) -> None:
+        self._safely(self._start, node, context)
+
+    def on_result(self, node: Node, result: ExecutionResult) -> None:
+        self._safely(self._close, node, result)
+
+    def on_run_end(self, stats: RunStats) -> None:
+        self._safely(self._end_root)
 
     @staticmethod
     def _safely(step: Callable[..., _T], *args: Any) -> _T | None:
@@ -93,7 +97,7 @@ class RunnerExport:
             _log.warning("OpenTelemetry export of a DAG node failed; the run goes on", exc_info=True)
             return None
 
-    def _open(self, node: Node, context: Context) -> Span:
+    def _start(self, node: Node, context: Context) -> None:
         node_id = str(node.get("node_id"))
         node_type = str(node.get("node_type"))
         inputs = node.get("input") or {}
@@ -105,8 +109,10 @@ class RunnerExport:
         else:
             kind, name = "system", node_type
         model = metadata.get("model") or inputs.get("model")
-        links = [self._ended[a["node_id"]] for a in context if a.get("node_id") in self._ended][-_MAX_LINKS:]
-        attrs_shape = shape(
+        root, _, _ = self._root_span()
+        with self._lock:
+            links = [self._ended[a["node_id"]] for a in context if a.get("node_id") in self._ended]
+        started = shape(
             node_id=node_id,
             kind=kind,
             name=name,
@@ -114,23 +120,34 @@ class RunnerExport:
             is_agent=False,
             chain_id=self._graph_id,
             metadata=None,
+            context=self._context,
         )
-        attrs_shape.attributes["chainwarden.dag.node_type"] = node_type
-        attrs_shape.attributes["chainwarden.dag.attempt"] = int(node.get("attempt") or 0)
-        return self._tracer.start(
-            attrs_shape, parent=self._root.get_span_context(), start_ns=time.time_ns(), links=links
+        started.attributes["chainwarden.dag.node_type"] = node_type
+        started.attributes["chainwarden.dag.attempt"] = int(node.get("attempt") or 0)
+        start_ns = time.time_ns()
+        span = self._tracer.start(
+            started, parent=root.get_span_context(), start_ns=start_ns, links=links[-_MAX_LINKS:]
         )
+        with self._lock:
+            self._open[node_id] = (span, start_ns, started.attributes)
 
-    def _close(self, node: Node, span: Span, result: ExecutionResult) -> None:
+    def _close(self, node: Node, result: ExecutionResult) -> None:
+        node_id = str(node.get("node_id"))
+        with self._lock:
+            opened = self._open.pop(node_id, None)
+        if opened is None:
+            return
+        span, start_ns, started = opened
         outcome = getattr(result, "outcome", "errored")
         status = _OUTCOME_STATUS.get(outcome, outcome)
         message = getattr(result, "message", None)
         if status == "fail" and isinstance(message, str) and message.startswith(_HALTED):
             # Containment refused the call (docs/dag.md: "halted:<stop reason>"): a halt, not a failure.
             status, message = "halt", message[len(_HALTED) :]
-        usage = (getattr(result, "metadata", None) or {}).get("usage") or {}
         metadata = getattr(result, "metadata", None) or {}
+        usage = metadata.get("usage") or {}
         cost = metadata.get("cost_usd", 0.0)
+        model = metadata.get("model")
         attrs = end_attributes(
             status=status,
             cost_usd=cost if isinstance(cost, int | float) and not isinstance(cost, bool) else 0.0,
@@ -139,25 +156,61 @@ class RunnerExport:
             retries=0,
             stop_reason=message if status == "halt" else None,
             error_class=message if status == "fail" else None,
+            kind=str(started.get("chainwarden.kind", "")),
+            model=model if isinstance(model, str) else started.get("gen_ai.request.model"),
+            metadata=metadata,
+            capture_content=self._tracer.capture_content,
         )
         attrs["chainwarden.dag.outcome"] = str(outcome)
-        finish(
+        self._tracer.finish(
             span,
+            start=started,
             attributes=attrs,
             status=status,
             stop_reason=message if status == "halt" else None,
             error_class=_error_class(message) if status == "fail" else None,
+            start_ns=start_ns,
             end_ns=time.time_ns(),
         )
-        self._ended[str(node.get("node_id"))] = span.get_span_context()
-        if len(self._ended) > _ENDED_KEPT:
-            del self._ended[next(iter(self._ended))]
+        with self._lock:
+            self._ended[node_id] = span.get_span_context()
+            if len(self._ended) > _ENDED_KEPT:
+                del self._ended[next(iter(self._ended))]
+
+    def _end_root(self) -> None:
+        """The run is over: its ``invoke_agent`` span ends now (spans of nodes still open end with it)."""
+        with self._lock:
+            root, self._root = self._root, None
+            still_open = list(self._open.values())
+            self._open.clear()
+        now = time.time_ns()
+        for span, start_ns, started in still_open:
+            self._tracer.finish(
+                span,
+                start=started,
+                attributes={"chainwarden.status": "running"},
+                status="running",
+                stop_reason=None,
+                error_class=None,
+                start_ns=start_ns,
+                end_ns=now,
+            )
+        if root is not None:
+            span, start_ns, started = root
+            self._tracer.finish(
+                span,
+                start=started,
+                attributes={"chainwarden.status": "success", "chainwarden.cost_usd": 0.0},
+                status="success",
+                stop_reason=None,
+                error_class=None,
+                start_ns=start_ns,
+                end_ns=now,
+            )
 
     def detach(self) -> None:
-        for name in ("_execute", "_aexecute"):
-            self._runner.__dict__.pop(name, None)
-        self._root.set_attributes({"chainwarden.status": "success", "chainwarden.cost_usd": 0.0})
-        self._root.end()
+        self._runner.remove_listener(self)
+        self._end_root()
 
 
 def _count(value: object) -> int | None:

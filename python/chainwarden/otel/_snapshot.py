@@ -9,9 +9,10 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry.trace import SpanContext
 
+from chainwarden._chain_context import otel_attributes, read_labels
 from chainwarden.otel._mapping import end_attributes, event_fields, shape
 from chainwarden.otel._nodes import read_snapshot
-from chainwarden.otel._tracer import Tracer, add_events, current_context, finish
+from chainwarden.otel._tracer import Tracer, add_events, current_context
 
 __all__ = ["export_snapshot_with"]
 
@@ -38,6 +39,8 @@ def export_snapshot_with(
         _, _, _, node_id = event_fields(event)  # validates every event before anything is emitted
         by_node.setdefault(node_id if node_id in known else home, []).append(event)
     base = parent if parent is not None else current_context()
+    root = next((node for node in snap.nodes if node.node_id == snap.root_id), None)
+    context = otel_attributes(read_labels(root.metadata)) if root is not None else {}
     fallback_end = snap.taken_ns if snap.taken_ns is not None else time.time_ns()
     spans: dict[str, SpanContext] = {}
     for node in snap.nodes:
@@ -48,22 +51,21 @@ def export_snapshot_with(
             parent_ref = spans[snap.root_id]
         else:
             parent_ref = base
-        span = tracer.start(
-            shape(
-                node_id=node.node_id,
-                kind=node.kind,
-                name=node.name,
-                model=node.model,
-                is_agent=is_root,
-                chain_id=snap.chain_id,
-                metadata=node.metadata,
-            ),
-            parent=parent_ref,
-            start_ns=node.start_ns,
+        started = shape(
+            node_id=node.node_id,
+            kind=node.kind,
+            name=node.name,
+            model=node.model,
+            is_agent=is_root,
+            chain_id=snap.chain_id,
+            metadata=node.metadata,
+            context=context,
         )
+        span = tracer.start(started, parent=parent_ref, start_ns=node.start_ns)
         add_events(span, by_node.pop(node.node_id, ()))
-        finish(
+        tracer.finish(
             span,
+            start=started.attributes,
             attributes=end_attributes(
                 status=node.status,
                 cost_usd=node.cost_usd,
@@ -72,10 +74,15 @@ def export_snapshot_with(
                 retries=node.retries,
                 stop_reason=node.stop_reason,
                 error_class=node.error_class,
+                kind=node.kind,
+                model=node.model,
+                metadata=node.metadata,
+                capture_content=tracer.capture_content,
             ),
             status=node.status,
             stop_reason=node.stop_reason,
             error_class=node.error_class,
+            start_ns=node.start_ns,
             end_ns=max(node.start_ns, node.end_ns if node.end_ns is not None else fallback_end),
         )
         spans[node.node_id] = span.get_span_context()

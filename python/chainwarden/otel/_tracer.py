@@ -6,7 +6,8 @@ receives the spans; without ``tracer_provider`` the global provider is used.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -15,8 +16,9 @@ from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, SpanK
 
 from chainwarden._core import __version__
 from chainwarden.otel._mapping import CLIENT, SpanShape, error_description, event_fields
+from chainwarden.otel._metrics import GenAiMetrics
 
-__all__ = ["Tracer", "add_events", "as_parent", "current_context", "finish"]
+__all__ = ["Tracer", "add_events", "as_parent", "capture_from_environment", "current_context"]
 
 _KINDS = {CLIENT: SpanKind.CLIENT}
 
@@ -26,17 +28,32 @@ def current_context() -> otel_context.Context:
     return otel_context.get_current()
 
 
+def capture_from_environment() -> bool:
+    """The conventions' switch for message content: ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``."""
+    value = os.environ.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "")
+    return value.strip().lower() in ("true", "1", "yes")
+
+
 class Tracer:
-    """Opens and closes spans for recorded nodes."""
+    """Opens and closes spans for recorded nodes, and records the GenAI metrics of each ended one.
 
-    __slots__ = ("_tracer",)
+    ``capture_content`` exports captured content (docs/containment.md "Content capture") as the conventions'
+    opt-in message attributes; None reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``."""
 
-    def __init__(self, tracer_provider: Any = None) -> None:
+    __slots__ = ("_tracer", "capture_content", "metrics")
+
+    def __init__(
+        self, tracer_provider: Any = None, meter_provider: Any = None, capture_content: bool | None = None
+    ) -> None:
         if tracer_provider is not None and not callable(getattr(tracer_provider, "get_tracer", None)):
             kind = type(tracer_provider).__name__
             raise TypeError(f"tracer_provider must be an OpenTelemetry TracerProvider, got {kind}")
+        if capture_content is not None and not isinstance(capture_content, bool):
+            raise TypeError(f"capture_content must be a bool or None, got {type(capture_content).__name__}")
+        self.metrics = GenAiMetrics(meter_provider)
         provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         self._tracer = provider.get_tracer("chainwarden", __version__)
+        self.capture_content = capture_from_environment() if capture_content is None else capture_content
 
     def start(
         self,
@@ -56,27 +73,33 @@ class Tracer:
             links=[Link(link) for link in links] or None,
         )
 
+    def finish(
+        self,
+        span: Span,
+        *,
+        start: Mapping[str, Any],
+        attributes: dict[str, Any],
+        status: str,
+        stop_reason: str | None,
+        error_class: str | None,
+        start_ns: int,
+        end_ns: int,
+    ) -> None:
+        """Sets the end attributes and the status, ends the span at ``end_ns`` and records its metrics
+        (``start``: the span's start attributes)."""
+        span.set_attributes(attributes)
+        description = error_description(status, stop_reason, error_class)
+        if description is not None:
+            span.set_status(Status(StatusCode.ERROR, description))
+        span.end(end_time=end_ns)
+        # A node exported still running has no duration of its own yet.
+        ended = status in ("success", "fail", "halt")
+        self.metrics.record(start, attributes, (end_ns - start_ns) / 1e9 if ended else None)
+
 
 def as_parent(span_context: SpanContext) -> otel_context.Context:
     """A context whose current span is ``span_context``: what a child span starts in."""
     return trace.set_span_in_context(NonRecordingSpan(span_context))
-
-
-def finish(
-    span: Span,
-    *,
-    attributes: dict[str, Any],
-    status: str,
-    stop_reason: str | None,
-    error_class: str | None,
-    end_ns: int,
-) -> None:
-    """Sets the end attributes and the status, then ends the span at ``end_ns``."""
-    span.set_attributes(attributes)
-    description = error_description(status, stop_reason, error_class)
-    if description is not None:
-        span.set_status(Status(StatusCode.ERROR, description))
-    span.end(end_time=end_ns)
 
 
 def add_events(span: Span, events: Iterable[Any]) -> None:

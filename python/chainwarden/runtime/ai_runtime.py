@@ -439,6 +439,7 @@ class AiRuntime:
                 f"run {run_id!r} attempt {latest} is still running (in another process, or abandoned once "
                 "its lease runs out)"
             )
+        context = record.context or {}  # who and what the run was for goes with every attempt
         return self.run_graph(
             GraphRunRequest(
                 graph_id=record.graph_id,
@@ -449,6 +450,10 @@ class AiRuntime:
                 run_id=run_id,
                 ingress_request_id=ingress_request_id,
                 attempt=latest + 1,
+                user_id=context.get("user_id"),
+                session_id=context.get("session_id"),
+                tags=context.get("tags", ()),
+                attributes=context.get("attributes"),
             )
         )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
@@ -55,7 +55,9 @@ class Containment:
             self._module = importlib.import_module("chainwarden.containment")
         return self._module
 
-    def new_context(self, limits: RunLimits) -> LlmCallGuard:
+    def new_context(self, limits: RunLimits, metadata: Mapping[str, Any] | None = None) -> LlmCallGuard:
+        """A context for one run; ``metadata`` (the fields of ``ChainMetadata``: the run's ids and context)
+        is given to chainwarden's containment, which keeps it on the run's graph."""
         module = self._resolve()
         options: dict[str, Any] = {}
         # The run's credit holds (docs/runtime.md "Credits"), when the runtime has a credit policy: every call
@@ -70,7 +72,10 @@ class Containment:
             timeout_ms=limits.timeout_ms,
             **options,
         )
-        guard: LlmCallGuard = module.ExecutionContext(config=config)
+        if metadata is None or not getattr(module, "__name__", "").startswith("chainwarden"):
+            guard: LlmCallGuard = module.ExecutionContext(config=config)
+        else:  # another containment may not know session_id or attributes
+            guard = module.ExecutionContext(config=config, metadata=module.ChainMetadata(**metadata))
         return guard
 
     def report_cost(self, cost_usd: float | Decimal | None) -> None:

@@ -22,6 +22,19 @@ logger = logging.getLogger("chainwarden.runtime")
 GraphFn = Callable[[RunContext], Awaitable[str | None]]
 
 
+def _chain_metadata(req: GraphRunRequest, run_id: str, request_id: str) -> dict[str, Any]:
+    """The run as its ExecutionContext's ``ChainMetadata``: its ids, model and context."""
+    return {
+        "request_id": request_id,
+        "chain_id": run_id,
+        "model": req.model,
+        "user_id": req.user_id,
+        "session_id": req.session_id,
+        "tags": req.tags,
+        "attributes": req.attributes,
+    }
+
+
 def new_run_id() -> str:
     return f"run_{uuid.uuid4().hex}"
 
@@ -127,7 +140,7 @@ class InProcGraphExecutor:
 
         async def drive(fn: GraphFn) -> None:
             try:
-                guard = self._containment.new_context(self._limits)
+                guard = self._containment.new_context(self._limits, _chain_metadata(req, run_id, request_id))
             except Exception:
                 logger.exception("run %s: could not create its ExecutionContext", run_id)
                 finish(False, "internal")

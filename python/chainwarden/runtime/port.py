@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from chainwarden._chain_context import Tags, checked_attributes, checked_tags
 from chainwarden.billing.facts import check_run_id
 from chainwarden.runtime.events import AiEvent
 
@@ -29,8 +30,32 @@ class GraphRunRequest:
     run_id: str | None = None  # generated when None; the canonical identity of the run
     ingress_request_id: str | None = None  # delivery correlation only, never used for idempotency
     attempt: int = 0
+    # The run's context (docs/containment.md "Context that travels"): kept on its run record, given to
+    # its ExecutionContext (in-process runs), checked and frozen like ChainMetadata's.
+    user_id: str | None = field(default=None, kw_only=True)
+    session_id: str | None = field(default=None, kw_only=True)
+    tags: Tags = field(default=(), kw_only=True)
+    attributes: Mapping[str, Any] | None = field(default=None, kw_only=True)
+
+    def context(self) -> dict[str, Any] | None:
+        """The run's context as plain JSON values (what its run record keeps), None when it has none."""
+        out: dict[str, Any] = {}
+        if self.user_id is not None:
+            out["user_id"] = self.user_id
+        if self.session_id is not None:
+            out["session_id"] = self.session_id
+        if self.tags:
+            out["tags"] = dict(self.tags) if isinstance(self.tags, Mapping) else list(self.tags)
+        if self.attributes:
+            out["attributes"] = dict(self.attributes)
+        return out or None
 
     def __post_init__(self) -> None:
+        _check_str("user_id", self.user_id, optional=True)
+        _check_str("session_id", self.session_id, optional=True)
+        object.__setattr__(self, "tags", checked_tags(self.tags))
+        if self.attributes is not None:
+            object.__setattr__(self, "attributes", checked_attributes(self.attributes))
         for name in ("graph_id", "model", "billing_account_id", "virtual_key_id"):
             _check_str(name, getattr(self, name))
         if self.run_id is not None:

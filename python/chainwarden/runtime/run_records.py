@@ -74,6 +74,7 @@ class RunRecorder:
             model=req.model,
             status="running",
             started_at=datetime.now(UTC),
+            context=req.context(),
         )
         self._events: list[UiEvent] = []
         self._calls: list[CallRow] = []
@@ -243,6 +244,7 @@ class RunRecorder:
             completion_tokens=final.usage.completion_tokens,
             finish_reason=final.finish_reason,
             error=final.error,
+            context=start.context,
         )
         events, calls = self._events, self._calls
         self._events, self._calls = [], []

@@ -202,6 +202,12 @@ thread_local! {
     static LAST_SYNC_CODE: RefCell<Option<Py<PyAny>>> = const { RefCell::new(None) };
 }
 
+thread_local! {
+    /// (core address, node) of the latest refusal on this thread: `begin` answers a refusal with the
+    /// shared `StopCause` object, which cannot carry the node.
+    static LAST_REFUSED: std::cell::Cell<Option<(usize, NodeId)>> = const { std::cell::Cell::new(None) };
+}
+
 static INSPECT: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
 
 const ASYNC_FLAGS: c_int = ffi::CO_COROUTINE | ffi::CO_ASYNC_GENERATOR;
@@ -283,7 +289,8 @@ fn tokens(v: Option<u64>) -> Option<i64> {
 #[pymethods]
 impl ChainCore {
     #[new]
-    #[pyo3(signature = (max_cost_usd, max_steps, max_retries_total, timeout_ms, chain_id, max_nodes=0))]
+    #[pyo3(signature = (max_cost_usd, max_steps, max_retries_total, timeout_ms, chain_id, max_nodes=0, root_metadata=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         max_cost_usd: f64,
         max_steps: u64,
@@ -291,6 +298,7 @@ impl ChainCore {
         timeout_ms: u64,
         chain_id: &str,
         max_nodes: usize,
+        root_metadata: Option<&Bound<'_, PyAny>>,
     ) -> errors::Result<Self> {
         if !max_cost_usd.is_finite() || max_cost_usd < 0.0 {
             return Err(PyValueError::new_err(format!(
@@ -304,7 +312,8 @@ impl ChainCore {
             max_retries_total,
             timeout_ms,
         };
-        let inner = Contained::new(limits, chain_id, max_nodes)?;
+        let root_metadata = crate::convert::metadata(root_metadata)?;
+        let inner = Contained::new(limits, chain_id, max_nodes, root_metadata)?;
         Ok(ChainCore { inner })
     }
 
@@ -355,8 +364,20 @@ impl ChainCore {
                 }
                 node.into_pyobject(py)?.into_any().unbind()
             }
-            Err(stop) => Py::new(py, StopCause::from(stop))?.into_any(),
+            Err(refused) => {
+                LAST_REFUSED.set(Some((slf.get() as *const ChainCore as usize, refused.node)));
+                Py::new(py, StopCause::from(refused.stop))?.into_any()
+            }
         })
+    }
+
+    /// The node of the latest call this core refused on this thread (recorded halted with the stop
+    /// reason), so the refusal's event can name the refused call's span; None if none.
+    fn last_refused(&self) -> Option<NodeId> {
+        LAST_REFUSED
+            .get()
+            .filter(|&(core, _)| core == self as *const ChainCore as usize)
+            .map(|(_, node)| node)
     }
 
     /// Sets `metadata[key] = True` on the node of call `node` (KeyError-like error when the node
@@ -461,6 +482,15 @@ impl ChainCore {
         error_class: Option<&str>,
     ) -> errors::Result<()> {
         Ok(self.inner.close_root(stop_reason, error_class)?)
+    }
+
+    /// Adds the keys of `metadata` (a dict) to the node of call `node` (captured content).
+    fn annotate(&self, node: NodeId, metadata: &Bound<'_, PyAny>) -> errors::Result<()> {
+        let value = crate::convert::metadata(Some(metadata))?;
+        if let Some(value) = value {
+            self.inner.annotate(node, value)?;
+        }
+        Ok(())
     }
 
     /// The chain's figures for the limit behind a stop reason (see `Chain::describe`).

@@ -56,7 +56,7 @@ _Hold = tuple[str | None, float]
 class BudgetedCore:
     """The chain's ``ChainCore`` with the shared-budget gate: everything not defined here is the core's."""
 
-    __slots__ = ("_budget", "_core", "_holds", "_lock", "_on_open")
+    __slots__ = ("_budget", "_core", "_holds", "_lock", "_on_open", "_refused")
 
     def __init__(self, core: ChainCore, budget: SharedBudget, on_open: Callable[[str], None]) -> None:
         self._core = core
@@ -64,6 +64,7 @@ class BudgetedCore:
         self._holds: dict[int, _Hold] = {}
         self._lock = threading.Lock()
         self._on_open = on_open  # reports a call let through while the backend is unreachable
+        self._refused = threading.local()  # the node of this thread's latest refusal by the shared budget
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._core, name)
@@ -87,6 +88,7 @@ class BudgetedCore:
     ) -> int | StopCause | BackendStop:
         node = self._core.begin(fn, parent_hint, kind, name, model, cost_estimate, dispatch, nest)
         if not isinstance(node, int):
+            self._refused.node = None  # the core's own refusal: it knows the node
             return node
         try:
             stop = self._hold(node, cost_estimate)
@@ -96,7 +98,13 @@ class BudgetedCore:
         if stop is not None:
             # Refused before it ran: the node closes halted, nothing is charged anywhere.
             self._core.fail(node, name != "", cost_estimate, False, CallStatus.HALTED, "", stop.reason)
+            self._refused.node = node
         return stop if stop is not None else node
+
+    def last_refused(self) -> int | None:
+        """The node of this thread's latest refused call, by the shared budget or by the core."""
+        node: int | None = getattr(self._refused, "node", None)
+        return node if node is not None else self._core.last_refused()
 
     def _hold(self, node: int, estimate: float) -> BackendStop | None:
         b = self._budget

@@ -10,6 +10,7 @@ use super::nesting;
 use super::record::{cut_message, Record, Status};
 use crate::ids::{format_id, NodeId};
 use crate::recorder::{AggregatesView, Config, Graph, Kind, Spent};
+use crate::value::Value;
 
 /// Graph label of a call without an operation name.
 pub const UNNAMED: &str = "unnamed";
@@ -33,6 +34,13 @@ pub struct Failure<'a> {
     pub end: GraphEnd<'a>,
     /// The exception's message, cut to 1,000 code points in the record.
     pub message: Option<&'a str>,
+}
+
+/// A call refused at admission: why, and the node it was recorded as (halted with that reason).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub stop: Stop,
+    pub node: NodeId,
 }
 
 /// How `Contained::fail` closed a call.
@@ -64,17 +72,19 @@ fn not_open(node: NodeId) -> ContainmentError {
 
 impl Contained {
     /// `max_nodes` caps the chain's graph (0 = unbounded); pruning is the graph's.
+    /// `root_metadata` is the chain's context (who and what it belongs to), kept on its root.
     pub fn new(
         limits: Limits,
         chain_id: &str,
         max_nodes: usize,
+        root_metadata: Option<Value>,
     ) -> Result<Contained, ContainmentError> {
         let config = Config {
             max_nodes,
             ..Config::default()
         };
         let graph = Graph::new(chain_id, config)?;
-        let root = graph.create_root("chain_root", None)?;
+        let root = graph.create_root("chain_root", root_metadata)?;
         let key = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
         Ok(Contained {
             chain: Chain::new(limits),
@@ -112,7 +122,7 @@ impl Contained {
         cost_estimate: f64,
         dispatch: bool,
         nest: bool,
-    ) -> Result<Result<NodeId, Stop>, ContainmentError> {
+    ) -> Result<Result<NodeId, Refusal>, ContainmentError> {
         // Both candidates are open ancestors of the caller; ids grow with creation, so the
         // larger one is the deeper (e.g. an async call inside a sync call's event loop).
         let parent = match (nesting::innermost(self.key), parent_hint) {
@@ -152,7 +162,7 @@ impl Contained {
                 let estimate = (stop == Stop::Estimate).then_some(cost_estimate);
                 let why = self.chain.describe(stop.reason(), estimate);
                 self.record(node, !name.is_empty(), stop.status(), Some(&why));
-                Ok(Err(stop))
+                Ok(Err(Refusal { stop, node }))
             }
         }
     }
@@ -363,6 +373,13 @@ impl Contained {
             (None, Some(class)) => self.graph.mark_failure(id, class, None, false),
             (None, None) => self.graph.mark_success(id, 0.0, None, None, false),
         })?;
+        Ok(())
+    }
+
+    /// Adds keys to a call's node metadata (captured content); open or finished, while the
+    /// graph still holds it.
+    pub fn annotate(&self, node: NodeId, metadata: Value) -> Result<(), ContainmentError> {
+        with_id(node, |id| self.graph.annotate(id, metadata))?;
         Ok(())
     }
 

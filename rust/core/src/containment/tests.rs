@@ -11,12 +11,13 @@ fn contained(max_cost_usd: f64, max_steps: u64, max_retries_total: u64) -> Conta
         max_retries_total,
         timeout_ms: 0,
     };
-    Contained::new(limits, "chain", 0).expect("valid chain")
+    Contained::new(limits, "chain", 0, None).expect("valid chain")
 }
 
 fn begin(c: &Contained, estimate: f64) -> Result<u64, Stop> {
     c.begin(None, Kind::Llm, "op", None, estimate, true, false)
         .expect("graph accepts the node")
+        .map_err(|refused| refused.stop)
 }
 
 fn succeed(c: &Contained, cost: f64) {
@@ -381,7 +382,7 @@ fn timeout_is_noticed_at_admission_and_becomes_the_cancel_cause() {
         max_retries_total: 2,
         timeout_ms: 1,
     };
-    let c = Contained::new(limits, "chain", 0).unwrap();
+    let c = Contained::new(limits, "chain", 0, None).unwrap();
     thread::sleep(std::time::Duration::from_millis(5));
     assert_eq!(begin(&c, 0.0), Err(Stop::Timeout));
     assert_eq!(c.chain().cancel_cause(), Some(Stop::Timeout));
@@ -499,7 +500,7 @@ fn records_survive_graph_pruning_and_keep_error_messages() {
         max_retries_total: u64::MAX,
         timeout_ms: 0,
     };
-    let c = Contained::new(limits, "chain", 10).unwrap();
+    let c = Contained::new(limits, "chain", 10, None).unwrap();
     for i in 0..50 {
         let node = begin(&c, 0.0).unwrap();
         if i % 2 == 0 {
@@ -520,6 +521,32 @@ fn records_survive_graph_pruning_and_keep_error_messages() {
     let message = records[1].error_message.as_deref().unwrap();
     assert_eq!(message.chars().count(), MAX_ERROR_MESSAGE);
     assert_eq!(records[1].retries, 1);
+}
+
+#[test]
+fn the_root_keeps_the_chain_context_and_calls_take_annotations() {
+    let limits = Limits {
+        max_cost_usd: 1.0,
+        max_steps: 10,
+        max_retries_total: 1,
+        timeout_ms: 0,
+    };
+    let context = crate::value::Value::Object(vec![(
+        "session_id".into(),
+        crate::value::Value::Str("s-9".into()),
+    )]);
+    let c = Contained::new(limits, "chain", 0, Some(context)).unwrap();
+    let node = begin(&c, 0.0).expect("admitted");
+    let content = crate::value::Value::Object(vec![(
+        "content".into(),
+        crate::value::Value::Str("in".into()),
+    )]);
+    c.annotate(node, content).unwrap();
+    c.succeed(node, true, 0.0, None).unwrap();
+    let json = String::from_utf8(c.graph().snapshot_json()).unwrap();
+    assert!(json.contains(r#""session_id": "s-9""#), "{json}");
+    assert!(json.contains(r#""content": "in""#), "{json}");
+    assert!(c.annotate(99, crate::value::Value::empty_object()).is_err());
 }
 
 #[test]

@@ -209,18 +209,9 @@ impl Arena {
     }
 
     /// Sets one key of the node's metadata object (created when the node has none); false when
-    /// the node does not exist (pruned or never made).
+    /// the node does not exist (pruned or never made). One key of `merge_metadata`.
     pub fn set_metadata_key(&mut self, id: NodeId, key: &str, value: Value) -> bool {
-        let Some(node) = self.get_mut(id) else {
-            return false;
-        };
-        node.has_extras = true;
-        let extras = self.extras.entry(id).or_default();
-        extras
-            .metadata
-            .get_or_insert_with(|| Box::new(Value::empty_object()))
-            .set(key, value);
-        true
+        self.merge_metadata(id, Value::Object(vec![(key.into(), value)]))
     }
 
     pub fn set_stop_reason(&mut self, id: NodeId, reason: &str) {
@@ -228,6 +219,19 @@ impl Arena {
             node.has_extras = true;
             self.extras.entry(id).or_default().stop_reason = Some(reason.into());
         }
+    }
+
+    /// Merges the top-level keys of `metadata` (an object) into the node's metadata; false
+    /// when the node is not live.
+    pub fn merge_metadata(&mut self, id: NodeId, metadata: Value) -> bool {
+        let Some(node) = self.get_mut(id) else {
+            return false;
+        };
+        node.has_extras = true;
+        let slot = &mut self.extras.entry(id).or_default().metadata;
+        slot.get_or_insert_with(|| Box::new(Value::empty_object()))
+            .shallow_merge(metadata);
+        true
     }
 
     pub fn len(&self) -> usize {

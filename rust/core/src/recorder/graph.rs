@@ -565,6 +565,22 @@ impl Graph {
         }
     }
 
+    /// Adds the top-level keys of `metadata` (an object) to a node's metadata, at any status:
+    /// what a call carried is sometimes known only once it ran (captured content,
+    /// docs/recorder.md "Annotations"). Nothing changes on error.
+    pub fn annotate(&self, node_id: &str, metadata: Value) -> Result<(), RecorderError> {
+        if !matches!(metadata, Value::Object(_)) {
+            return Err(RecorderError::InvalidMetadata("must be a dict".into()));
+        }
+        finite_metadata(Some(&metadata))?;
+        let mut st = self.lock();
+        let id = parse_id(node_id)
+            .filter(|&id| st.arena.get(id).is_some())
+            .ok_or_else(|| RecorderError::NodeNotFound(node_id.to_owned()))?;
+        st.arena.merge_metadata(id, metadata);
+        Ok(())
+    }
+
     pub fn increment_retries(&self, node_id: &str) -> Result<(), RecorderError> {
         let mut st = self.lock();
         let node = Self::node_mut(&mut st.arena, node_id)?;

@@ -632,3 +632,60 @@ fn the_sizing_pass_counts_ids_across_the_padding_boundary() {
         );
     }
 }
+
+fn object(entries: &[(&str, Value)]) -> Value {
+    Value::Object(
+        entries
+            .iter()
+            .map(|(k, v)| ((*k).into(), v.clone()))
+            .collect(),
+    )
+}
+
+#[test]
+fn annotate_merges_keys_at_any_status_and_refuses_bad_input() {
+    let g = graph();
+    let root = g
+        .create_root(
+            "run",
+            Some(object(&[("user_id", Value::Str("u-1".into()))])),
+        )
+        .unwrap();
+    let call = child(&g, root, Kind::Llm, "plan");
+    g.annotate(&call, object(&[("input", Value::Str("hi".into()))]))
+        .unwrap();
+    g.mark_success(&call, 0.0, None, None, false).unwrap();
+    // Finished nodes take annotations too; a key given again replaces the old value.
+    g.annotate(
+        &call,
+        object(&[
+            ("output", Value::Str("hello".into())),
+            ("input", Value::Str("hi!".into())),
+        ]),
+    )
+    .unwrap();
+    let json = String::from_utf8(g.snapshot_json()).unwrap();
+    assert!(
+        json.contains(r#""metadata": {"input": "hi!", "output": "hello"}"#),
+        "{json}"
+    );
+    assert!(json.contains(r#""metadata": {"user_id": "u-1"}"#), "{json}");
+    let before = g.snapshot_json();
+    assert!(matches!(
+        g.annotate(&call, Value::Int(1)),
+        Err(RecorderError::InvalidMetadata(_))
+    ));
+    assert!(matches!(
+        g.annotate(&call, object(&[("x", Value::Float(f64::NAN))])),
+        Err(RecorderError::InvalidMetadata(_))
+    ));
+    assert!(matches!(
+        g.annotate("n000099", object(&[])),
+        Err(RecorderError::NodeNotFound(_))
+    ));
+    let strip = |b: &[u8]| {
+        let s = String::from_utf8(b.to_vec()).unwrap();
+        s[..s.find("\"snapshot_ts_ms\"").unwrap()].to_owned()
+    };
+    assert_eq!(strip(&g.snapshot_json()), strip(&before));
+}

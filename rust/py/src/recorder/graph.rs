@@ -387,6 +387,15 @@ impl ExecutionGraph {
         })?)
     }
 
+    /// Adds the keys of `metadata` to a node's metadata, at any status (docs/recorder.md
+    /// "Annotations").
+    fn annotate(&self, node_id: &str, metadata: &Bound<'_, PyAny>) -> errors::Result<()> {
+        if let Some(value) = crate::convert::metadata(Some(metadata))? {
+            self.graph.annotate(node_id, value)?;
+        }
+        Ok(())
+    }
+
     fn increment_retries(&self, node_id: &str) -> errors::Result<()> {
         Ok(self.graph.increment_retries(node_id)?)
     }
