@@ -7,6 +7,7 @@ from typing_extensions import disjoint_base
 
 __all__ = [
     "DAG_ERROR_CODES",
+    "MAX_RECORDS",
     "STOP_REASONS",
     "CallKind",
     "CallStatus",
@@ -330,6 +331,7 @@ class DagEngine:
 _RecordTuple = tuple[str, str | None, str, str, float, float | None, str, float, int, str | None]
 
 STOP_REASONS: tuple[str, ...]
+MAX_RECORDS: int
 
 def open_sync_calls() -> tuple[int, tuple[ChainCore, int] | None]:
     """(depth, (core, node) of the innermost) of the sync wrapped calls open on this thread."""
@@ -340,6 +342,14 @@ class CallKind:
 
     LLM: ClassVar[CallKind]
     TOOL: ClassVar[CallKind]
+    MEMORY_READ: ClassVar[CallKind]
+    MEMORY_WRITE: ClassVar[CallKind]
+    @property
+    def value(self) -> str: ...
+    @property
+    def consults_pipeline(self) -> bool: ...
+    @property
+    def is_llm(self) -> bool: ...
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...
     def __int__(self) -> int: ...
@@ -392,6 +402,7 @@ class ChainCore:
         timeout_ms: int,
         chain_id: str,
         max_nodes: int = 0,
+        root_metadata: dict[str, Any] | None = None,
     ) -> ChainCore: ...
     @property
     def root_id(self) -> str: ...
@@ -407,6 +418,7 @@ class ChainCore:
         dispatch: bool,
         nest: bool,
     ) -> int | StopCause: ...
+    def is_open(self, node: int) -> bool: ...
     def dispatch(self, node: int) -> None: ...
     def report(
         self, node: int, cost_usd: float, tokens_in: int | None = None, tokens_out: int | None = None

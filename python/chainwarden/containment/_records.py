@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any, overload
 
 from chainwarden._core import ChainCore
+from chainwarden.containment._partials import PartialBuffers
 from chainwarden.containment.types import NodeRecord
 
 __all__ = ["NodeRecordView"]
@@ -22,7 +23,7 @@ _CHUNK = 1024
 _Row = tuple[str, str | None, str, str, float, float | None, str, float, int, str | None]
 
 
-def _build_all(rows: list[_Row]) -> list[NodeRecord]:
+def _build_all(rows: list[_Row], partials: PartialBuffers) -> list[NodeRecord]:
     # Timestamps have millisecond resolution, so neighbouring records mostly share them.
     stamps: dict[float, datetime] = {}
 
@@ -36,13 +37,14 @@ def _build_all(rows: list[_Row]) -> list[NodeRecord]:
         NodeRecord(
             node_id,
             parent_id,
-            kind,  # type: ignore[arg-type]  # the core only emits "llm" / "tool"
+            kind,  # type: ignore[arg-type]  # the core only emits NodeKind values
             name,
             stamp(start_s),
             None if end_s is None else stamp(end_s),
             status,  # type: ignore[arg-type]  # the core only emits NodeStatus values
             cost,
             retries,
+            partials.get(node_id) if partials else None,
             error_message,
         )
         for node_id, parent_id, kind, name, start_s, end_s, status, cost, retries, error_message in rows
@@ -50,11 +52,12 @@ def _build_all(rows: list[_Row]) -> list[NodeRecord]:
 
 
 class NodeRecordView(Sequence[NodeRecord]):
-    __slots__ = ("_core", "_len")
+    __slots__ = ("_core", "_len", "_partials")
 
-    def __init__(self, core: ChainCore, length: int) -> None:
+    def __init__(self, core: ChainCore, length: int, partials: PartialBuffers) -> None:
         self._core = core
         self._len = length
+        self._partials = partials
 
     def __len__(self) -> int:
         return self._len
@@ -67,18 +70,18 @@ class NodeRecordView(Sequence[NodeRecord]):
         if isinstance(index, slice):
             start, stop, step = index.indices(self._len)
             if step == 1:
-                return tuple(_build_all(self._core.records(start, max(start, stop))))
+                return tuple(_build_all(self._core.records(start, max(start, stop)), self._partials))
             return tuple(self[i] for i in range(start, stop, step))
         if isinstance(index, bool) or not isinstance(index, int):
             raise TypeError(f"indices must be integers or slices, not {type(index).__name__}")
         position = index + self._len if index < 0 else index
         if not 0 <= position < self._len:
             raise IndexError("node record index out of range")
-        return _build_all(self._core.records(position, position + 1))[0]
+        return _build_all(self._core.records(position, position + 1), self._partials)[0]
 
     def __iter__(self) -> Iterator[NodeRecord]:
         for start in range(0, self._len, _CHUNK):
-            yield from _build_all(self._core.records(start, min(start + _CHUNK, self._len)))
+            yield from _build_all(self._core.records(start, min(start + _CHUNK, self._len)), self._partials)
 
     def __eq__(self, other: Any) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, str | bytes):

@@ -17,7 +17,7 @@ from typing import Final, NamedTuple
 
 from chainwarden._core import ChainCore, open_sync_calls
 
-__all__ = ["CURRENT_CALL", "Binding", "bind", "enclosing", "report_cost"]
+__all__ = ["CURRENT_CALL", "Binding", "bind", "enclosing", "innermost_call", "report_cost"]
 
 
 class Binding(NamedTuple):
@@ -59,6 +59,16 @@ def enclosing(core: ChainCore) -> int | None:
 _new_tuple: Final = tuple.__new__
 
 
+def innermost_call() -> tuple[ChainCore, int] | None:
+    """The innermost wrapped call the running code is inside, of any chain: the deeper of the async
+    binding and the sync call open on this thread. None outside every wrapped call."""
+    depth, sync = open_sync_calls()
+    bound = CURRENT_CALL.get()
+    if bound is not None and (sync is None or (bound.thread == get_ident() and depth <= bound.sync_depth)):
+        return bound.core, bound.node
+    return sync
+
+
 def _number(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
@@ -92,17 +102,13 @@ def report_cost(
     cost = _number(cost_usd, "cost_usd")
     tin = _tokens(tokens_in, "tokens_in")
     tout = _tokens(tokens_out, "tokens_out")
-    depth, sync = open_sync_calls()
-    bound = CURRENT_CALL.get()
-    if bound is not None and (sync is None or (bound.thread == get_ident() and depth <= bound.sync_depth)):
-        core, node = bound.core, bound.node
-    elif sync is not None:
-        core, node = sync
-    else:
+    call = innermost_call()
+    if call is None:
         raise RuntimeError(
             "report_cost() must be called inside a call wrapped by an ExecutionContext "
             "(wrap_llm_call, wrap_tool_call, their async forms, @ctx.llm_call or with ctx.llm_call())"
         )
+    core, node = call
     try:
         core.report(node, cost, tin, tout)
     except KeyError:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from chainwarden._core import CallKind, CallStatus, ChainCore, StopCause
+from chainwarden.containment.budget._protocol import EPSILON, reserves
 
 __all__ = ["BackendStop", "BudgetedCore", "SharedBudget"]
 
@@ -37,19 +38,45 @@ class BackendStop:
 
 class SharedBudget:
     """One backend and the ceiling every chain sharing it reserves against. A child chain uses its
-    parent's, so its spending counts in the shared budget too."""
+    parent's, so its spending counts in the shared budget too.
 
-    __slots__ = ("backend", "ceiling", "fail_open", "settles")
+    A backend with only ``add`` and ``get`` holds nothing itself: the estimates of this process's calls in
+    flight are held here (``held``), and a call is admitted while ``get() + held + estimate`` fits under the
+    ceiling. Other processes do not see these holds: the weaker bound of docs/containment.md, "Shared
+    budgets"."""
+
+    __slots__ = ("backend", "ceiling", "fail_open", "held", "lock", "reserves", "settles")
 
     def __init__(self, backend: Any, ceiling: float, fail_open: bool) -> None:
         self.backend = backend
         self.ceiling = ceiling
         self.fail_open = fail_open
         self.settles = callable(getattr(backend, "settle", None))
+        self.reserves = reserves(backend)
+        self.held = 0.0
+        self.lock = threading.Lock()
+
+    def hold_here(self, estimate: float) -> None:
+        """Holds ``estimate`` in this process if the backend's spent total, the holds here and the
+        estimate fit under the ceiling; else ``OverflowError``. Check and hold are one step for this
+        process's threads."""
+        with self.lock:
+            spent = float(self.backend.get())
+            if spent + EPSILON >= self.ceiling or spent + self.held + estimate > self.ceiling + EPSILON:
+                raise OverflowError(
+                    f"shared budget spent ${spent:.6f} with ${self.held:.6f} held here: ${estimate:.6f} "
+                    f"more would exceed the ceiling ${self.ceiling:.6f}"
+                )
+            self.held += estimate
+
+    def release_here(self, estimate: float) -> None:
+        with self.lock:
+            self.held = max(0.0, self.held - estimate)
 
 
-# A node's hold: the backend's reservation id (None when nothing was reserved) and the amount held.
-_Hold = tuple[str | None, float]
+# A node's hold: the backend's reservation id (None when the backend reserved nothing), the amount held,
+# and whether it is held in this process (a backend without reservations).
+_Hold = tuple[str | None, float, bool]
 
 
 class BudgetedCore:
@@ -99,12 +126,15 @@ class BudgetedCore:
 
     def _hold(self, node: int, estimate: float) -> BackendStop | None:
         b = self._budget
+        here = not b.reserves
         try:
-            if estimate > 0.0:
-                rid: str | None = b.backend.reserve(estimate, b.ceiling)
+            rid: str | None = None
+            if here:
+                b.hold_here(estimate)
+            elif estimate > 0.0:
+                rid = b.backend.reserve(estimate, b.ceiling)
             else:
                 # veronica's backends refuse to reserve 0: a free call only needs budget left.
-                rid = None
                 spent = float(b.backend.get())
                 if spent >= b.ceiling:
                     raise OverflowError(f"shared budget spent ${spent:.6f} >= ceiling ${b.ceiling:.6f}")
@@ -117,9 +147,9 @@ class BudgetedCore:
                 return BackendStop(UNAVAILABLE, detail)
             logger.warning("%s; the call runs without a shared hold (budget_backend_fail_open)", detail)
             self._on_open(detail)
-            rid = None
+            rid, here = None, False
         with self._lock:
-            self._holds[node] = (rid, estimate)
+            self._holds[node] = (rid, estimate, here)
         return None
 
     # -- settlement --------------------------------------------------------------------------
@@ -168,7 +198,9 @@ class BudgetedCore:
             hold = self._holds.pop(node, None)
         if hold is None:
             return
-        rid, estimate = hold
+        rid, estimate, here = hold
+        if here:
+            self._budget.release_here(estimate)
         backend = self._budget.backend
         try:
             if rid is None:

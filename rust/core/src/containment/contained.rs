@@ -60,12 +60,23 @@ impl Contained {
         chain_id: &str,
         max_nodes: usize,
     ) -> Result<Contained, ContainmentError> {
+        Contained::with_root_metadata(limits, chain_id, max_nodes, None)
+    }
+
+    /// As `new`, with the metadata of the chain's root node (who runs the chain: its agent
+    /// identity, docs/containment.md "Agent identity and policy views").
+    pub fn with_root_metadata(
+        limits: Limits,
+        chain_id: &str,
+        max_nodes: usize,
+        root_metadata: Option<crate::value::Value>,
+    ) -> Result<Contained, ContainmentError> {
         let config = Config {
             max_nodes,
             ..Config::default()
         };
         let graph = Graph::new(chain_id, config)?;
-        let root = graph.create_root("chain_root", None)?;
+        let root = graph.create_root("chain_root", root_metadata)?;
         let key = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
         Ok(Contained {
             chain: Chain::new(limits),
