@@ -6,7 +6,8 @@ binary digit (``math.ulp(total_budget)``), apportioned from the exact rational s
 remainder (ties go to the agent named first), so every partial sum is exact and, whatever the order or
 summation algorithm, ``sum(allocations.values()) == total_allocated`` and ``total_allocated +
 total_remaining == total_budget`` hold with ``==``. No share differs from its exact value by a unit or
-more of that digit, and a ``DynamicAllocator`` floor is never rounded below its guarantee.
+more of that digit, and a ``DynamicAllocator`` floor is never rounded below its guarantee (unless the
+floors of all agents would not fit in whole units: then everyone gets the same floor, one unit less).
 
 Bad input raises, naming the argument: a budget or usage that is not a finite number >= 0, a name that is
 not a ``str``, the same name twice (docs/design.md §4; the reference clamps or propagates such values).
@@ -175,10 +176,9 @@ class DynamicAllocator:
         empty = _nothing(total, names)
         if empty is not None:
             return empty
-        if sum(usage) < _NO_USAGE:
-            return _result(total, names, _apportion(total, 0, [Fraction(1)] * len(names)))
         units = int(Fraction(total) / Fraction(math.ulp(total)))
         floor_units = math.ceil(Fraction(self._min_share) * units)  # a guarantee: rounded up
         if floor_units * len(names) > units:
             floor_units = units // len(names)
-        return _result(total, names, _apportion(total, floor_units, usage))
+        weights = usage if sum(usage) >= _NO_USAGE else [Fraction(1)] * len(names)
+        return _result(total, names, _apportion(total, floor_units, weights))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -36,16 +37,41 @@ class BackendStop:
         return f"BackendStop({self.reason!r}, {self.detail!r})"
 
 
+class HeldHere:
+    """The estimates of this process's calls in flight on one backend without reservations."""
+
+    __slots__ = ("__weakref__", "calls", "held", "lock")
+
+    def __init__(self) -> None:
+        self.held = 0.0
+        self.calls = 0
+        self.lock = threading.Lock()
+
+
+# One HeldHere per backend object, shared by every context of this process that uses it (kept while a
+# SharedBudget refers to it; the backend outlives it, so its id is not reused meanwhile).
+_HELD: weakref.WeakValueDictionary[int, HeldHere] = weakref.WeakValueDictionary()
+_HELD_LOCK = threading.Lock()
+
+
+def _held_here(backend: object) -> HeldHere:
+    with _HELD_LOCK:
+        found = _HELD.get(id(backend))
+        if found is None:
+            found = _HELD[id(backend)] = HeldHere()
+        return found
+
+
 class SharedBudget:
     """One backend and the ceiling every chain sharing it reserves against. A child chain uses its
     parent's, so its spending counts in the shared budget too.
 
     A backend with only ``add`` and ``get`` holds nothing itself: the estimates of this process's calls in
-    flight are held here (``held``), and a call is admitted while ``get() + held + estimate`` fits under the
-    ceiling. Other processes do not see these holds: the weaker bound of docs/containment.md, "Shared
-    budgets"."""
+    flight on it are held here (``HeldHere``), and a call is admitted while ``get() + held + estimate`` fits
+    under the ceiling. Other processes do not see these holds: the weaker bound of docs/containment.md,
+    "Shared budgets"."""
 
-    __slots__ = ("backend", "ceiling", "fail_open", "held", "lock", "reserves", "settles")
+    __slots__ = ("backend", "ceiling", "fail_open", "here", "reserves", "settles")
 
     def __init__(self, backend: Any, ceiling: float, fail_open: bool) -> None:
         self.backend = backend
@@ -53,25 +79,31 @@ class SharedBudget:
         self.fail_open = fail_open
         self.settles = callable(getattr(backend, "settle", None))
         self.reserves = reserves(backend)
-        self.held = 0.0
-        self.lock = threading.Lock()
+        self.here = None if self.reserves else _held_here(backend)
 
     def hold_here(self, estimate: float) -> None:
         """Holds ``estimate`` in this process if the backend's spent total, the holds here and the
         estimate fit under the ceiling; else ``OverflowError``. Check and hold are one step for this
         process's threads."""
-        with self.lock:
+        here = self.here
+        assert here is not None
+        with here.lock:
             spent = float(self.backend.get())
-            if spent + EPSILON >= self.ceiling or spent + self.held + estimate > self.ceiling + EPSILON:
+            if spent + EPSILON >= self.ceiling or spent + here.held + estimate > self.ceiling + EPSILON:
                 raise OverflowError(
-                    f"shared budget spent ${spent:.6f} with ${self.held:.6f} held here: ${estimate:.6f} "
-                    f"more would exceed the ceiling ${self.ceiling:.6f}"
+                    f"shared budget spent ${spent:.6f} with ${here.held:.6f} held in this process: "
+                    f"${estimate:.6f} more would exceed the ceiling ${self.ceiling:.6f}"
                 )
-            self.held += estimate
+            here.held += estimate
+            here.calls += 1
 
     def release_here(self, estimate: float) -> None:
-        with self.lock:
-            self.held = max(0.0, self.held - estimate)
+        here = self.here
+        assert here is not None
+        with here.lock:
+            here.calls -= 1
+            # With nothing in flight the exact answer is 0; this also drops float residue.
+            here.held = max(0.0, here.held - estimate) if here.calls else 0.0
 
 
 # A node's hold: the backend's reservation id (None when the backend reserved nothing), the amount held,
