@@ -154,6 +154,14 @@ class ExecutionContext:
             if self._closed:
                 return
             self._closed = True
+        running = s.core.in_flight
+        if running:
+            # Their results will still be accounted for; later calls are refused.
+            _log.warning(
+                "ExecutionContext.close(): %d call(s) of chain %s still running (non-terminal)",
+                running,
+                s.metadata.chain_id,
+            )
         s.core.abort("context_closed")
         s.cancel_all()
         if self._timer is not None:

@@ -1,5 +1,5 @@
-//! What containment does for each kind of contained call
-//! (docs/containment.md "Memory calls").
+//! What containment does for each kind of contained call (docs/design.md §36,
+//! docs/containment.md "Memory calls and memory governance").
 
 use crate::recorder::Kind;
 
