@@ -12,6 +12,7 @@ __all__ = [
     "CallKind",
     "CallStatus",
     "ChainCore",
+    "ClosedCall",
     "DagEdgeError",
     "DagEngine",
     "DagError",
@@ -391,6 +392,15 @@ class StopCause:
     __hash__: ClassVar[None]  # type: ignore[assignment]
 
 @final
+class ClosedCall:
+    """How ``ChainCore.fail`` closed a call: the retry budget's stop reason and the cost charged."""
+
+    @property
+    def stop(self) -> str | None: ...
+    @property
+    def charged_usd(self) -> float: ...
+
+@final
 class ChainCore:
     """Limits, counters, node records and call graph of one ExecutionContext chain."""
 
@@ -444,7 +454,8 @@ class ChainCore:
         error_class: str,
         halt_reason: str | None = None,
         error_message: str | None = None,
-    ) -> str | None: ...
+    ) -> ClosedCall: ...
+    def close_root(self, stop_reason: str | None = None, error_class: str | None = None) -> None: ...
     def abort(self, reason: str) -> bool: ...
     def cancel(self, cause: StopCause) -> bool: ...
     @property

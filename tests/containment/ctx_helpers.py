@@ -26,6 +26,11 @@ def graph_node(ctx: ExecutionContext, node_id: str) -> dict[str, Any]:
     return node
 
 
+def stop_events(ctx: ExecutionContext) -> list[str]:
+    """The chain's stop events (``hook="ExecutionContext"``), in order."""
+    return [e.event_type for e in ctx.get_snapshot().events if e.hook == "ExecutionContext"]
+
+
 def assert_stop(ctx: ExecutionContext, stop_reason: str) -> None:
     """The chain emitted exactly one ExecutionContext event for ``stop_reason`` and the last
     recorded call is a ``halt`` node carrying it."""

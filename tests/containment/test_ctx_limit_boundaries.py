@@ -2,7 +2,7 @@
 "Boundary tests"): the call that reaches a limit is the last one allowed, the next the first refused."""
 
 import pytest
-from ctx_helpers import Calls, assert_stop
+from ctx_helpers import Calls, assert_stop, stop_events
 
 from chainwarden.containment import ExecutionConfig, ExecutionContext, WrapOptions
 from chainwarden.shield import Decision
@@ -14,10 +14,6 @@ def config(**overrides: object) -> ExecutionConfig:
     values: dict[str, object] = {"max_cost_usd": 100.0, "max_steps": 100, "max_retries_total": 100}
     values.update(overrides)
     return ExecutionConfig(**values)  # type: ignore[arg-type]
-
-
-def stop_events(ctx: ExecutionContext) -> list[str]:
-    return [e.event_type for e in ctx.get_snapshot().events if e.hook == "ExecutionContext"]
 
 
 @pytest.mark.parametrize("calls", [LIMIT - 1, LIMIT, LIMIT + 1])
@@ -38,24 +34,27 @@ def test_step_limit(calls: int) -> None:
 
 @pytest.mark.parametrize("failures", [LIMIT - 1, LIMIT, LIMIT + 1])
 def test_retry_limit(failures: int) -> None:
-    """`max_retries_total` failures use the whole budget: the failure that takes the last unit halts the
-    chain (`provider_error`), and every later call is refused (`retry_budget_exceeded`)."""
+    """docs/design.md §34: `max_retries_total` failures are each retried; the failure that finds no
+    unit left halts the chain (`provider_error`), and only then are later calls refused
+    (`retry_budget_exceeded`). A call made after the last unit was taken still runs."""
     ctx = ExecutionContext(config(max_retries_total=LIMIT))
     failing = Calls(ConnectionError("provider down"))
     decisions = [ctx.wrap_llm_call(failing) for _ in range(failures)]
-    retried = min(failures, LIMIT - 1)
+    retried = min(failures, LIMIT)
     expected = [Decision.RETRY] * retried + [Decision.HALT] * (failures - retried)
     assert decisions == expected
-    assert failing.count == min(failures, LIMIT)
+    assert failing.count == failures
     assert ctx.get_snapshot().retries_used == min(failures, LIMIT)
     events = stop_events(ctx)
-    if failures < LIMIT:
+    if failures <= LIMIT:
         assert events == []
-        assert ctx.wrap_llm_call(Calls()) is Decision.ALLOW
-    elif failures == LIMIT:
-        assert events == ["provider_error"]
+        assert ctx.wrap_llm_call(Calls()) is Decision.ALLOW, "a retry that succeeds is not refused"
     else:
-        assert events == ["provider_error", "retry_budget_exceeded"]
+        assert events == ["provider_error"]
+        refused = Calls()
+        assert ctx.wrap_llm_call(refused) is Decision.HALT
+        assert refused.count == 0
+        assert stop_events(ctx) == ["provider_error", "retry_budget_exceeded"]
 
 
 @pytest.mark.parametrize("calls", [LIMIT - 1, LIMIT, LIMIT + 1])
@@ -121,7 +120,6 @@ def test_spent_cost_at_the_ceiling(spent: float, refused: bool) -> None:
 def test_zero_limits_refuse_the_first_call() -> None:
     for overrides, reason in [
         ({"max_steps": 0}, "step_limit_exceeded"),
-        ({"max_retries_total": 0}, "retry_budget_exceeded"),
         ({"max_cost_usd": 0.0}, "budget_exceeded"),
     ]:
         ctx = ExecutionContext(config(**overrides))

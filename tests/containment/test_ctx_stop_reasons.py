@@ -2,7 +2,7 @@
 
 import threading
 
-from ctx_helpers import Calls, assert_stop
+from ctx_helpers import Calls, assert_stop, stop_events
 
 from chainwarden.containment import STOP_REASONS, ExecutionConfig, ExecutionContext, WrapOptions
 from chainwarden.shield import BudgetWindowHook, CircuitBreaker, Decision, ShieldPipeline
@@ -64,21 +64,29 @@ def test_step_limit_exceeded() -> None:
 
 
 def test_retry_budget_exceeded_when_budget_is_zero() -> None:
+    """docs/design.md §34: with no retries, calls still run; the first failure stops the chain."""
     ctx = ExecutionContext(config(max_retries_total=0))
+    ok = Calls()
+    assert ctx.wrap_tool_call(ok) is Decision.ALLOW
+    assert ctx.wrap_tool_call(Calls(ConnectionError("down"))) is Decision.HALT
+    assert_stop(ctx, "provider_error")
     fn = Calls()
     assert ctx.wrap_tool_call(fn) is Decision.HALT
     assert fn.count == 0
     assert_stop(ctx, "retry_budget_exceeded")
 
 
-def test_provider_error_when_a_failure_drains_the_retry_budget() -> None:
+def test_provider_error_when_a_failure_finds_the_retry_budget_spent() -> None:
     ctx = ExecutionContext(config(max_retries_total=2))
     failing = Calls(ConnectionError("provider down"))
     assert ctx.wrap_llm_call(failing) is Decision.RETRY
+    assert ctx.wrap_llm_call(failing) is Decision.RETRY
+    assert ctx.get_snapshot().retries_used == 2
+    assert stop_events(ctx) == []
     assert ctx.wrap_llm_call(failing) is Decision.HALT
     assert_stop(ctx, "provider_error")
     assert ctx.get_snapshot().retries_used == 2
-    # Later calls are refused by the drained budget without running.
+    # Later calls are refused by the spent budget without running.
     fn = Calls()
     assert ctx.wrap_llm_call(fn) is Decision.HALT
     assert fn.count == 0

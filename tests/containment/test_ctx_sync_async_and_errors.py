@@ -135,7 +135,7 @@ def test_a_failure_keeps_its_message_cut_to_1000_code_points(caplog: pytest.LogC
 
 
 def test_messages_of_halted_and_unprintable_failures() -> None:
-    ctx = ExecutionContext(ExecutionConfig(max_cost_usd=10.0, max_steps=100, max_retries_total=1))
+    ctx = ExecutionContext(ExecutionConfig(max_cost_usd=10.0, max_steps=100, max_retries_total=0))
 
     class Unprintable(Exception):
         def __str__(self) -> str:
@@ -144,7 +144,7 @@ def test_messages_of_halted_and_unprintable_failures() -> None:
     def fails() -> None:
         raise Unprintable
 
-    assert ctx.wrap_llm_call(fails) is Decision.HALT  # drains the budget of 1: provider_error
+    assert ctx.wrap_llm_call(fails) is Decision.HALT  # no retry left: provider_error
     assert ctx.get_snapshot().nodes[0].error_message == "<unprintable Unprintable>"
     ok = fresh()
     ok.wrap_llm_call(lambda: None)

@@ -259,11 +259,11 @@ async def test_refused_async_calls_send_no_request(fake_provider: FakeProvider) 
 
 def test_provider_errors_use_the_retry_budget(fake_provider: FakeProvider) -> None:
     fake_provider.fail_next(500, times=3)
-    ctx = context(retries=2)
+    ctx = context(retries=1)
     client = chainwarden.instrument(openai_client(fake_provider), ctx)
-    with pytest.raises(openai.InternalServerError):
+    with pytest.raises(openai.InternalServerError):  # retried: the budget had one retry
         client.chat.completions.create(model="gpt-4o", messages=HI)
-    with pytest.raises(ChainHalted) as caught:
+    with pytest.raises(ChainHalted) as caught:  # none left: the chain stops (docs/design.md §34)
         client.chat.completions.create(model="gpt-4o", messages=HI, stream=True)
     assert caught.value.stop_reason == "provider_error"
     assert isinstance(caught.value.__cause__, openai.InternalServerError)

@@ -111,7 +111,7 @@ async def test_async_runs_and_a_budget_halt() -> None:
 
 
 def test_model_errors_count_against_the_retry_budget() -> None:
-    ctx = context(retries=2)
+    ctx = context(retries=1)
     handler = ChainwardenCallbackHandler(ctx)
     model = GenericFakeChatModel(messages=iter([]))  # exhausted: raises on every call
     with pytest.raises(StopIteration):

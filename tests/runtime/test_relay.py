@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from runtime_helpers import ScriptedExecutor, llm, request, usage_fact
 
-from chainwarden.billing import BillingUnsettled, SqliteLedger
+from chainwarden.billing import METRICS, BillingUnsettled, SqliteLedger
 from chainwarden.runtime import (
     AiEvent,
     AiRuntime,
@@ -193,11 +194,18 @@ async def test_a_ledger_failure_on_one_fact_spares_the_others(tmp_path: Path, st
         ) as rt:
             async with rt.run(request(graph_id="ext:x", run_id="run-l")) as run:
                 events = await _collect(run.ui_events())
-                # The refused fact waits in the outbox: billing is not settled, and the run says so.
-                with pytest.raises(BillingUnsettled, match="1 usage fact") as unsettled:
-                    await run.billing_settled(timeout=0.1)
-                assert unsettled.value.keys == ["run-l/0/u2"]
-                assert isinstance(unsettled.value.__cause__, sqlite3.IntegrityError)
+                if strict:
+                    # Strict billing raises the failure it knows as soon as every fact was attempted, not
+                    # after the timeout (60 s here, beyond the test's own 15 s limit).
+                    with pytest.raises(sqlite3.IntegrityError, match="rejected by test"):
+                        await run.billing_settled(timeout=60)
+                else:
+                    # The refused fact waits in the outbox: billing is not settled, and the run says so.
+                    with pytest.raises(BillingUnsettled, match="1 usage fact") as unsettled:
+                        await run.billing_settled(timeout=0.1)
+                    assert unsettled.value.keys == ["run-l/0/u2"]
+                    assert isinstance(unsettled.value.__cause__, sqlite3.IntegrityError)
+                assert await run._sink.waiting() == ["run-l/0/u2"]
             assert events == [TextDelta("x"), Done()]
             final = await run.final
             assert (final.ok, final.error) == (False, "internal")
@@ -210,6 +218,10 @@ async def test_a_ledger_failure_on_one_fact_spares_the_others(tmp_path: Path, st
             if strict:
                 with pytest.raises(sqlite3.IntegrityError, match="rejected by test"):
                     await run.billing_settled(timeout=30)
+                for _ in range(200):  # the drainer goes on with the parked fact all the same
+                    if not await run._sink.unsettled():
+                        break
+                    await asyncio.sleep(0.05)
             else:
                 await run.billing_settled(timeout=30)
             assert await run._sink.unsettled() == []
@@ -340,3 +352,36 @@ async def test_cancel_during_an_llm_call_cancels_the_provider_call(
     assert (await run.final).error == "aborted"
     assert [r.source_reference for r in ledger.receipts()] == ["run-h/0/u1"]
     assert asyncio.all_tasks() == before
+
+
+async def test_one_malformed_report_is_refused_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """docs/design.md §30: a report without a UsageFact (an executor bug that slipped past UsageReport's own
+    check) is refused alone; the valid facts reported beside it, in the same write-ahead batch, are billed,
+    and the run says its billing did not settle."""
+
+    @dataclass(frozen=True)
+    class LooksLikeAFact:  # the fields a UsageFact has, none of its checks
+        run_id: str = "run-m"
+        attempt: int = 0
+        usage_unit_id: str | None = None
+        input_tokens: int = 5
+        output_tokens: int = 5
+
+    with pytest.raises(TypeError, match="fact must be a UsageFact"):
+        UsageReport(LooksLikeAFact())  # type: ignore[arg-type]
+    smuggled = object.__new__(UsageReport)
+    object.__setattr__(smuggled, "fact", LooksLikeAFact())
+    reports = [UsageReport(usage_fact("run-m", "u1")), smuggled, UsageReport(usage_fact("run-m", "u3"))]
+    with (
+        SqliteLedger(tmp_path / "ledger.sqlite3") as ledger,
+        external_runtime(ledger, scripted(*reports, Done())) as rt,
+    ):
+        async with rt.run(request(graph_id="ext:x", run_id="run-m")) as run:
+            with pytest.raises(BillingUnsettled, match="could not be written") as unsettled:
+                await run.billing_settled(timeout=5)
+            assert isinstance(unsettled.value.__cause__, TypeError)
+        assert [r.source_reference for r in ledger.receipts(run_id="run-m")] == ["run-m/0/u1", "run-m/0/u3"]
+        assert (await run.final).ok is False
+    assert METRICS.get("billing.malformed_usage_report") >= 1

@@ -20,7 +20,7 @@ from chainwarden.billing.metrics import METRICS
 logger = logging.getLogger("chainwarden.billing")
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-_REQUIRED_TEXT = ("run_id", "source", "billing_account_id", "virtual_key_id")
+_REQUIRED_TEXT = ("source", "billing_account_id", "virtual_key_id")  # run_id: check_run_id
 _OPTIONAL_TEXT = ("usage_unit_id", "provider", "model")
 
 # docs/design.md §26: the limits both stores share.
@@ -46,6 +46,19 @@ def check_text(name: str, value: object, *, optional: bool = False) -> str | Non
         raise ValueError(f"{name} is {len(value)} characters long; at most {MAX_TEXT_CHARS} are allowed")
     _check_chars(name, value)
     return value
+
+
+def check_run_id(value: object, name: str = "run_id") -> str:
+    """A run id: text within the §26 limits, without ``/`` (docs/design.md §29). The idempotency key
+    ``{run_id}/{attempt}/{usage_unit_id}`` then parses one way only, so two different facts never
+    share a key (a ``usage_unit_id`` may contain ``/``)."""
+    text = check_text(name, value)
+    assert text is not None  # required text
+    if "/" in text:
+        raise ValueError(
+            f"{name} must not contain '/' (it separates the parts of the idempotency key), got {text!r}"
+        )
+    return text
 
 
 def _check_chars(name: str, value: str) -> None:
@@ -209,6 +222,7 @@ class UsageFact:
     _cost: Decimal | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        check_run_id(self.run_id)
         for name in _REQUIRED_TEXT:
             check_text(name, getattr(self, name))
         unit_id = None if _is_fallback_unit_id(self.usage_unit_id, self.run_id) else self.usage_unit_id
@@ -235,7 +249,8 @@ class UsageFact:
 
 
 def compute_idempotency_key(fact: UsageFact) -> str:
-    """`{run_id}/{attempt}/{usage_unit_id}`: the charge's `source_reference`.
+    """`{run_id}/{attempt}/{usage_unit_id}`: the charge's `source_reference`. Unique per fact: the run
+    id has no `/` and the attempt is digits, so the first two `/` split it back (docs/design.md §29).
 
     The fact must already carry its usage_unit_id; `with_usage_unit_id` assigns the fallback.
     """

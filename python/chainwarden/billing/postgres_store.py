@@ -14,6 +14,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, TypeVar
 
+from chainwarden._secrets import mask_secrets
 from chainwarden.billing.errors import LedgerUnavailable
 from chainwarden.billing.ledger import Failure, Ledger
 
@@ -158,7 +159,12 @@ class PostgresLedger(Ledger):
             ) from error
         self._psycopg = psycopg
         self._pool_module = psycopg_pool
-        params = conninfo_to_dict(dsn)
+        try:
+            params = conninfo_to_dict(dsn)
+        except psycopg.ProgrammingError as error:  # docs/design.md §31: the DSN is shown masked
+            raise ValueError(
+                f"dsn {mask_secrets(dsn)!r} is not a PostgreSQL connection string: {mask_secrets(str(error))}"
+            ) from None
         # Everything that selects the data (host, database, user, options such as search_path), never the
         # password.
         self._identity = "postgresql:" + " ".join(

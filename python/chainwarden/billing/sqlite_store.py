@@ -12,6 +12,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, TypeVar
 
+from chainwarden.billing.errors import LedgerUnavailable
 from chainwarden.billing.ledger import Failure, Ledger
 
 T = TypeVar("T")
@@ -111,7 +112,10 @@ class SqliteLedger(Ledger):
         self._lock = threading.Lock()
         self._busy_ms = -1
         # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE); Python opens none behind our back.
-        self._conn = sqlite3.connect(self.path, timeout=0, isolation_level=None, check_same_thread=False)
+        try:
+            self._conn = sqlite3.connect(self.path, timeout=0, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as error:  # a missing directory, a path that is not a file: say which path
+            raise LedgerUnavailable(self.describe, attempts=1, waited_s=0.0, reason=str(error)) from error
         try:
             self._set_busy_timeout(busy_timeout_s)
             # Reading the mode takes no lock; only a file that is not in WAL mode yet (a new one) is switched.
@@ -124,6 +128,9 @@ class SqliteLedger(Ledger):
             # never waits behind another process's long transaction.
             if not self._schema_complete():
                 self._run_write(self._create_schema)
+        except sqlite3.Error as error:  # not a database, read-only, a directory: say which path
+            self._conn.close()
+            raise LedgerUnavailable(self.describe, attempts=1, waited_s=0.0, reason=str(error)) from error
         except BaseException:
             self._conn.close()
             raise

@@ -23,7 +23,7 @@ from types import FunctionType
 from typing import Any, Final
 
 from chainwarden._core import CallKind, CallStatus, open_sync_calls
-from chainwarden.containment._outcomes import failed, gate, refuse, succeeded
+from chainwarden.containment._outcomes import failed, gate, refuse, spent, succeeded
 from chainwarden.containment._report import CURRENT_CALL, Binding, enclosing
 from chainwarden.containment._rich import bind as bind_options
 from chainwarden.containment._state import ChainState
@@ -165,18 +165,30 @@ async def wrap_async(
     if isinstance(error, asyncio.CancelledError) and (not cause or task.cancelling()):
         # Our caller was cancelled: the call went down with it, and the cancellation goes on.
         # Not the provider's failure: no retry consumed, no breaker strike.
-        core.fail(
-            node,
-            opts.operation_name != "",
-            opts.cost_estimate_hint,
-            False,
-            CallStatus.ERROR,
-            "CancelledError",
+        spent(
+            s,
+            core.fail(
+                node,
+                opts.operation_name != "",
+                opts.cost_estimate_hint,
+                False,
+                CallStatus.ERROR,
+                "CancelledError",
+            ),
         )
         raise error
     if cause == _CALL_LIMIT:
-        core.fail(
-            node, opts.operation_name != "", opts.cost_estimate_hint, False, CallStatus.TIMEOUT, "", "timeout"
+        spent(
+            s,
+            core.fail(
+                node,
+                opts.operation_name != "",
+                opts.cost_estimate_hint,
+                False,
+                CallStatus.TIMEOUT,
+                "",
+                "timeout",
+            ),
         )
         name = core.node_name(node)
         s.emit(

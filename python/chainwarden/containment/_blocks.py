@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from contextvars import Token
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Self
 
 from chainwarden._core import CallKind
 from chainwarden.containment._outcomes import NO_RESULT, failed, gate, refuse, succeeded
@@ -18,17 +18,36 @@ from chainwarden.shield.types import Decision
 
 if TYPE_CHECKING:
     from chainwarden.containment._state import ChainState
+    from chainwarden.containment.context import ExecutionContext
 
-__all__ = ["CallRefused", "ChainHalted", "ContainedBlock"]
+__all__ = ["CallRefused", "ChainHalted", "ContainedBlock", "halted"]
 
 
 class CallRefused(RuntimeError):
-    """A contained call did not run (or its result was not accepted)."""
+    """A contained call did not run (or its result was not accepted).
 
-    def __init__(self, decision: Decision, stop_reason: str | None) -> None:
-        super().__init__(f"call refused: {decision.value} ({stop_reason or 'unknown'})")
+    ``decision`` is the refusing verdict, ``stop_reason`` why, and ``detail`` the chain's figures
+    for that limit at the time (e.g. ``spent $1.0200 of the $1.0000 ceiling``), also in the message.
+    """
+
+    _prefix = "call refused"
+
+    def __init__(self, decision: Decision, stop_reason: str | None, detail: str | None = None) -> None:
+        text = f"{self._prefix}: {stop_reason or 'unknown'} ({decision.value})"
+        super().__init__(f"{text}: {detail}" if detail else text)
         self.decision = decision
         self.stop_reason = stop_reason
+        self.detail = detail
+
+    @classmethod
+    def of(cls, s: ChainState, decision: Decision, stop_reason: str | None = None) -> Self:
+        """The refusal of a call of chain ``s``, with the chain's figures for the limit that refused it
+        (``stop_reason`` defaults to the reason the last call on this thread recorded)."""
+        reason = s.note.reason if stop_reason is None else stop_reason
+        return cls(decision, reason, s.describe_stop(reason))
+
+    def __reduce__(self) -> tuple[type[Self], tuple[Decision, str | None, str | None]]:
+        return (type(self), (self.decision, self.stop_reason, self.detail))
 
 
 class ChainHalted(CallRefused):
@@ -39,12 +58,12 @@ class ChainHalted(CallRefused):
     ``stop_reason`` names why (``budget_exceeded``, ``step_limit_exceeded``, ``pipeline_halt``, ...)
     and ``decision`` is the refusing verdict (HALT, or a pipeline's DEGRADE / QUARANTINE / ...)."""
 
-    def __init__(self, decision: Decision, stop_reason: str | None) -> None:
-        super().__init__(decision, stop_reason)
-        self.args = (f"chain halted: {stop_reason or 'unknown'} ({decision.value})",)
+    _prefix = "chain halted"
 
-    def __reduce__(self) -> tuple[type[ChainHalted], tuple[Decision, str | None]]:
-        return (type(self), (self.decision, self.stop_reason))
+
+def halted(ctx: ExecutionContext, decision: Decision) -> ChainHalted:
+    """The ``ChainHalted`` of a call of ``ctx`` that just returned ``decision`` on this thread."""
+    return ChainHalted.of(ctx._s, decision)
 
 
 class ContainedBlock:
@@ -70,11 +89,11 @@ class ContainedBlock:
             False,
         )
         if not isinstance(node, int):
-            raise CallRefused(refuse(s, node, opts), s.note.reason)
+            raise CallRefused.of(s, refuse(s, node, opts))
         if s.gated:
             verdict = gate(s, node, self._kind, opts)
             if verdict is not None:
-                raise CallRefused(verdict, s.note.reason)
+                raise CallRefused.of(s, verdict)
         s.async_used = True
         self._open.append((node, CURRENT_CALL.set(bind(s.core, node))))
 
@@ -88,9 +107,9 @@ class ContainedBlock:
             # A block has no result: it is charged what it reported, else its estimate.
             decision = succeeded(s, node, self._kind, self._opts, NO_RESULT)
             if decision is not Decision.ALLOW:
-                raise CallRefused(decision, s.note.reason)
+                raise CallRefused.of(s, decision)
             return False
         decision = failed(s, exc, node, self._opts)
         if decision is Decision.RETRY:
             return False  # the block's own exception goes on, counted
-        raise CallRefused(decision, s.note.reason) from exc
+        raise CallRefused.of(s, decision) from exc

@@ -36,7 +36,7 @@ def _outcome(ctx: ExecutionContext, decision: Decision, box: list[Any], errors: 
     if errors and decision is Decision.RETRY:
         raise errors[0]
     # Read at once: nothing else ran on this thread since the wrap recorded why it stopped.
-    refused = CallRefused(decision, ctx.last_stop_reason)
+    refused = CallRefused.of(ctx._s, decision)
     if errors:
         raise refused from errors[0]
     raise refused

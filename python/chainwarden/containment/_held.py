@@ -48,11 +48,11 @@ class HeldCall:
             False,
         )
         if not isinstance(node, int):
-            raise ChainHalted(refuse(s, node, opts), node.reason)
+            raise ChainHalted.of(s, refuse(s, node, opts), node.reason)
         if s.gated:
             verdict = gate(s, node, kind, opts)
             if verdict is not None:
-                raise ChainHalted(verdict, s.note.reason)
+                raise ChainHalted.of(s, verdict)
         self._s = s
         self._kind = kind
         self._opts = opts
@@ -96,6 +96,10 @@ class HeldCall:
     def stop_reason(self) -> str | None:
         """Why the latest non-ALLOW settlement on this thread ended as it did."""
         return self._s.note.reason
+
+    def halted(self, decision: Decision) -> ChainHalted:
+        """The ``ChainHalted`` of a settlement that returned ``decision``, with the chain's figures."""
+        return ChainHalted.of(self._s, decision)
 
 
 def open_call(

@@ -10,7 +10,7 @@ import math
 from decimal import Decimal
 from typing import Any, Final
 
-from chainwarden._core import CallKind, CallStatus, StopCause
+from chainwarden._core import CallKind, CallStatus, ClosedCall, StopCause
 from chainwarden.containment import _governance as governance
 from chainwarden.containment import _rich as rich
 from chainwarden.containment._state import ChainState
@@ -18,7 +18,7 @@ from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.policy import PolicyContext
 from chainwarden.shield.types import Decision, ToolCallContext
 
-__all__ = ["NO_RESULT", "failed", "gate", "not_sync", "refuse", "succeeded"]
+__all__ = ["NO_RESULT", "failed", "gate", "not_sync", "refuse", "spent", "succeeded"]
 
 logger = logging.getLogger("chainwarden.containment")
 
@@ -82,10 +82,23 @@ def tool_ctx(
     )
 
 
+def spent(s: ChainState, closed: ClosedCall) -> ClosedCall:
+    """What a call that did not succeed reported before it ended is charged like a success's cost
+    (docs/design.md §30): to the parent chain and the metrics (the core already counted it)."""
+    cost = closed.charged_usd
+    if cost > 0.0:
+        if s.parent is not None:
+            s.parent.propagate_child_cost(cost)
+        if s.metrics is not None:
+            s.metrics.record_cost(s.metadata.chain_id, cost)
+    return closed
+
+
 def halt_admitted(s: ChainState, node_id: int, opts: WrapOptions, why: str) -> None:
-    s.core.fail(
+    closed = s.core.fail(
         node_id, opts.operation_name != "", opts.cost_estimate_hint, False, CallStatus.HALTED, "", why
     )
+    spent(s, closed)
     s.count_decision("HALT")
     s.note.reason = why
 
@@ -149,9 +162,10 @@ def hook_raised(s: ChainState, node_id: int, opts: WrapOptions, err: Exception) 
 
 def hook_failed(s: ChainState, node_id: int, opts: WrapOptions, error_class: str = "HookError") -> None:
     # A hook that raises must not leak the call's reservations or leave its node open.
-    s.core.fail(
+    closed = s.core.fail(
         node_id, opts.operation_name != "", opts.cost_estimate_hint, False, CallStatus.ERROR, error_class
     )
+    spent(s, closed)
 
 
 def _priced(s: ChainState, result: Any, opts: WrapOptions) -> float | None:
@@ -268,7 +282,7 @@ def failed(s: ChainState, exc: BaseException, node_id: int, opts: WrapOptions) -
     if cause is not None:
         # The chain was cancelled while the call ran: its failure is the cancellation's doing.
         why = cause.reason
-        core.fail(node_id, named, estimate, False, cause.status, "", why, _message(exc))
+        spent(s, core.fail(node_id, named, estimate, False, cause.status, "", why, _message(exc)))
         s.note.reason = why
         reraise_signals(exc)
         return Decision.HALT
@@ -284,19 +298,25 @@ def failed(s: ChainState, exc: BaseException, node_id: int, opts: WrapOptions) -
         raise
     if verdict == Decision.HALT:
         s.mirror_pipeline()
-        core.fail(node_id, named, estimate, False, CallStatus.HALTED, "", "pipeline_halt", _message(exc))
+        spent(
+            s,
+            core.fail(node_id, named, estimate, False, CallStatus.HALTED, "", "pipeline_halt", _message(exc)),
+        )
         s.count_decision("HALT")
         s.note.reason = "pipeline_halt"
         reraise_signals(exc)
         return Decision.HALT
     error_class = type(exc).__name__
-    stop = core.fail(node_id, named, estimate, True, CallStatus.ERROR, error_class, None, _message(exc))
+    closed = spent(
+        s, core.fail(node_id, named, estimate, True, CallStatus.ERROR, error_class, None, _message(exc))
+    )
+    stop = closed.stop
     if stop is not None:
-        # docs/design.md §5 provider_error: the failure that drains the retry budget stops the
-        # chain now; retry_budget_exceeded: calls on other threads drained it first.
+        # docs/design.md §34 provider_error: the failure that finds the retry budget spent stops
+        # the chain now; retry_budget_exceeded: a failure on another thread stopped it first.
         budget = s.config.max_retries_total
         if stop == "provider_error":
-            detail = f"{error_class} exhausted the retry budget of {budget}"
+            detail = f"{error_class} found the retry budget of {budget} spent"
         else:
             detail = f"retry budget {budget} exhausted"
         s.forced_stop(stop, detail, error_class=error_class)

@@ -94,7 +94,8 @@ def report_cost(
     """Charges the wrapped call this runs inside with its actual cost (and token counts).
 
     Called more than once in one call, the reports add up. The call is then settled at this
-    cost instead of its ``cost_estimate_hint``; a call that fails is charged nothing.
+    cost instead of its ``cost_estimate_hint``; a call that fails after reporting is still charged
+    what it reported (docs/design.md §30).
     Raises ``RuntimeError`` outside a wrapped call (or after it ended), ``ValueError`` naming the
     argument for a NaN, infinite or negative value or a total that would overflow, ``TypeError``
     for a value that is not a number. Nothing is recorded when it raises.

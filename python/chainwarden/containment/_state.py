@@ -58,6 +58,7 @@ class ChainState:
         "cost_of",
         "dispatch",
         "events",
+        "first_stop",
         "gated",
         "governed",
         "governor",
@@ -74,6 +75,7 @@ class ChainState:
         "policy_views",
         "stop_snapshot",
         "tasks",
+        "timeout_reported",
         "token",
     )
 
@@ -131,6 +133,9 @@ class ChainState:
         self.lock = threading.Lock()
         self.tasks: dict[Cancellable, asyncio.AbstractEventLoop] = {}
         self.stop_snapshot: ContextSnapshot | None = None
+        self.timeout_reported = False
+        # The reason of the chain's first forced stop (the root node ends with it).
+        self.first_stop: str | None = None
 
     def _let_through(self, detail: str) -> None:
         self.events.append(
@@ -148,6 +153,10 @@ class ChainState:
 
     def snapshot(self) -> ContextSnapshot:
         core = self.core
+        if not self.timeout_reported and core.cancel_cause == StopCause.TIMEOUT:
+            # The timer only marked the chain (docs/design.md §32): its stop is reported here, on
+            # the reader's thread, if no call of the chain reported it yet.
+            self.report_timeout()
         steps, cost, retries, aborted, abort_reason, elapsed_ms, records = core.counters()
         nodes = NodeRecordView(core, records, self.partials)
         self.drain_graph_events()
@@ -201,13 +210,25 @@ class ChainState:
     def forced_stop(self, stop_reason: str, detail: str, **metadata: Any) -> None:
         """Keeps the partial-result snapshot of the first forced stop, then logs the stop."""
         if self.stop_snapshot is None:
+            self.first_stop = stop_reason
             self.stop_snapshot = self.snapshot()
             # Once per chain: later refusals repeat the same reason (they are in the event log).
             _log.info("chain %s stopped: %s (%s)", self.metadata.chain_id, stop_reason, detail)
         self.emit(stop_reason, detail, **metadata)
 
     def mirror_pipeline(self) -> list[Any]:
-        events: list[Any] = list(self.pipeline.get_events()) if self.pipeline is not None else []
+        """Copies the pipeline's new events into the chain's log. A pipeline whose ``get_events``
+        raises is logged and skipped (docs/design.md §22): the caller's snapshot or stop goes on."""
+        pipeline = self.pipeline
+        if pipeline is None:
+            return []
+        try:
+            events: list[Any] = list(pipeline.get_events())
+        except Exception:
+            _log.warning(
+                "pipeline get_events() raised; its events are missing from the chain log", exc_info=True
+            )
+            return []
         self.events.extend(events)
         return events
 
@@ -226,22 +247,60 @@ class ChainState:
                 )
             )
 
+    def describe_stop(self, reason: str | None) -> str:
+        """The chain's figures for the limit behind ``reason``, as a refusal states them."""
+        steps, cost, retries, _, abort_reason, elapsed_ms, _ = self.core.counters()
+        cfg = self.config
+        if reason == "budget_exceeded":
+            reserved = self.core.reserved_usd
+            held = f" (${reserved:.4f} reserved by calls in flight)" if reserved else ""
+            return f"spent ${cost:.4f}{held} of the ${cfg.max_cost_usd:.4f} ceiling"
+        if reason == "step_limit_exceeded":
+            in_flight = self.core.in_flight
+            running = f" (+{in_flight} in flight)" if in_flight else ""
+            return f"{steps} steps{running} of the limit of {cfg.max_steps}"
+        if reason in ("retry_budget_exceeded", "provider_error"):
+            return f"{retries} of {cfg.max_retries_total} retries used, and a failure found none left"
+        if reason == "timeout":
+            if self.core.cancel_cause != StopCause.TIMEOUT:
+                return "the call's own timeout_ms ran out"
+            return f"{elapsed_ms:.0f} ms elapsed of the chain's timeout_ms={cfg.timeout_ms}"
+        if reason == "aborted":
+            return f"aborted: {abort_reason}" if abort_reason else "aborted"
+        return (
+            f"spent ${cost:.4f} of ${cfg.max_cost_usd:.4f}, {steps} of {cfg.max_steps} steps, "
+            f"{retries} of {cfg.max_retries_total} retries"
+        )
+
     def count_decision(self, decision: str) -> None:
         if self.metrics is not None:
             self.metrics.record_decision(self.metadata.chain_id, decision)
 
     # -- cancellation ----------------------------------------------------------------------
 
+    def on_timer(self) -> None:
+        """The chain's deadline passed, seen by the shared timer thread: marks the chain and cancels
+        its work, nothing more (docs/design.md §32). Reporting the stop reads the pipeline's events
+        and writes logs, which is user code: the chain's own threads do it (``on_timeout``, or the
+        next snapshot), so one chain's slow hook never delays another chain's timeout."""
+        self.core.cancel(StopCause.TIMEOUT)
+        self.cancel_all()
+
     def on_timeout(self) -> None:
+        """A call of this chain, on the chain's own thread or loop, met the chain's timeout."""
         # The core may have noticed the deadline first (and set the cause); report it either way,
         # but not when an abort already stopped the chain.
         self.core.cancel(StopCause.TIMEOUT)
         try:
-            if self.core.cancel_cause == StopCause.TIMEOUT:
-                self.forced_stop("timeout", f"timeout_ms={self.config.timeout_ms} elapsed")
+            self.report_timeout()
         finally:
             # A duck-typed pipeline whose get_events raises must not keep waiting calls waiting.
             self.cancel_all()
+
+    def report_timeout(self) -> None:
+        if self.core.cancel_cause == StopCause.TIMEOUT:
+            self.timeout_reported = True  # first: forced_stop takes a snapshot, which looks here
+            self.forced_stop("timeout", f"timeout_ms={self.config.timeout_ms} elapsed")
 
     def cancel_all(self) -> None:
         """Signals the token and cancels the async calls in flight."""

@@ -123,7 +123,7 @@ class ExecutionContext:
         def fire() -> None:
             state = ref()
             if state is not None:
-                state.on_timeout()
+                state.on_timer()
 
         self._timer = timeouts.schedule(seconds, fire)
 
@@ -135,7 +135,7 @@ class ExecutionContext:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         leave(self)
-        self.close()
+        self._end(exc)
 
     async def __aenter__(self) -> ExecutionContext:
         enter(self)
@@ -145,10 +145,15 @@ class ExecutionContext:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         leave(self)
-        self.close()
+        self._end(exc)
 
     def close(self) -> None:
-        """Ends the chain: later wraps are refused as aborted ("context_closed"). Idempotent."""
+        """Ends the chain: later wraps are refused as aborted ("context_closed"), and the chain's root
+        node ends (halted with the first stop reason if the chain was stopped, else success).
+        Idempotent."""
+        self._end(None)
+
+    def _end(self, exc: BaseException | None) -> None:
         s = self._s
         with s.lock:
             if self._closed:
@@ -162,6 +167,9 @@ class ExecutionContext:
                 running,
                 s.metadata.chain_id,
             )
+        cause = s.core.cancel_cause
+        stop = s.first_stop or (cause.reason if cause is not None else None)
+        s.core.close_root(stop, None if exc is None else type(exc).__name__)
         s.core.abort("context_closed")
         s.cancel_all()
         if self._timer is not None:
@@ -186,6 +194,7 @@ class ExecutionContext:
             raise TypeError(f"reason must be a str, got {type(reason).__name__}")
         s = self._s
         if s.stop_snapshot is None:
+            s.first_stop = "aborted"
             s.stop_snapshot = s.snapshot()
         if s.core.abort(reason):
             s.emit("aborted", reason)

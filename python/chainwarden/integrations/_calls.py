@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chainwarden._core import CallKind
-from chainwarden.containment._blocks import ChainHalted
+from chainwarden.containment._blocks import halted as refused
 from chainwarden.containment._held import open_call
 from chainwarden.containment._report import report_cost
 from chainwarden.containment.context import ExecutionContext
@@ -66,7 +66,7 @@ def outcome(ctx: ExecutionContext, decision: Decision, box: list[Any], errors: l
         return box[0]
     if errors and decision is Decision.RETRY:
         raise errors[0]  # the provider's own error, counted against the retry budget
-    halted = ChainHalted(decision, ctx.last_stop_reason)
+    halted = refused(ctx, decision)
     if errors:
         raise halted from errors[0]
     raise halted

@@ -33,7 +33,7 @@ def settle_failure(held: HeldCall, exc: BaseException) -> ChainHalted | None:
     chain stops there, None when the error itself should propagate (retries remain)."""
     decision = held.fail(exc)
     if decision is Decision.HALT:
-        return ChainHalted(decision, held.stop_reason())
+        return held.halted(decision)
     return None
 
 
@@ -56,7 +56,7 @@ class Settle:
         charge(self.usage, self.estimate, self.overrides, held.report)
         decision = held.succeed()
         if decision is not Decision.ALLOW:
-            raise ChainHalted(decision, held.stop_reason())
+            raise held.halted(decision)
 
     def quietly(self) -> None:
         """Settles from a finalizer: nothing may escape."""

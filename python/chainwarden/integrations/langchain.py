@@ -243,4 +243,4 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
 
 
 def _halted(decision: Decision, held: HeldCall) -> ChainHalted:
-    return ChainHalted(decision, held.stop_reason())
+    return held.halted(decision)

@@ -85,7 +85,8 @@ class Run:
         A fact whose commit failed waits in the durable outbox until the drainer commits it; if some are
         still there after `timeout` seconds (None: no limit) this raises `BillingUnsettled`, which says how
         many and where they are (they stay there and will still be committed). With `strict_billing=True` a
-        run whose billing failed at all (even if the outbox settled it since) raises its first failure.
+        run whose billing failed at all raises its first failure as soon as every fact was attempted,
+        without waiting for the outbox (the facts it parked are still committed later).
         """
         if timeout is not None:
             if isinstance(timeout, bool) or not isinstance(timeout, int | float):
@@ -95,6 +96,9 @@ class Run:
         start = time.monotonic()
         await self._relay.wait()
         await self._sink.settled()
+        if self._strict and self._sink.failures:
+            # Every fact was attempted and one failed: strict billing knows its answer now.
+            raise self._sink.failures[0]
         while (waiting := await self._sink.waiting()) or self._sink.lost:
             waited = time.monotonic() - start
             # Lost facts will never settle: waiting longer cannot help.
@@ -104,8 +108,6 @@ class Run:
                 )
                 raise error from (self._sink.failures[0] if self._sink.failures else None)
             await asyncio.sleep(_SETTLE_POLL_S)
-        if self._strict and self._sink.failures:
-            raise self._sink.failures[0]
 
     @property
     def receipts(self) -> list[ChargeReceipt]:

@@ -19,6 +19,7 @@ import logging
 
 from chainwarden.billing import ChargeReceipt, Pricing, UsageFact
 from chainwarden.billing.delivery import BillingDelivery, Delivered, Journaled
+from chainwarden.billing.metrics import METRICS
 
 logger = logging.getLogger("chainwarden.billing")
 
@@ -80,7 +81,9 @@ class BillingSink:
                     self._reported_wake.clear()
                     await self._reported_wake.wait()
                     continue
-                batch, self._reported = self._reported, []
+                batch, self._reported = self._refuse_malformed(self._reported), []
+                if not batch:
+                    continue
                 try:
                     journaled = await self._write(batch)
                 except Exception as error:  # write_ahead does not raise; this is the last line of defence
@@ -91,6 +94,18 @@ class BillingSink:
         finally:
             self._writing_done = True
             self._journaled_wake.set()
+
+    def _refuse_malformed(self, reported: list[tuple[UsageFact, int]]) -> list[tuple[UsageFact, int]]:
+        """One bad report is refused alone, the valid ones beside it go on (docs/design.md §30). A report
+        without a UsageFact cannot be billed: it counts as lost, so the run's billing does not settle."""
+        valid: list[tuple[UsageFact, int]] = []
+        for fact, index in reported:
+            if isinstance(fact, UsageFact):
+                valid.append((fact, index))
+                continue
+            METRICS.increment("billing.malformed_usage_report")
+            self._lose([index], TypeError(f"a usage report carries a {type(fact).__name__}, not a UsageFact"))
+        return valid
 
     async def _write(self, batch: list[tuple[UsageFact, int]]) -> list[Journaled]:
         """The outbox is a local file, but may wait on another process's lock: off the loop, on the

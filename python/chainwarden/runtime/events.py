@@ -36,10 +36,15 @@ class ToolCallResult:
 
 @dataclass(frozen=True)
 class UsageReport:
-    """Billing-only: never shown to UI subscribers."""
+    """Billing-only: never shown to UI subscribers. ``fact`` must be a ``UsageFact`` (checked here, where
+    the executor builds the report)."""
 
     fact: UsageFact
     type: Literal["usage_report"] = field(default="usage_report", init=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.fact, UsageFact):
+            raise TypeError(f"fact must be a UsageFact, got {type(self.fact).__name__}")
 
 
 @dataclass(frozen=True)

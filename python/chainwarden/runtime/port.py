@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from chainwarden.billing.facts import check_run_id
 from chainwarden.runtime.events import AiEvent
 
 
@@ -32,7 +33,8 @@ class GraphRunRequest:
     def __post_init__(self) -> None:
         for name in ("graph_id", "model", "billing_account_id", "virtual_key_id"):
             _check_str(name, getattr(self, name))
-        _check_str("run_id", self.run_id, optional=True)
+        if self.run_id is not None:
+            check_run_id(self.run_id)  # docs/design.md §29: it enters every idempotency key
         _check_str("ingress_request_id", self.ingress_request_id, optional=True)
         if not isinstance(self.messages, list) or not all(isinstance(m, dict) for m in self.messages):
             raise TypeError("messages must be a list of dicts")

@@ -106,11 +106,14 @@ class RunEventRelay:
             logger.error("upstream sent %r, which is not an AiEvent; ignored", type(event).__name__)
             return
         if isinstance(event, UsageReport):
-            # Billing first and always, including after the terminal event (docs/design.md §18).
+            # Billing first and always, including after the terminal event (docs/design.md §18). A report
+            # smuggled past its own check (no UsageFact) is the billing's to refuse, alone (§30).
             self.usage_reports += 1
-            self.prompt_tokens += event.fact.input_tokens or 0
-            self.completion_tokens += event.fact.output_tokens or 0
-            self._on_usage(event.fact)
+            fact = event.fact
+            if isinstance(fact, UsageFact):
+                self.prompt_tokens += fact.input_tokens or 0
+                self.completion_tokens += fact.output_tokens or 0
+            self._on_usage(fact)
             return
         if self._terminal:
             # After an Error the relay has already written the Done the upstream owes, so the upstream's own

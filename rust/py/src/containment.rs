@@ -191,6 +191,17 @@ impl StopCause {
     }
 }
 
+/// How `ChainCore.fail` closed a call.
+#[pyclass(frozen, module = "chainwarden._core")]
+pub struct ClosedCall {
+    /// The stop reason the retry budget imposes (`provider_error`, `retry_budget_exceeded`), or None.
+    #[pyo3(get)]
+    stop: Option<&'static str>,
+    /// What the call reported before it ended, charged to the chain (0.0 when nothing).
+    #[pyo3(get)]
+    charged_usd: f64,
+}
+
 #[pyclass(frozen, module = "chainwarden._core")]
 pub struct ChainCore {
     inner: Contained,
@@ -433,9 +444,9 @@ impl ChainCore {
         Ok(self.inner.succeed(node, named, cost_estimate, actual)?)
     }
 
-    /// Closes a failed or stopped call admitted with `cost_estimate`. Returns the stop reason
-    /// the retry budget imposes (`provider_error` when this failure drained it,
-    /// `retry_budget_exceeded` when nothing was left), else None.
+    /// Closes a failed or stopped call admitted with `cost_estimate`, charging what it reported
+    /// before it ended (docs/design.md §30). Returns a `ClosedCall`: the stop reason the retry
+    /// budget imposes (docs/design.md §34) and the cost charged.
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (node, named, cost_estimate, retry, status, error_class, halt_reason=None, error_message=None))]
     fn fail(
@@ -448,7 +459,7 @@ impl ChainCore {
         error_class: &str,
         halt_reason: Option<&str>,
         error_message: Option<&str>,
-    ) -> errors::Result<Option<&'static str>> {
+    ) -> errors::Result<ClosedCall> {
         let failure = Failure {
             cost_estimate,
             retry,
@@ -457,7 +468,21 @@ impl ChainCore {
             message: error_message,
         };
         pop_sync_call(self, node);
-        Ok(self.inner.fail(node, named, failure)?)
+        let closed = self.inner.fail(node, named, failure)?;
+        Ok(ClosedCall {
+            stop: closed.stop,
+            charged_usd: closed.charged_usd,
+        })
+    }
+
+    /// Ends the chain's root node (see `Contained::close_root`).
+    #[pyo3(signature = (stop_reason=None, error_class=None))]
+    fn close_root(
+        &self,
+        stop_reason: Option<&str>,
+        error_class: Option<&str>,
+    ) -> errors::Result<()> {
+        Ok(self.inner.close_root(stop_reason, error_class)?)
     }
 
     fn abort(&self, reason: &str) -> bool {
@@ -563,6 +588,7 @@ impl ChainCore {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ChainCore>()?;
+    m.add_class::<ClosedCall>()?;
     m.add_class::<CallKind>()?;
     m.add_class::<CallStatus>()?;
     m.add_class::<StopCause>()?;

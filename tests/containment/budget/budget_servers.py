@@ -27,12 +27,18 @@ def redis_binary() -> str:
 
 
 class RedisServer:
-    """One redis-server process; ``stop`` and ``start`` take it away and bring it back on the same socket."""
+    """One redis-server process; ``stop`` and ``start`` take it away and bring it back on the same socket.
 
-    def __init__(self) -> None:
+    ``persistent`` runs it with an append-only file synced on every write (what docs/containment.md asks
+    of a budget's server), else it keeps nothing across a restart; ``password`` requires that password
+    (its ``url`` then carries it)."""
+
+    def __init__(self, *, persistent: bool = False, password: str | None = None) -> None:
         self.dir = tempfile.mkdtemp(prefix="cw-redis.")
         self.socket = f"{self.dir}/redis.sock"
-        self.url = f"unix://{self.socket}"
+        self.url = f"unix://:{password}@{self.socket}" if password else f"unix://{self.socket}"
+        self._persistent = persistent
+        self._password = password
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -46,8 +52,10 @@ class RedisServer:
                 "--unixsocketperm", "700",
                 "--dir", self.dir,
                 "--save", "",
-                "--appendonly", "no",
+                "--appendonly", "yes" if self._persistent else "no",
+                "--appendfsync", "always",
                 "--daemonize", "no",
+                *(["--requirepass", self._password] if self._password else []),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

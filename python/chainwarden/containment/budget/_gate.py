@@ -13,7 +13,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Final
 
-from chainwarden._core import CallKind, CallStatus, ChainCore, StopCause
+from chainwarden._core import CallKind, CallStatus, ChainCore, ClosedCall, StopCause
+from chainwarden._secrets import mask_secrets
 from chainwarden.containment.budget._protocol import EPSILON, reserves
 
 __all__ = ["BackendStop", "BudgetedCore", "SharedBudget"]
@@ -171,9 +172,10 @@ class BudgetedCore:
                 if spent >= b.ceiling:
                     raise OverflowError(f"shared budget spent ${spent:.6f} >= ceiling ${b.ceiling:.6f}")
         except OverflowError as err:
-            return BackendStop(EXCEEDED, str(err))
+            return BackendStop(EXCEEDED, mask_secrets(str(err)))
         except Exception as err:
-            detail = f"budget backend unreachable: {type(err).__name__}: {err}"
+            # Any backend's message may name its server: shown masked (docs/design.md §31).
+            detail = f"budget backend unreachable: {type(err).__name__}: {mask_secrets(str(err))}"
             if not b.fail_open:
                 logger.warning("%s; the call is refused (fail closed)", detail)
                 return BackendStop(UNAVAILABLE, detail)
@@ -215,13 +217,17 @@ class BudgetedCore:
         error_class: str,
         halt_reason: str | None = None,
         error_message: str | None = None,
-    ) -> str | None:
+    ) -> ClosedCall:
+        charged: float | None = None
         try:
-            return self._core.fail(
+            closed = self._core.fail(
                 node, named, cost_estimate, retry, status, error_class, halt_reason, error_message
             )
+            # What the call reported before it ended was spent (docs/design.md §30).
+            charged = closed.charged_usd or None
+            return closed
         finally:
-            self._release(node, None)
+            self._release(node, charged)
 
     def _release(self, node: int, cost: float | None) -> None:
         """Settles ``cost`` (None: charge nothing) against the node's hold. A backend that fails here
@@ -249,7 +255,7 @@ class BudgetedCore:
                 "budget backend could not settle a call (%s: %s); $%s is missing from the shared "
                 "budget and its hold expires on its own",
                 type(err).__name__,
-                err,
+                mask_secrets(str(err)),
                 "0" if cost is None else f"{cost:.6f}",
             )
 

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
+from chainwarden._secrets import mask_secrets
 from chainwarden.containment.budget._protocol import (
     DEFAULT_RESERVATION_TTL_S,
     EPSILON,
@@ -73,9 +74,10 @@ class PostgresBudgetBackend:
         try:
             conninfo_to_dict(dsn)
         except psycopg.ProgrammingError as err:
-            raise ValueError(f"dsn is not a PostgreSQL connection string: {err}") from None
+            raise ValueError(f"dsn is not a PostgreSQL connection string: {mask_secrets(str(err))}") from None
         self._psycopg: Any = psycopg
         self._dsn = dsn
+        self._where = mask_secrets(dsn)  # docs/design.md §31: the only form of the DSN ever shown
         self._key = key
         self._timeout = max(1, round(timeout))  # libpq's connect_timeout is whole seconds
         self._conn: Any = None
@@ -90,7 +92,7 @@ class PostgresBudgetBackend:
         return self._ttl
 
     def __repr__(self) -> str:
-        return f"PostgresBudgetBackend(key={self._key!r})"  # the DSN may hold a password
+        return f"PostgresBudgetBackend({self._where!r}, key={self._key!r})"
 
     def _connection(self) -> Any:
         if self._conn is None or self._conn.closed:
@@ -128,7 +130,9 @@ class PostgresBudgetBackend:
                 if self._conn is not None and self._conn.broken:
                     self._conn.close()
                     self._conn = None
-                raise BudgetBackendUnavailable(f"PostgreSQL budget backend {what} failed: {err}") from err
+                raise BudgetBackendUnavailable(
+                    f"PostgreSQL budget backend {self._where!r} {what} failed: {mask_secrets(str(err))}"
+                ) from err
 
     def _spent(self, cur: Any) -> float:
         cur.execute("SELECT spent FROM chainwarden_budget WHERE key = %s", (self._key,))

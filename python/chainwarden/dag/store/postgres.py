@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from chainwarden._secrets import mask_secrets
 from chainwarden.dag.store.backend import Backend, Delta, Rows, Tx
 from chainwarden.dag.store.errors import StoreConnectionError, StoreError, graph_not_found
 
@@ -60,7 +61,10 @@ class PostgresBackend(Backend):
         try:
             return psycopg.connect(self._target, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
-            raise StoreConnectionError(f"cannot connect to the PostgreSQL store: {exc}") from exc
+            where = mask_secrets(self._target)  # docs/design.md §31: named, its password masked
+            raise StoreConnectionError(
+                f"cannot connect to the PostgreSQL store {where!r}: {mask_secrets(str(exc))}"
+            ) from exc
 
     @contextmanager
     def _translated(self) -> Iterator[None]:
@@ -70,12 +74,16 @@ class PostgresBackend(Backend):
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             # The connection is gone: nothing of this transaction was committed; the next call reconnects.
             self._drop()
-            raise StoreConnectionError(f"lost the connection to the PostgreSQL store: {exc}") from exc
+            raise StoreConnectionError(
+                f"lost the connection to the PostgreSQL store: {mask_secrets(str(exc))}"
+            ) from exc
         except psycopg.Error as exc:
             conn = self._conn
             if conn is None or conn.closed or conn.broken:
                 self._drop()
-                raise StoreConnectionError(f"lost the connection to the PostgreSQL store: {exc}") from exc
+                raise StoreConnectionError(
+                    f"lost the connection to the PostgreSQL store: {mask_secrets(str(exc))}"
+                ) from exc
             raise StoreError(f"PostgreSQL store: {exc}") from exc
 
     @contextmanager

@@ -6,6 +6,7 @@ import time
 from types import TracebackType
 
 from chainwarden._core import DagEngine
+from chainwarden._secrets import mask_secrets
 from chainwarden.dag.errors import invalid_argument
 from chainwarden.dag.store.backend import Backend
 from chainwarden.dag.store.bound import StoredGraph
@@ -73,4 +74,4 @@ class Store:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Store.open({self._url!r})"
+        return f"Store.open({mask_secrets(self._url)!r})"  # docs/design.md §31

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from chainwarden._secrets import mask_secrets
 from chainwarden.dag.store.errors import StoreUrlError
 
 MEMORY = ":memory:"
@@ -24,10 +25,11 @@ def parse(url: object) -> StoreUrl:
     if url.startswith("sqlite:///"):
         path = url[len("sqlite:///") :]
         if not path or path.endswith("/"):
-            raise StoreUrlError(f"url {url!r} names no SQLite file")
+            raise StoreUrlError(f"url {mask_secrets(url)!r} names no SQLite file")
         return StoreUrl("sqlite", path)
     if url.startswith(("postgresql://", "postgres://")):
         return StoreUrl("postgresql", url)
     raise StoreUrlError(
-        f"url {url!r} is not a store URL (expected 'sqlite:///path.db', ':memory:' or 'postgresql://...')"
+        f"url {mask_secrets(url)!r} is not a store URL "
+        "(expected 'sqlite:///path.db', ':memory:' or 'postgresql://...')"
     )

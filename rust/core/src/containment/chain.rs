@@ -66,15 +66,15 @@ impl Stop {
     }
 }
 
-/// What the retry budget said about a failed call that asked for a retry.
+/// What the retry budget said about a failed call that asked for a retry (docs/design.md §34).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RetryVerdict {
-    /// One unit consumed and more remain: the caller may retry.
+    /// One unit consumed: the caller may retry.
     Granted,
-    /// One unit consumed and it was the last: the chain stops with `provider_error`.
+    /// No unit was left: this failure stops the chain with `provider_error`.
     Drained,
-    /// Nothing left (calls in flight on other threads drained it): no unit consumed, the call
-    /// halts with `retry_budget_exceeded`.
+    /// The chain was already stopped by a failure that found no unit (on another thread): the
+    /// call halts with `retry_budget_exceeded`.
     Exhausted,
 }
 
@@ -149,6 +149,9 @@ struct Counters {
     /// must not all slip under the ceiling.
     reserved_usd: f64,
     abort_reason: Option<String>,
+    /// A failure found the retry budget spent: the chain refuses calls from then on
+    /// (docs/design.md §34).
+    retries_exhausted: bool,
     /// Reports of calls still in flight; a handful at most, so a vector beats a map.
     reports: Vec<(NodeId, Reported)>,
     records: Vec<Record>,
@@ -244,7 +247,7 @@ impl Chain {
         if c.steps + c.in_flight >= limits.max_steps {
             return Err(Stop::Steps);
         }
-        if c.retries >= limits.max_retries_total {
+        if c.retries_exhausted {
             return Err(Stop::Retries);
         }
         if self.timed_out() {
@@ -327,25 +330,39 @@ impl Chain {
         Ok(settled)
     }
 
-    /// Closes a failed or stopped call: releases its reservation and, with `retry`, consumes a
-    /// unit of the retry budget in the same critical section as the check, so concurrent
-    /// failures never take the budget past `max_retries_total`.
-    pub fn settle_failure(&self, node: NodeId, cost_estimate: f64, retry: bool) -> RetryVerdict {
+    /// Closes a failed or stopped call: releases its reservation, charges what it reported
+    /// before it failed (docs/design.md §30: the provider was paid whatever happened next; no
+    /// step is counted) and, with `retry`, consumes a unit of the retry budget in the same
+    /// critical section as the check, so concurrent failures never take the budget past
+    /// `max_retries_total` (docs/design.md §34). Returns the verdict and what was charged.
+    pub fn settle_failure(
+        &self,
+        node: NodeId,
+        cost_estimate: f64,
+        retry: bool,
+    ) -> (RetryVerdict, Option<Reported>) {
         let mut c = self.counters.lock();
-        c.take_report(node);
+        let charged = c.take_report(node);
+        if let Some(r) = charged {
+            // A failure cannot be refused: a total past f64 is held at its largest value, which
+            // still stops the chain (the report itself was checked finite).
+            let total = c.cost_usd + r.cost_usd;
+            c.cost_usd = if total.is_finite() { total } else { f64::MAX };
+        }
         c.unreserve(cost_estimate);
         if !retry {
-            return RetryVerdict::Granted;
+            return (RetryVerdict::Granted, charged);
         }
-        if c.retries >= self.limits.max_retries_total {
-            return RetryVerdict::Exhausted;
-        }
-        c.retries += 1;
-        if c.retries >= self.limits.max_retries_total {
-            RetryVerdict::Drained
-        } else {
+        let verdict = if c.retries_exhausted {
+            RetryVerdict::Exhausted
+        } else if c.retries < self.limits.max_retries_total {
+            c.retries += 1;
             RetryVerdict::Granted
-        }
+        } else {
+            c.retries_exhausted = true;
+            RetryVerdict::Drained
+        };
+        (verdict, charged)
     }
 
     /// Signals cancellation; only the first cause is kept. Returns whether this call set it.

@@ -9,7 +9,7 @@ use super::error::ContainmentError;
 use super::nesting;
 use super::record::{cut_message, Record, Status};
 use crate::ids::{format_id, NodeId};
-use crate::recorder::{AggregatesView, Config, Graph, Kind};
+use crate::recorder::{AggregatesView, Config, Graph, Kind, Spent};
 
 /// Graph label of a call without an operation name.
 pub const UNNAMED: &str = "unnamed";
@@ -33,6 +33,15 @@ pub struct Failure<'a> {
     pub end: GraphEnd<'a>,
     /// The exception's message, cut to 1,000 code points in the record.
     pub message: Option<&'a str>,
+}
+
+/// How `Contained::fail` closed a call.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Closed {
+    /// The stop reason the retry budget imposes, if any.
+    pub stop: Option<&'static str>,
+    /// What the call reported before it ended, now charged to the chain (0 when nothing).
+    pub charged_usd: f64,
 }
 
 pub struct Contained {
@@ -279,42 +288,70 @@ impl Contained {
         self.fail(node, named, failure).map(|_| ())
     }
 
-    /// Closes a call that failed or was stopped. With `retry`, one unit of the retry budget is
-    /// consumed atomically with the check: `Some("provider_error")` when that unit was the
-    /// last (the node halts with it), `Some("retry_budget_exceeded")` when none was left;
-    /// `None` otherwise.
+    /// Closes a call that failed or was stopped, charging what it reported before it ended
+    /// (docs/design.md §30). With `retry`, one unit of the retry budget is consumed atomically
+    /// with the check (docs/design.md §34): `stop` is `Some("provider_error")` when no unit was
+    /// left (this failure stops the chain), `Some("retry_budget_exceeded")` when the chain was
+    /// already stopped that way, `None` otherwise.
     pub fn fail(
         &self,
         node: NodeId,
         named: bool,
         failure: Failure<'_>,
-    ) -> Result<Option<&'static str>, ContainmentError> {
+    ) -> Result<Closed, ContainmentError> {
         if !self.is_open(node) {
             return Err(not_open(node));
         }
         nesting::pop(self.key, node);
-        let verdict = self
-            .chain
-            .settle_failure(node, failure.cost_estimate, failure.retry);
+        let (verdict, charged) =
+            self.chain
+                .settle_failure(node, failure.cost_estimate, failure.retry);
         let (stop, status) = match (failure.retry, verdict) {
             (false, _) => (None, failure.status),
             (true, RetryVerdict::Granted) => (None, Status::Error),
             (true, RetryVerdict::Drained) => (Some("provider_error"), Status::Error),
             (true, RetryVerdict::Exhausted) => (Some("retry_budget_exceeded"), Status::Halted),
         };
+        let spent = charged.map_or(Spent::NONE, |r| Spent {
+            cost_usd: r.cost_usd,
+            tokens_in: r.tokens_in,
+            tokens_out: r.tokens_out,
+        });
         with_id(node, |id| {
-            if failure.retry && verdict != RetryVerdict::Exhausted {
+            if verdict == RetryVerdict::Granted && failure.retry {
                 self.graph.increment_retries(id)?;
             }
             match (stop, failure.end) {
                 (Some(reason), _) | (None, GraphEnd::Halt(reason)) => {
-                    self.graph.mark_halt(id, Some(reason), false)
+                    self.graph.mark_halt_charged(id, Some(reason), spent, false)
                 }
-                (None, GraphEnd::Fail(class)) => self.graph.mark_failure(id, class, None, false),
+                (None, GraphEnd::Fail(class)) => self
+                    .graph
+                    .mark_failure_charged(id, class, None, spent, false),
             }
         })?;
         self.record(node, named, status, failure.message);
-        Ok(stop)
+        Ok(Closed {
+            stop,
+            charged_usd: spent.cost_usd,
+        })
+    }
+
+    /// Ends the chain's root node when the chain is closed: `halt` with the chain's first stop
+    /// reason, `fail` with the class of an exception that left the chain's block, else
+    /// `success` (at no cost: the calls below it carry the chain's cost). A closed root stays as
+    /// it is.
+    pub fn close_root(
+        &self,
+        stop_reason: Option<&str>,
+        error_class: Option<&str>,
+    ) -> Result<(), ContainmentError> {
+        with_id(self.root, |id| match (stop_reason, error_class) {
+            (Some(reason), _) => self.graph.mark_halt(id, Some(reason), false),
+            (None, Some(class)) => self.graph.mark_failure(id, class, None, false),
+            (None, None) => self.graph.mark_success(id, 0.0, None, None, false),
+        })?;
+        Ok(())
     }
 
     pub fn is_open(&self, node: NodeId) -> bool {

@@ -13,7 +13,7 @@ pub use chain::{
     Chain, CounterSnapshot, Limits, Reported, RetryVerdict, Stop, BUDGET_EPSILON, MAX_RECORDS,
     MAX_TOKENS,
 };
-pub use contained::{Contained, Failure, GraphEnd, UNNAMED};
+pub use contained::{Closed, Contained, Failure, GraphEnd, UNNAMED};
 pub use error::ContainmentError;
 pub use record::{cut_message, Record, Status, MAX_ERROR_MESSAGE, STOP_REASONS};
 

@@ -49,11 +49,20 @@ fn retry_fail(c: &Contained, node: u64) -> Option<&'static str> {
         failure(0.0, true, Status::Error, GraphEnd::Fail("E")),
     )
     .expect("open")
+    .stop
+}
+
+/// A chain whose retry budget is spent and stopped by one more failure.
+fn retries_stopped(max_steps: u64) -> Contained {
+    let c = contained(1.0, max_steps, 0);
+    let node = begin(&c, 0.0).expect("a budget of 0 retries still admits calls");
+    assert_eq!(retry_fail(&c, node), Some("provider_error"));
+    c
 }
 
 #[test]
 fn checks_run_in_documented_order() {
-    assert_eq!(begin(&contained(1.0, 1, 0), 0.0), Err(Stop::Retries));
+    assert_eq!(begin(&retries_stopped(1), 0.0), Err(Stop::Retries));
     assert_eq!(begin(&contained(1.0, 0, 0), 0.0), Err(Stop::Steps));
     let c = contained(0.0, 0, 0);
     assert_eq!(begin(&c, 0.0), Err(Stop::Budget));
@@ -101,25 +110,91 @@ fn estimate_is_checked_after_every_limit() {
 }
 
 #[test]
-fn retries_count_exhaust_and_halt_with_provider_error() {
+fn a_budget_of_n_retries_retries_n_failures_then_the_next_failure_stops_the_chain() {
     let c = contained(1.0, 10, 2);
-    let first = begin(&c, 0.0).unwrap();
-    assert_eq!(retry_fail(&c, first), None);
-    assert_eq!(c.counters().retries, 1);
-    let second = begin(&c, 0.0).unwrap();
-    assert_eq!(retry_fail(&c, second), Some("provider_error"));
-    assert_eq!(c.counters().retries, 2);
+    for used in 1..=2 {
+        let node = begin(&c, 0.0).unwrap();
+        assert_eq!(retry_fail(&c, node), None, "failure {used} is retried");
+        assert_eq!(c.counters().retries, used);
+    }
+    // docs/design.md §34: the budget is spent, yet a call may still run and succeed.
+    succeed(&c, 0.1);
+    let third = begin(&c, 0.0).unwrap();
+    assert_eq!(retry_fail(&c, third), Some("provider_error"));
+    assert_eq!(c.counters().retries, 2, "no unit was left to take");
     assert_eq!(begin(&c, 0.0), Err(Stop::Retries));
     let records = c.records(0, 10);
     assert!(records[..2]
         .iter()
         .all(|r| r.status == Status::Error && r.retries == 1));
+    assert_eq!(records[3].status, Status::Error);
+    assert_eq!(
+        records[3].retries, 0,
+        "the stopping failure was not retried"
+    );
     let json = String::from_utf8(c.graph().snapshot_json()).unwrap();
     assert!(
         json.contains("\"stop_reason\": \"provider_error\""),
         "{json}"
     );
     assert_eq!(c.aggregates().total_retries, 2);
+}
+
+#[test]
+fn a_failed_call_is_charged_what_it_reported_before_failing() {
+    let c = contained(1.0, 10, 5);
+    let node = begin(&c, 0.1).unwrap();
+    let used = Reported {
+        cost_usd: 0.3,
+        tokens_in: Some(100),
+        tokens_out: None,
+    };
+    c.report(node, 0.3, Some(100), None).unwrap();
+    let closed = c
+        .fail(
+            node,
+            true,
+            failure(0.1, true, Status::Error, GraphEnd::Fail("E")),
+        )
+        .unwrap();
+    assert_eq!(closed.charged_usd, used.cost_usd);
+    let counters = c.counters();
+    assert_eq!((counters.cost_usd, counters.steps), (0.3, 0));
+    assert_eq!(c.chain().reserved_usd(), 0.0);
+    assert_eq!(c.records(0, 1)[0].cost_usd, 0.3);
+    // The graph node keeps the charge; the aggregates add successes only (docs/design.md §2).
+    assert_eq!(c.aggregates().total_cost_usd, 0.0);
+    let json = String::from_utf8(c.graph().snapshot_json()).unwrap();
+    assert!(json.contains("\"tokens_in\": 100"), "{json}");
+    // Three such failures pass the ceiling: the chain refuses the next call.
+    for _ in 0..3 {
+        let node = begin(&c, 0.0).unwrap();
+        c.report(node, 0.3, None, None).unwrap();
+        let halted = failure(0.0, false, Status::Halted, GraphEnd::Halt("pipeline_halt"));
+        assert_eq!(c.fail(node, true, halted).unwrap().charged_usd, 0.3);
+    }
+    assert_eq!(begin(&c, 0.0), Err(Stop::Budget));
+}
+
+#[test]
+fn a_failure_without_a_report_is_charged_nothing() {
+    let c = contained(1.0, 10, 5);
+    let node = begin(&c, 0.4).unwrap();
+    let closed = c
+        .fail(
+            node,
+            true,
+            failure(0.4, true, Status::Error, GraphEnd::Fail("E")),
+        )
+        .unwrap();
+    assert_eq!(
+        closed,
+        Closed {
+            stop: None,
+            charged_usd: 0.0
+        }
+    );
+    assert_eq!(c.counters().cost_usd, 0.0);
 }
 
 #[test]
@@ -362,17 +437,6 @@ fn reports_add_up_and_are_validated_without_changing_anything() {
 }
 
 #[test]
-fn a_failed_call_charges_nothing_and_drops_its_report() {
-    let c = contained(1.0, 100, 5);
-    let node = begin(&c, 0.2).unwrap();
-    c.report(node, 0.7, None, None).unwrap();
-    assert_eq!(retry_fail(&c, node), None);
-    assert_eq!(c.counters().cost_usd, 0.0);
-    assert!(c.take_report(node).is_none());
-    assert_eq!(c.chain().reserved_usd(), 0.0);
-}
-
-#[test]
 fn a_total_that_would_overflow_closes_the_call_without_counting_it() {
     let c = contained(f64::MAX, 100, 5);
     succeed(&c, 1e308);
@@ -502,4 +566,37 @@ fn the_root_keeps_its_metadata() {
             .expect("valid chain");
     let json = String::from_utf8(c.graph().snapshot_json()).expect("utf-8");
     assert!(json.contains(r#""agent_id": "planner""#), "{json}");
+}
+
+#[test]
+fn the_root_is_closed_with_the_chain_once() {
+    let root_status = |c: &Contained| {
+        let st = c.graph().lock();
+        st.arena.get(c.root()).unwrap().status
+    };
+    let c = contained(1.0, 10, 5);
+    succeed(&c, 0.1);
+    c.close_root(None, None).unwrap();
+    assert_eq!(root_status(&c), crate::recorder::Status::Success);
+    c.close_root(Some("timeout"), None).unwrap();
+    assert_eq!(
+        root_status(&c),
+        crate::recorder::Status::Success,
+        "closed once"
+    );
+    assert!(
+        (c.aggregates().total_cost_usd - 0.1).abs() < 1e-12,
+        "the root adds no cost"
+    );
+    let c = contained(1.0, 10, 5);
+    c.close_root(Some("budget_exceeded"), Some("ValueError"))
+        .unwrap();
+    let json = String::from_utf8(c.graph().snapshot_json()).unwrap();
+    assert!(
+        json.contains("\"stop_reason\": \"budget_exceeded\""),
+        "{json}"
+    );
+    let c = contained(1.0, 10, 5);
+    c.close_root(None, Some("ValueError")).unwrap();
+    assert_eq!(root_status(&c), crate::recorder::Status::Fail);
 }

@@ -111,6 +111,22 @@ pub struct Graph {
 pub use crate::clock::now_ms;
 
 /// The parts of a terminal transition that differ between success, fail and halt.
+/// What a call that did not succeed was charged before it ended (docs/design.md §30).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Spent {
+    pub cost_usd: f64,
+    pub tokens_in: Option<u64>,
+    pub tokens_out: Option<u64>,
+}
+
+impl Spent {
+    pub const NONE: Spent = Spent {
+        cost_usd: 0.0,
+        tokens_in: None,
+        tokens_out: None,
+    };
+}
+
 struct Terminal<'a> {
     status: Status,
     cost_usd: f64,
@@ -379,11 +395,24 @@ impl Graph {
         stop_reason: Option<&str>,
         want_event: bool,
     ) -> Result<Finished, RecorderError> {
+        self.mark_failure_charged(node_id, error_class, stop_reason, Spent::NONE, want_event)
+    }
+
+    /// `mark_failure` of a call that was charged before it failed (docs/design.md §30): the
+    /// node keeps its cost and tokens; the aggregates still add successes only (§2).
+    pub fn mark_failure_charged(
+        &self,
+        node_id: &str,
+        error_class: &str,
+        stop_reason: Option<&str>,
+        spent: Spent,
+        want_event: bool,
+    ) -> Result<Finished, RecorderError> {
         let t = Terminal {
             status: Status::Fail,
-            cost_usd: 0.0,
-            tokens_in: None,
-            tokens_out: None,
+            cost_usd: spent.cost_usd,
+            tokens_in: spent.tokens_in,
+            tokens_out: spent.tokens_out,
             error_class: Some(error_class),
             stop_reason,
         };
@@ -396,13 +425,24 @@ impl Graph {
         stop_reason: Option<&str>,
         want_event: bool,
     ) -> Result<Finished, RecorderError> {
+        self.mark_halt_charged(node_id, stop_reason, Spent::NONE, want_event)
+    }
+
+    /// `mark_halt` of a call that was charged before it was stopped (docs/design.md §30).
+    pub fn mark_halt_charged(
+        &self,
+        node_id: &str,
+        stop_reason: Option<&str>,
+        spent: Spent,
+        want_event: bool,
+    ) -> Result<Finished, RecorderError> {
         // An empty reason is as good as none: the node still says why it stopped.
         let reason = stop_reason.filter(|r| !r.is_empty()).unwrap_or("halt");
         let t = Terminal {
             status: Status::Halt,
-            cost_usd: 0.0,
-            tokens_in: None,
-            tokens_out: None,
+            cost_usd: spent.cost_usd,
+            tokens_in: spent.tokens_in,
+            tokens_out: spent.tokens_out,
             error_class: None,
             stop_reason: Some(reason),
         };
@@ -441,10 +481,10 @@ impl Graph {
         node.status = t.status;
         node.set_end_ms(end);
         node.set_error_class(error_class);
-        if t.status == Status::Success {
-            node.cost_usd = t.cost_usd;
-            node.set_tokens(t.tokens_in, t.tokens_out);
-        }
+        // A failed or halted call keeps what it was charged before it ended (§30); only a
+        // success adds to the aggregates (§2).
+        node.cost_usd = t.cost_usd;
+        node.set_tokens(t.tokens_in, t.tokens_out);
         let (id, kind, retries) = (node.id, node.kind, node.retries);
         // Saturating: a loaded snapshot may carry any start time.
         let duration_ms = end.saturating_sub(node.start_ms).max(1);

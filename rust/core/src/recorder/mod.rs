@@ -15,7 +15,7 @@ pub mod snapshot_json;
 
 pub use aggregates::AggregatesView;
 pub use error::RecorderError;
-pub use graph::{Config, Graph};
+pub use graph::{Config, Graph, Spent};
 pub use kind::{Kind, Status};
 
 #[cfg(test)]
