@@ -74,8 +74,9 @@ def main() -> int:
     args, pytest_args = parser.parse_known_args()  # the rest goes to pytest (-k, --tb=line, ...)
     files = args.files or (GRAPH_SUITES if args.graph else CONTEXT_SUITES)
     with tempfile.TemporaryDirectory(prefix="reference-suites-") as tmp:
-        for name in files:
-            path = args.checkout / name
+        # The files, and the helper modules of the reference's tests they may import (tests/_*.py).
+        helpers = [p for p in (args.checkout / "tests").glob("_*.py") if p.name != "__init__.py"]
+        for path in [*(args.checkout / name for name in files), *helpers]:
             (Path(tmp) / path.name).write_text(point_at_chainwarden(path.read_text()))
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf", tmp, *pytest_args]
         return subprocess.call(command, cwd=tmp)
