@@ -98,33 +98,38 @@ def _apportion(total: float, floor_units: int, weights: list[Fraction]) -> list[
     return [(floor_units + c) * unit for c in counts]
 
 
-def _result(total: float, names: list[str], shares: list[float]) -> AllocationResult:
-    allocated = sum(shares)  # exact: every partial sum is a whole number of units not above the total
-    return AllocationResult(dict(zip(names, shares, strict=True)), allocated, total - allocated)
-
-
-def _nothing(total: float, names: list[str]) -> AllocationResult | None:
-    if names and total > 0.0:
-        return None
-    return AllocationResult(dict.fromkeys(names, 0.0), 0.0, total)
-
-
-class FairShareAllocator:
-    """Equal shares of the whole budget, whatever each agent spent."""
+class _ExactAllocator:
+    """What every allocator here does: check the arguments, share nothing when there is nothing to share,
+    else apportion exactly the shares ``_shares`` gives (the one method each allocator overrides)."""
 
     def allocate(
         self, total_budget: float, agent_names: list[str], current_usage: dict[str, float]
     ) -> AllocationResult:
         total = finite_non_negative(total_budget, "total_budget")
         names = _names(agent_names)
-        _usage(current_usage, names)
-        empty = _nothing(total, names)
-        if empty is not None:
-            return empty
-        return _result(total, names, _apportion(total, 0, [Fraction(1)] * len(names)))
+        usage = _usage(current_usage, names)
+        if not names or total == 0.0:
+            return AllocationResult(dict.fromkeys(names, 0.0), 0.0, total)
+        shares = self._shares(total, names, usage)
+        allocated = sum(shares)  # exact: every partial sum is a whole number of units not above the total
+        return AllocationResult(dict(zip(names, shares, strict=True)), allocated, total - allocated)
+
+    def _shares(self, total: float, names: list[str], usage: list[Fraction]) -> list[float]:
+        raise NotImplementedError
 
 
-class WeightedAllocator:
+def _equal(count: int) -> list[Fraction]:
+    return [Fraction(1)] * count
+
+
+class FairShareAllocator(_ExactAllocator):
+    """Equal shares of the whole budget, whatever each agent spent."""
+
+    def _shares(self, total: float, names: list[str], usage: list[Fraction]) -> list[float]:
+        return _apportion(total, 0, _equal(len(names)))
+
+
+class WeightedAllocator(_ExactAllocator):
     """Shares in proportion to fixed weights (``weights``: name -> finite number >= 0). An agent without a
     weight gets 0; when every named agent's weight is 0 the budget is split equally."""
 
@@ -141,25 +146,15 @@ class WeightedAllocator:
                 raise ValueError(f"weights must be non-negative finite numbers: {err}") from None
         self._weights = checked
 
-    def allocate(
-        self, total_budget: float, agent_names: list[str], current_usage: dict[str, float]
-    ) -> AllocationResult:
-        total = finite_non_negative(total_budget, "total_budget")
-        names = _names(agent_names)
-        _usage(current_usage, names)
-        empty = _nothing(total, names)
-        if empty is not None:
-            return empty
+    def _shares(self, total: float, names: list[str], usage: list[Fraction]) -> list[float]:
         weights = [Fraction(self._weights.get(n, 0.0)) for n in names]
-        if not any(weights):
-            weights = [Fraction(1)] * len(names)
-        return _result(total, names, _apportion(total, 0, weights))
+        return _apportion(total, 0, weights if any(weights) else _equal(len(names)))
 
 
-class DynamicAllocator:
+class DynamicAllocator(_ExactAllocator):
     """Shares in proportion to what each agent spent, above a floor: every agent first gets
     ``min_share`` of the budget (in [0, 1); lowered to an equal split when the floors would not fit),
-    the rest goes by usage. Without usage (all below 1e-12 USD) the budget is split equally."""
+    the rest goes by usage. Without usage (all below 1e-12 USD) the rest is split equally."""
 
     def __init__(self, min_share: float = 0.05) -> None:
         share = finite_non_negative(min_share, "min_share")
@@ -167,18 +162,10 @@ class DynamicAllocator:
             raise ValueError(f"min_share must be in [0.0, 1.0), got {min_share!r}")
         self._min_share = share
 
-    def allocate(
-        self, total_budget: float, agent_names: list[str], current_usage: dict[str, float]
-    ) -> AllocationResult:
-        total = finite_non_negative(total_budget, "total_budget")
-        names = _names(agent_names)
-        usage = _usage(current_usage, names)
-        empty = _nothing(total, names)
-        if empty is not None:
-            return empty
+    def _shares(self, total: float, names: list[str], usage: list[Fraction]) -> list[float]:
         units = int(Fraction(total) / Fraction(math.ulp(total)))
         floor_units = math.ceil(Fraction(self._min_share) * units)  # a guarantee: rounded up
         if floor_units * len(names) > units:
             floor_units = units // len(names)
-        weights = usage if sum(usage) >= _NO_USAGE else [Fraction(1)] * len(names)
-        return _result(total, names, _apportion(total, floor_units, weights))
+        weights = usage if sum(usage) >= _NO_USAGE else _equal(len(names))
+        return _apportion(total, floor_units, weights)
