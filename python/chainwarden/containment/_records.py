@@ -33,6 +33,7 @@ def _build_all(rows: list[_Row], partials: PartialBuffers) -> list[NodeRecord]:
             found = stamps[seconds] = datetime.fromtimestamp(seconds, UTC)
         return found
 
+    kept = partials.get if partials else None  # one check per batch: most chains keep no buffer
     return [
         NodeRecord(
             node_id,
@@ -44,7 +45,7 @@ def _build_all(rows: list[_Row], partials: PartialBuffers) -> list[NodeRecord]:
             status,  # type: ignore[arg-type]  # the core only emits NodeStatus values
             cost,
             retries,
-            partials.get(node_id) if partials else None,
+            None if kept is None else kept(node_id),
             error_message,
         )
         for node_id, parent_id, kind, name, start_s, end_s, status, cost, retries, error_message in rows
