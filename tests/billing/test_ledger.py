@@ -6,6 +6,7 @@ import logging
 import threading
 from dataclasses import replace
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +17,9 @@ from chainwarden.billing import (
     METRICS,
     ChargeReceipt,
     Ledger,
+    LedgerUnavailable,
     Pricing,
+    SqliteLedger,
     UsageFact,
     compute_idempotency_key,
 )
@@ -263,3 +266,15 @@ def test_compute_idempotency_key_matches_the_receipt(ledger: Ledger) -> None:
     assert receipt is not None
     assert receipt.source_reference == compute_idempotency_key(f) == "r9/2/msg_xyz"
     assert commit(ledger, replace(f, model="other")) is None
+
+
+@pytest.mark.parametrize("where", ["missing-dir/ledger.sqlite3", "a-directory", "not-a-database.txt"])
+def test_a_ledger_that_cannot_open_names_its_path(tmp_path: Path, where: str) -> None:
+    """It raised a bare sqlite3.OperationalError ('unable to open database file') naming nothing."""
+    (tmp_path / "a-directory").mkdir()
+    (tmp_path / "not-a-database.txt").write_text("hello, this is not SQLite " * 100)
+    path = tmp_path / where
+    with pytest.raises(LedgerUnavailable) as error:
+        SqliteLedger(path)
+    assert str(path) in str(error.value)
+    assert error.value.store == f"SQLite ledger {path}"

@@ -108,3 +108,22 @@ def test_render_into_a_missing_directory_fails_cleanly(
     _, path = save_graph_run(tmp_path / "run.json")
     assert main(["render", str(path), "-o", str(tmp_path / "no" / "such" / "dir.html")]) == 1
     assert "cannot write" in capsys.readouterr().err
+
+
+def test_render_refuses_to_write_over_its_own_run_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The saved run is the only copy of what happened: `render run.json -o run.json` used to replace it
+    with its report and exit 0."""
+    _, path = save_graph_run(tmp_path / "run.json")
+    saved = path.read_bytes()
+    link = tmp_path / "link.json"
+    link.symlink_to(path)
+    monkeypatch.chdir(tmp_path)
+    for output in (str(path), "run.json", "./sub/../run.json", str(link)):
+        (tmp_path / "sub").mkdir(exist_ok=True)
+        assert main(["render", str(path), "-o", output]) == 2, output
+        assert "is the run file itself" in capsys.readouterr().err
+        assert path.read_bytes() == saved
+    assert main(["render", "run.json", "-o", "report.html"]) == 0
+    assert (tmp_path / "report.html").read_text(encoding="utf-8").lower().startswith("<!doctype html>")

@@ -434,7 +434,7 @@ async def test_an_async_cost_pre_flight_refusal_says_why() -> None:
     assert await ctx.wrap_llm_call_async(call, WrapOptions("big", cost_estimate_hint=2.0)) is Decision.HALT
     assert created == []
     reasons = [event.reason for event in ctx.get_snapshot().events]
-    assert any("cost estimate $2.0000" in reason for reason in reasons), reasons
+    assert any("this call's estimate $2.0000" in reason for reason in reasons), reasons
 
 
 async def test_an_ungated_async_call_is_running_while_it_runs() -> None:

@@ -10,6 +10,8 @@ from decimal import Decimal
 
 import genai_prices
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chainwarden.pricing import PRICE_KEYS, price_usage
 
@@ -163,3 +165,39 @@ except ImportError as exc:
     first, second = out.stdout.strip().splitlines()
     assert first == "0.000002"
     assert "pip install 'chainwarden[prices]'" in second
+
+
+# Models whose price lists have a cache-write rate distinct from the input rate.
+CACHE_WRITE_MODELS = [
+    ("anthropic", "claude-sonnet-4-6"),
+    ("anthropic", "claude-3-5-haiku-latest"),
+    ("anthropic", "claude-opus-4-1"),
+]
+
+
+@pytest.mark.parametrize(("provider", "model"), CACHE_WRITE_MODELS)
+@settings(max_examples=60, deadline=None)
+@given(
+    counts=st.tuples(
+        st.integers(0, 2_000_000),
+        st.integers(0, 2_000_000),
+        st.integers(0, 2_000_000),
+        st.integers(0, 200_000),
+    )
+)
+def test_cache_tokens_cost_what_genai_prices_says_directly(
+    provider: str, model: str, counts: tuple[int, int, int, int]
+) -> None:
+    """Checked against the package itself, not against our own arithmetic: a cache-write token priced twice
+    (or at the input rate) anywhere in price_usage, genai-prices path or override path, fails here."""
+    uncached, read, write, out = counts
+    rates = package_rates(provider, model)
+    assert rates["cache_write_mtok"] != rates["input_mtok"]
+    usage = {"input_tokens": uncached + read + write, "output_tokens": out}
+    caches = {"cache_read_tokens": read, "cache_write_tokens": write}
+    direct = genai_prices.calc_price(genai_prices.Usage(**usage, **caches), model, provider_id=provider)
+    assert price_usage(provider=provider, model=model, **usage, **caches) == direct.total_price
+    overridden = price_usage(
+        provider=provider, model=model, overrides={(provider, model): rates}, **usage, **caches
+    )
+    assert overridden == direct.total_price

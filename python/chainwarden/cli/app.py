@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -118,6 +119,14 @@ def inspect_cmd(source: str, as_json: bool, plain: bool | None, run_id: str | No
     print_summary(summary, sys.stdout, rich=rich)
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (through links and relative parts alike)."""
+    try:
+        return b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return a.resolve() == b.resolve()
+
+
 @cli.command("render")
 @click.argument("file", type=RUN_FILE)
 @click.option(
@@ -140,6 +149,9 @@ def render_cmd(file: Path, fmt: str, output: Path) -> None:
 
     The HTML file needs no network to view: styles, script and pictures are inside it.
     """
+    if str(output) != "-" and _same_file(file, output):
+        # The saved run is the only copy of what happened: never written over by its own report.
+        raise click.UsageError(f"--output {output} is the run file itself; choose another path")
     run = _load(file)
     try:
         text = render_html(run) if fmt == "html" else run_to_mermaid(run)

@@ -205,12 +205,15 @@ def _containment(doc: Mapping[str, Any]) -> Run:
             start_ms=_iso_ms(n.get("start_ts")),
             end_ms=_iso_ms(n.get("end_ts")),
             cost_usd=finite(n.get("cost_usd")) or 0.0,
+            tokens_in=_count(n.get("tokens_in")),
+            tokens_out=_count(n.get("tokens_out")),
+            model=_text(n.get("model")),
+            reason=_record_reason(n),
             retries=_count(n.get("retries_used")) or 0,
         )
         for n in doc["nodes"]
     ]
     events = [dict(e) for e in doc.get("events") or []]
-    _attach_halt_reasons(calls, events)
     # The chain's graph reports its divergence warnings as safety events of the ExecutionGraph hook.
     divergence = [
         dict(e.get("metadata") or {"event_type": e.get("event_type")})
@@ -231,19 +234,15 @@ def _containment(doc: Mapping[str, Any]) -> Run:
     )
 
 
-def _attach_halt_reasons(calls: list[Call], events: list[dict[str, Any]]) -> None:
-    """A stopped wrapped call carries no reason of its own: the chain records one HALT safety event per
-    refused call, in the same order, and that event says why."""
-    halts = iter(
-        f"{e.get('event_type', '')}: {e.get('reason', '')}" for e in events if e.get("decision") == "HALT"
-    )
-    for i, call in enumerate(calls):
-        if call.halted or call.failed:
-            calls[i] = Call(**{**_fields(call), "reason": next(halts, None)})
-
-
-def _fields(call: Call) -> dict[str, Any]:
-    return {name: getattr(call, name) for name in Call.__slots__}
+def _record_reason(record: Mapping[str, Any]) -> str | None:
+    """Why a call ended as it did, from its own record: the class and message of its exception, else the
+    stop reason (never paired with the chain's events by position: a retried failure has no event)."""
+    error = _text(record.get("error_class"))
+    message = _text(record.get("error_message"))
+    if error and message:
+        error = f"{error}: {message}"
+    parts = [p for p in (_text(record.get("stop_reason")), error or message) if p]
+    return ": ".join(parts) or None
 
 
 def _dag(doc: Mapping[str, Any]) -> Run:

@@ -45,20 +45,8 @@ def refusal_detail(s: ChainState, stop: StopCause, opts: WrapOptions) -> str:
     detail = getattr(stop, "detail", None)  # the shared budget's refusal says why (budget/_gate.py)
     if isinstance(detail, str):
         return detail
-    cfg = s.config
-    if stop == StopCause.BUDGET:
-        cost = s.core.counters()[1]
-        return f"cost ${cost:.4f} >= ceiling ${cfg.max_cost_usd:.4f}"
-    if stop == StopCause.STEPS:
-        return f"step limit {cfg.max_steps} reached"
-    if stop == StopCause.RETRIES:
-        return f"retry budget {cfg.max_retries_total} exhausted"
-    hint = opts.cost_estimate_hint
-    reserved = s.core.reserved_usd
-    return (
-        f"cost estimate ${hint:.4f} (with ${reserved:.4f} reserved by calls in flight) "
-        f"would exceed chain ceiling ${cfg.max_cost_usd:.4f}"
-    )
+    estimate = opts.cost_estimate_hint if stop == StopCause.ESTIMATE else None
+    return s.core.describe_stop(stop.reason, estimate)
 
 
 def tool_ctx(

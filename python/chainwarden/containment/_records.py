@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, overload
 
-from chainwarden._core import ChainCore
+from chainwarden._core import CallRecord, ChainCore
 from chainwarden.containment._partials import PartialBuffers
 from chainwarden.containment.types import NodeRecord
 
@@ -20,10 +20,7 @@ __all__ = ["NodeRecordView"]
 _CHUNK = 1024
 
 
-_Row = tuple[str, str | None, str, str, float, float | None, str, float, int, str | None]
-
-
-def _build_all(rows: list[_Row], partials: PartialBuffers) -> list[NodeRecord]:
+def _build_all(rows: list[CallRecord], partials: PartialBuffers) -> list[NodeRecord]:
     # Timestamps have millisecond resolution, so neighbouring records mostly share them.
     stamps: dict[float, datetime] = {}
 
@@ -36,19 +33,24 @@ def _build_all(rows: list[_Row], partials: PartialBuffers) -> list[NodeRecord]:
     kept = partials.get if partials else None  # one check per batch: most chains keep no buffer
     return [
         NodeRecord(
-            node_id,
-            parent_id,
-            kind,  # type: ignore[arg-type]  # the core only emits NodeKind values
-            name,
-            stamp(start_s),
-            None if end_s is None else stamp(end_s),
-            status,  # type: ignore[arg-type]  # the core only emits NodeStatus values
-            cost,
-            retries,
-            None if kept is None else kept(node_id),
-            error_message,
+            r.node_id,
+            r.parent_id,
+            r.kind,  # type: ignore[arg-type]  # the core only emits NodeKind values
+            r.operation_name,
+            stamp(r.start_s),
+            None if r.end_s is None else stamp(r.end_s),
+            r.status,  # type: ignore[arg-type]  # the core only emits NodeStatus values
+            r.cost_usd,
+            r.retries_used,
+            None if kept is None else kept(r.node_id),
+            r.error_message,
+            r.tokens_in,
+            r.tokens_out,
+            r.model,
+            r.error_class,
+            r.stop_reason,
         )
-        for node_id, parent_id, kind, name, start_s, end_s, status, cost, retries, error_message in rows
+        for r in rows
     ]
 
 

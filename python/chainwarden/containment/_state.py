@@ -248,29 +248,8 @@ class ChainState:
             )
 
     def describe_stop(self, reason: str | None) -> str:
-        """The chain's figures for the limit behind ``reason``, as a refusal states them."""
-        steps, cost, retries, _, abort_reason, elapsed_ms, _ = self.core.counters()
-        cfg = self.config
-        if reason == "budget_exceeded":
-            reserved = self.core.reserved_usd
-            held = f" (${reserved:.4f} reserved by calls in flight)" if reserved else ""
-            return f"spent ${cost:.4f}{held} of the ${cfg.max_cost_usd:.4f} ceiling"
-        if reason == "step_limit_exceeded":
-            in_flight = self.core.in_flight
-            running = f" (+{in_flight} in flight)" if in_flight else ""
-            return f"{steps} steps{running} of the limit of {cfg.max_steps}"
-        if reason in ("retry_budget_exceeded", "provider_error"):
-            return f"{retries} of {cfg.max_retries_total} retries used, and a failure found none left"
-        if reason == "timeout":
-            if self.core.cancel_cause != StopCause.TIMEOUT:
-                return "the call's own timeout_ms ran out"
-            return f"{elapsed_ms:.0f} ms elapsed of the chain's timeout_ms={cfg.timeout_ms}"
-        if reason == "aborted":
-            return f"aborted: {abort_reason}" if abort_reason else "aborted"
-        return (
-            f"spent ${cost:.4f} of ${cfg.max_cost_usd:.4f}, {steps} of {cfg.max_steps} steps, "
-            f"{retries} of {cfg.max_retries_total} retries"
-        )
+        """The chain's figures for the limit behind ``reason``, as a refusal states them (the core's)."""
+        return self.core.describe_stop(reason or "")
 
     def count_decision(self, decision: str) -> None:
         if self.metrics is not None:
@@ -300,7 +279,7 @@ class ChainState:
     def report_timeout(self) -> None:
         if self.core.cancel_cause == StopCause.TIMEOUT:
             self.timeout_reported = True  # first: forced_stop takes a snapshot, which looks here
-            self.forced_stop("timeout", f"timeout_ms={self.config.timeout_ms} elapsed")
+            self.forced_stop("timeout", self.describe_stop("timeout"))
 
     def cancel_all(self) -> None:
         """Signals the token and cancels the async calls in flight."""

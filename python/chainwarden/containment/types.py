@@ -189,6 +189,12 @@ class NodeRecord:
     retries_used: int
     partial_buffer: Any = None  # the call's PartialResultBuffer, while the context keeps it
     error_message: str | None = None  # docs/design.md §22: str(exception), at most 1,000 code points
+    # What the call's graph node says besides (a saved chain loses nothing its graph knew).
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    model: str | None = None
+    error_class: str | None = None
+    stop_reason: str | None = None
 
 
 @dataclass(frozen=True)

@@ -23,18 +23,26 @@ use pyo3::types::{PyBytes, PyDict, PyFunction, PyList, PyTuple};
 
 use crate::errors;
 
-type RecordTuple = (
-    String,
-    Option<String>,
-    &'static str,
-    String,
-    f64,
-    Option<f64>,
-    &'static str,
-    f64,
-    u32,
-    Option<String>,
-);
+/// One finished contained call, as `ChainCore.records` returns it (`NodeRecord` is built from it).
+#[pyclass(frozen, get_all, module = "chainwarden._core")]
+pub struct CallRecord {
+    node_id: String,
+    parent_id: Option<String>,
+    kind: &'static str,
+    operation_name: String,
+    /// Unix seconds.
+    start_s: f64,
+    end_s: Option<f64>,
+    status: &'static str,
+    cost_usd: f64,
+    retries_used: u32,
+    error_message: Option<String>,
+    tokens_in: Option<u64>,
+    tokens_out: Option<u64>,
+    model: Option<String>,
+    error_class: Option<String>,
+    stop_reason: Option<String>,
+}
 
 /// The kind of a contained call (the graph's `system` kind is only its root).
 #[pyclass(eq, eq_int, frozen, from_py_object, module = "chainwarden._core")]
@@ -485,6 +493,12 @@ impl ChainCore {
         Ok(self.inner.close_root(stop_reason, error_class)?)
     }
 
+    /// The chain's figures for the limit behind a stop reason (see `Chain::describe`).
+    #[pyo3(signature = (reason, estimate=None))]
+    fn describe_stop(&self, reason: &str, estimate: Option<f64>) -> String {
+        self.inner.chain().describe(reason, estimate)
+    }
+
     fn abort(&self, reason: &str) -> bool {
         self.inner.chain().abort(reason)
     }
@@ -534,29 +548,28 @@ impl ChainCore {
         )
     }
 
-    /// Finished calls `start..stop` in completion order as (node_id, parent_id, kind, name,
-    /// start_unix_s, end_unix_s, status, cost_usd, retries_used, error_message).
-    fn records(&self, start: usize, stop: usize) -> Vec<RecordTuple> {
+    /// Finished calls `start..stop` in completion order.
+    fn records(&self, start: usize, stop: usize) -> Vec<CallRecord> {
         let seconds = |ms: i64| ms as f64 / 1000.0;
         self.inner
             .records(start, stop)
             .into_iter()
-            .map(|r| {
-                let parent = r.parent.map(id_string);
-                let (kind, status) = (r.kind.as_str(), r.status.as_str());
-                let (start_s, end_s) = (seconds(r.start_ms), r.end_ms.map(seconds));
-                (
-                    id_string(r.node),
-                    parent,
-                    kind,
-                    r.name,
-                    start_s,
-                    end_s,
-                    status,
-                    r.cost_usd,
-                    r.retries,
-                    r.error_message.map(String::from),
-                )
+            .map(|r| CallRecord {
+                node_id: id_string(r.node),
+                parent_id: r.parent.map(id_string),
+                kind: r.kind.as_str(),
+                operation_name: r.name,
+                start_s: seconds(r.start_ms),
+                end_s: r.end_ms.map(seconds),
+                status: r.status.as_str(),
+                cost_usd: r.cost_usd,
+                retries_used: r.retries,
+                error_message: r.error_message.map(String::from),
+                tokens_in: r.tokens_in,
+                tokens_out: r.tokens_out,
+                model: r.model.map(String::from),
+                error_class: r.error_class.map(String::from),
+                stop_reason: r.stop_reason.map(String::from),
             })
             .collect()
     }
@@ -589,6 +602,7 @@ impl ChainCore {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ChainCore>()?;
     m.add_class::<ClosedCall>()?;
+    m.add_class::<CallRecord>()?;
     m.add_class::<CallKind>()?;
     m.add_class::<CallStatus>()?;
     m.add_class::<StopCause>()?;

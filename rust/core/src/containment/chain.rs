@@ -430,6 +430,57 @@ impl Chain {
         c.records[start..stop].to_vec()
     }
 
+    /// The chain's figures for the limit behind `reason` (a stop reason of docs/design.md §5), as a
+    /// refusal states them; `estimate` is the refused call's own estimate when it did not fit.
+    pub fn describe(&self, reason: &str, estimate: Option<f64>) -> String {
+        let limits = self.limits;
+        let c = self.counters.lock();
+        let (spent, reserved, in_flight) = (c.cost_usd, c.reserved_usd, c.in_flight);
+        match reason {
+            "budget_exceeded" => match estimate {
+                Some(e) => format!(
+                    "spent ${spent:.4} + ${reserved:.4} reserved by calls in flight + this call's \
+                     estimate ${e:.4} would pass the ${:.4} ceiling",
+                    limits.max_cost_usd
+                ),
+                None if reserved > 0.0 => format!(
+                    "spent ${spent:.4} (${reserved:.4} reserved by calls in flight) of the ${:.4} \
+                     ceiling",
+                    limits.max_cost_usd
+                ),
+                None => format!(
+                    "spent ${spent:.4} of the ${:.4} ceiling",
+                    limits.max_cost_usd
+                ),
+            },
+            "step_limit_exceeded" if in_flight > 0 => format!(
+                "{} steps (+{in_flight} in flight) of the limit of {}",
+                c.steps, limits.max_steps
+            ),
+            "step_limit_exceeded" => {
+                format!("{} steps of the limit of {}", c.steps, limits.max_steps)
+            }
+            "retry_budget_exceeded" | "provider_error" => format!(
+                "{} of {} retries used, and a failure found none left",
+                c.retries, limits.max_retries_total
+            ),
+            "timeout" if self.cancel_cause() == Some(Stop::Timeout) => format!(
+                "{:.0} ms elapsed of the chain's timeout_ms={}",
+                self.epoch.elapsed().as_secs_f64() * 1000.0,
+                limits.timeout_ms
+            ),
+            "timeout" => "the call's own timeout_ms ran out".to_owned(),
+            "aborted" => match &c.abort_reason {
+                Some(why) => format!("aborted: {why}"),
+                None => "aborted".to_owned(),
+            },
+            _ => format!(
+                "spent ${spent:.4} of ${:.4}, {} of {} steps, {} of {} retries",
+                limits.max_cost_usd, c.steps, limits.max_steps, c.retries, limits.max_retries_total
+            ),
+        }
+    }
+
     pub fn in_flight(&self) -> u64 {
         self.counters.lock().in_flight
     }

@@ -159,7 +159,10 @@ impl Contained {
                 with_id(node, |id| {
                     self.graph.mark_halt(id, Some(stop.reason()), false)
                 })?;
-                self.record(node, !name.is_empty(), stop.status(), None);
+                // The record says why with the chain's figures, as the refusal itself does.
+                let estimate = (stop == Stop::Estimate).then_some(cost_estimate);
+                let why = self.chain.describe(stop.reason(), estimate);
+                self.record(node, !name.is_empty(), stop.status(), Some(&why));
                 Ok(Err(stop))
             }
         }
@@ -175,6 +178,7 @@ impl Contained {
             let Some(n) = st.arena.get(node) else {
                 return;
             };
+            let text = |sym: Option<_>| sym.map(|s| Box::from(st.names.resolve(s)));
             Record {
                 node,
                 parent: n.parent_id().filter(|&p| p != self.root),
@@ -190,6 +194,11 @@ impl Contained {
                 cost_usd: n.cost_usd,
                 retries: n.retries,
                 error_message: message.map(cut_message),
+                tokens_in: n.tokens_in(),
+                tokens_out: n.tokens_out(),
+                model: text(n.model()),
+                error_class: text(n.error_class()),
+                stop_reason: st.arena.stop_reason(n).map(Box::from),
             }
         };
         self.chain.push_record(record);
@@ -322,8 +331,13 @@ impl Contained {
                 self.graph.increment_retries(id)?;
             }
             match (stop, failure.end) {
+                (Some(reason), GraphEnd::Fail(class)) => {
+                    self.graph
+                        .mark_halt_charged(id, Some(reason), Some(class), spent, false)
+                }
                 (Some(reason), _) | (None, GraphEnd::Halt(reason)) => {
-                    self.graph.mark_halt_charged(id, Some(reason), spent, false)
+                    self.graph
+                        .mark_halt_charged(id, Some(reason), None, spent, false)
                 }
                 (None, GraphEnd::Fail(class)) => self
                     .graph

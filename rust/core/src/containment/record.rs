@@ -30,6 +30,13 @@ pub struct Record {
     pub retries: u32,
     /// The failure's message, at most `MAX_ERROR_MESSAGE` code points (docs/design.md §22).
     pub error_message: Option<Box<str>>,
+    /// What the call's node says about it, so a saved chain loses nothing its graph knew: tokens,
+    /// the model, the exception's class and the stop reason.
+    pub tokens_in: Option<u64>,
+    pub tokens_out: Option<u64>,
+    pub model: Option<Box<str>>,
+    pub error_class: Option<Box<str>>,
+    pub stop_reason: Option<Box<str>>,
 }
 
 /// Longest error message a record keeps, in Unicode code points (docs/design.md §22).

@@ -28,6 +28,11 @@ fn record(node: u64) -> Record {
         cost_usd: 0.0,
         retries: 0,
         error_message: None,
+        tokens_in: None,
+        tokens_out: None,
+        model: None,
+        error_class: None,
+        stop_reason: None,
     }
 }
 
@@ -123,4 +128,36 @@ fn elapsed_time_is_in_milliseconds() {
         elapsed <= outer.elapsed().as_secs_f64() * 1000.0,
         "{elapsed}"
     );
+}
+
+#[test]
+fn a_stop_is_described_with_the_chain_figures_for_its_limit() {
+    let c = chain(1.0, 0);
+    assert_eq!(c.admit(0.25), Ok(()));
+    assert_eq!(
+        c.describe("budget_exceeded", Some(0.8)),
+        "spent $0.0000 + $0.2500 reserved by calls in flight + this call's estimate $0.8000 would \
+         pass the $1.0000 ceiling"
+    );
+    assert_eq!(
+        c.describe("budget_exceeded", None),
+        "spent $0.0000 ($0.2500 reserved by calls in flight) of the $1.0000 ceiling"
+    );
+    assert_eq!(
+        c.describe("step_limit_exceeded", None),
+        "0 steps (+1 in flight) of the limit of 100"
+    );
+    assert_eq!(
+        c.describe("provider_error", None),
+        "0 of 10 retries used, and a failure found none left"
+    );
+    assert_eq!(
+        c.describe("timeout", None),
+        "the call's own timeout_ms ran out"
+    );
+    assert!(c.abort("user pressed stop"));
+    assert_eq!(c.describe("aborted", None), "aborted: user pressed stop");
+    assert!(c
+        .describe("circuit_open", None)
+        .starts_with("spent $0.0000 of $1.0000, 0 of 100 steps"));
 }

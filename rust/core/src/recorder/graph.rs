@@ -425,14 +425,16 @@ impl Graph {
         stop_reason: Option<&str>,
         want_event: bool,
     ) -> Result<Finished, RecorderError> {
-        self.mark_halt_charged(node_id, stop_reason, Spent::NONE, want_event)
+        self.mark_halt_charged(node_id, stop_reason, None, Spent::NONE, want_event)
     }
 
-    /// `mark_halt` of a call that was charged before it was stopped (docs/design.md §30).
+    /// `mark_halt` of a call that was charged before it was stopped (docs/design.md §30), naming
+    /// the class of the failure that stopped it, if one did.
     pub fn mark_halt_charged(
         &self,
         node_id: &str,
         stop_reason: Option<&str>,
+        error_class: Option<&str>,
         spent: Spent,
         want_event: bool,
     ) -> Result<Finished, RecorderError> {
@@ -443,7 +445,7 @@ impl Graph {
             cost_usd: spent.cost_usd,
             tokens_in: spent.tokens_in,
             tokens_out: spent.tokens_out,
-            error_class: None,
+            error_class,
             stop_reason: Some(reason),
         };
         self.finish(node_id, t, want_event)
