@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from chainwarden._extras import require
 
-__all__ = ["PRICE_KEYS", "price_usage"]
+__all__ = ["PRICE_KEYS", "context_window", "price_usage"]
 
 _log = logging.getLogger("chainwarden.pricing")
 
@@ -36,7 +36,7 @@ _MAX_TOKENS: Final = 2**63 - 1  # docs/design.md §26
 _CONTEXT: Final = decimal.Context(prec=80, traps=[decimal.InvalidOperation, decimal.Overflow])
 
 # Unknown models are logged once each, in a bounded set, so a hot loop cannot flood the log or grow memory.
-_warned: set[tuple[str, str]] = set()
+_warned: set[tuple[str, ...]] = set()
 _warned_lock = threading.Lock()
 _WARNED_MAX: Final = 1024
 
@@ -92,14 +92,36 @@ def _from_genai_prices(provider: str, model: str, counts: tuple[int, int, int, i
     return total if isinstance(total, Decimal) else Decimal(str(total))
 
 
-def _warn_unknown(provider: str, model: str, exc: LookupError) -> None:
-    key = (provider, model)
+def context_window(*, provider: str, model: str) -> int | None:
+    """The model's context window in tokens as genai-prices lists it, or None (unknown model, or no
+    window listed). It bounds what one request can emit when the request sets no output limit."""
+    genai_prices = require("genai_prices", "prices")
+    try:
+        _provider, info = genai_prices.data_snapshot.get_snapshot().find_provider_model(
+            model, None, provider, None
+        )
+    except LookupError:
+        return None
+    window = getattr(info, "context_window", None)
+    return window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
+
+
+def first_warning(*key: str) -> bool:
+    """True the first time ``key`` is seen: what is logged once per model is logged once, in a bounded
+    set, so a hot loop can neither flood the log nor grow memory (past the bound, every time)."""
     with _warned_lock:
         if key in _warned:
-            return
+            return False
         if len(_warned) < _WARNED_MAX:
             _warned.add(key)
-    _log.warning("no price known for provider=%r model=%r (%s); usage left unpriced", provider, model, exc)
+    return True
+
+
+def _warn_unknown(provider: str, model: str, exc: LookupError) -> None:
+    if first_warning("price", provider, model):
+        _log.warning(
+            "no price known for provider=%r model=%r (%s); usage left unpriced", provider, model, exc
+        )
 
 
 def _priced(prices: Mapping[str, Decimal], tokens_in: int, tokens_out: int, read: int, write: int) -> Decimal:

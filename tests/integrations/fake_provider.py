@@ -2,7 +2,8 @@
 
 ``FakeProvider`` is an HTTP/1.1 server on 127.0.0.1 (a free port, one thread per connection) answering
 ``POST /v1/chat/completions`` and ``POST /v1/responses`` like OpenAI and ``POST /v1/messages`` like Anthropic,
-plain or streamed (SSE) with usage, with scripted tool calls and errors. Point a client at it with
+plain or streamed (SSE) with usage, with scripted tool calls and errors, streams cut after N events (the
+connection really dropped) and hostile usage values. Point a client at it with
 ``openai.OpenAI(base_url=fake.openai_base_url, api_key="test")`` or
 ``anthropic.Anthropic(base_url=fake.anthropic_base_url, api_key="test")``.
 
@@ -13,7 +14,9 @@ Everything is bounded: sockets time out, ``stop()`` joins its thread with a time
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -156,7 +159,7 @@ def _handler_for(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 self._json(reply.status, payloads.openai_error(reply), reply.retry_after_s)
             elif body.get("stream"):
                 include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-                self._stream(payloads.chat_completion_stream(reply, model, include_usage))
+                self._stream(payloads.chat_completion_stream(reply, model, include_usage), reply.cut_after)
             else:
                 self._json(200, payloads.chat_completion(reply, model))
 
@@ -164,7 +167,7 @@ def _handler_for(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
             if reply.status != 200:
                 self._json(reply.status, payloads.openai_error(reply), reply.retry_after_s)
             elif body.get("stream"):
-                self._stream(payloads.response_stream(reply, model))
+                self._stream(payloads.response_stream(reply, model), reply.cut_after)
             else:
                 self._json(200, payloads.response(reply, model))
 
@@ -172,7 +175,7 @@ def _handler_for(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
             if reply.status != 200:
                 self._json(reply.status, payloads.anthropic_error(reply), reply.retry_after_s)
             elif body.get("stream"):
-                self._stream(payloads.message_stream(reply, model))
+                self._stream(payloads.message_stream(reply, model), reply.cut_after)
             else:
                 self._json(200, payloads.message(reply, model))
 
@@ -190,19 +193,28 @@ def _handler_for(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(raw)
 
-        def _stream(self, events: Iterable[bytes]) -> None:
+        def _stream(self, events: Iterable[bytes], cut_after: int | None = None) -> None:
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("cache-control", "no-cache")
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()
             try:
-                for event in events:
+                for sent, event in enumerate(events):
+                    if sent == cut_after:
+                        self._cut()
+                        return
                     self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
                     self.wfile.flush()
                 self.wfile.write(b"0\r\n\r\n")
             except (BrokenPipeError, ConnectionResetError):  # the client closed a stream early
                 self.close_connection = True
+
+        def _cut(self) -> None:
+            """Drops the connection mid-body for real: the chunked body never ends, the socket is shut."""
+            self.close_connection = True
+            with contextlib.suppress(OSError):  # the client may have gone first
+                self.connection.shutdown(socket.SHUT_RDWR)
 
     return Handler
 

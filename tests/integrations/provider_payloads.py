@@ -37,6 +37,11 @@ class Reply:
     retry_after_s: float | None = None
     chunks: int = 3  # how many deltas a streamed text is cut into
     response_id: str | None = None  # the provider's id of this answer (a fixed fake id when None)
+    # A streamed reply cut after this many SSE events: the server then closes the connection without
+    # ending the chunked body, as a dropped connection or a crashed upstream does (None: not cut).
+    cut_after: int | None = None
+    # Raw usage fields that replace the rendered ones (hostile values: huge, negative, floats, str, null).
+    usage_override: dict[str, Any] | None = None
 
     def pieces(self) -> list[str]:
         size = max(1, -(-len(self.text) // max(1, self.chunks)))
@@ -53,13 +58,20 @@ def sse(data: Any, event: str | None = None) -> bytes:
 
 
 def _chat_usage(reply: Reply) -> dict[str, Any]:
-    return {
-        "prompt_tokens": reply.input_tokens,
-        "completion_tokens": reply.output_tokens,
-        "total_tokens": reply.input_tokens + reply.output_tokens,
-        "prompt_tokens_details": {"cached_tokens": reply.cache_read_tokens, "audio_tokens": 0},
-        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
-    }
+    return _override(
+        reply,
+        {
+            "prompt_tokens": reply.input_tokens,
+            "completion_tokens": reply.output_tokens,
+            "total_tokens": reply.input_tokens + reply.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": reply.cache_read_tokens, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+        },
+    )
+
+
+def _override(reply: Reply, usage: dict[str, Any]) -> dict[str, Any]:
+    return {**usage, **(reply.usage_override or {})}
 
 
 def chat_completion(reply: Reply, model: str) -> dict[str, Any]:
@@ -127,13 +139,16 @@ def chat_completion_stream(reply: Reply, model: str, include_usage: bool) -> Ite
 
 
 def _responses_usage(reply: Reply) -> dict[str, Any]:
-    return {
-        "input_tokens": reply.input_tokens,
-        "input_tokens_details": {"cached_tokens": reply.cache_read_tokens},
-        "output_tokens": reply.output_tokens,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": reply.input_tokens + reply.output_tokens,
-    }
+    return _override(
+        reply,
+        {
+            "input_tokens": reply.input_tokens,
+            "input_tokens_details": {"cached_tokens": reply.cache_read_tokens},
+            "output_tokens": reply.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": reply.input_tokens + reply.output_tokens,
+        },
+    )
 
 
 def _responses_output(reply: Reply) -> list[dict[str, Any]]:
@@ -252,13 +267,16 @@ def response_stream(reply: Reply, model: str) -> Iterator[bytes]:
 
 
 def _anthropic_usage(reply: Reply, output_tokens: int) -> dict[str, Any]:
-    return {
-        # Anthropic's input_tokens is the uncached part; the cache counts come beside it.
-        "input_tokens": reply.input_tokens - reply.cache_read_tokens - reply.cache_write_tokens,
-        "cache_creation_input_tokens": reply.cache_write_tokens,
-        "cache_read_input_tokens": reply.cache_read_tokens,
-        "output_tokens": output_tokens,
-    }
+    return _override(
+        reply,
+        {
+            # Anthropic's input_tokens is the uncached part; the cache counts come beside it.
+            "input_tokens": reply.input_tokens - reply.cache_read_tokens - reply.cache_write_tokens,
+            "cache_creation_input_tokens": reply.cache_write_tokens,
+            "cache_read_input_tokens": reply.cache_read_tokens,
+            "output_tokens": output_tokens,
+        },
+    )
 
 
 def _anthropic_content(reply: Reply) -> list[dict[str, Any]]:

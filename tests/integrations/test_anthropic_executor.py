@@ -175,9 +175,11 @@ async def test_cost_ceiling_refuses_the_next_message_before_it_is_sent(
     fake_provider: FakeProvider, claude: anthropic.AsyncAnthropic, ledger: SqliteLedger
 ) -> None:
     # The first message costs $0.000492 against a $0.0004 ceiling: the second one is never requested.
+    # (No reservation, cost_estimate_usd=0.0: the ceiling is reached by what the first message cost.)
     tool_loop_script(fake_provider)
     limits = RunLimits(max_cost_usd=0.0004)
-    runtime = AiRuntime({"anthropic": executor(claude, [weather_tool([])], limits=limits)}, ledger)
+    tools = [weather_tool([])]
+    runtime = AiRuntime({"anthropic": executor(claude, tools, limits=limits, cost_estimate_usd=0.0)}, ledger)
     events, final = await run_once(runtime, request())
     assert len(fake_provider.requests) == 1
     assert not final.ok and final.error == "aborted"

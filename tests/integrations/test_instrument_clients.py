@@ -29,7 +29,7 @@ CACHED = Reply(
 HI = [{"role": "user", "content": "hi"}]
 
 
-def context(max_cost_usd: float = 1.0, max_steps: int = 50, retries: int = 3) -> ExecutionContext:
+def context(max_cost_usd: float = 10.0, max_steps: int = 50, retries: int = 3) -> ExecutionContext:
     return ExecutionContext(
         ExecutionConfig(max_cost_usd=max_cost_usd, max_steps=max_steps, max_retries_total=retries)
     )
@@ -173,7 +173,7 @@ async def test_async_openai_plain_and_streamed(fake_provider: FakeProvider) -> N
     reply = await client.chat.completions.create(model="gpt-4o", messages=HI)
     assert reply.usage is not None
     stream = await client.chat.completions.create(model="gpt-4o", messages=HI, stream=True)
-    assert ctx.reserved_usd == 0.0 and llm_nodes(ctx)[1]["status"] == "running"
+    assert ctx.reserved_usd > 0.0 and llm_nodes(ctx)[1]["status"] == "running"  # its worst case held
     text = "".join([c.choices[0].delta.content or "" async for c in stream])
     assert text == "The answer is 42."
     async with await client.responses.create(model="gpt-4o", input="hi", stream=True) as events:

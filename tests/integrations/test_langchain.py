@@ -23,7 +23,7 @@ RATES = {("genericfakechatmodel", "house-7b"): {"input_mtok": "2", "output_mtok"
 META = {"ls_model_name": "house-7b"}
 
 
-def context(max_cost_usd: float = 1.0, max_steps: int = 50, retries: int = 3) -> ExecutionContext:
+def context(max_cost_usd: float = 10.0, max_steps: int = 50, retries: int = 3) -> ExecutionContext:
     return ExecutionContext(
         ExecutionConfig(max_cost_usd=max_cost_usd, max_steps=max_steps, max_retries_total=retries)
     )
@@ -100,7 +100,8 @@ def test_refusal_stops_the_chain_before_the_model_runs() -> None:
 
 async def test_async_runs_and_a_budget_halt() -> None:
     ctx = context(max_cost_usd=0.004)
-    handler = ChainwardenCallbackHandler(ctx, price_overrides=RATES)
+    # No reservation: the ceiling is reached by what the calls really cost.
+    handler = ChainwardenCallbackHandler(ctx, price_overrides=RATES, cost_estimate_hint=0.0)
     model = GenericFakeChatModel(messages=iter([answer("a"), answer("b"), answer("c")]))
     config: Any = {"callbacks": [handler], "metadata": META}
     assert (await model.ainvoke("1", config=config)).content == "a"  # $0.003

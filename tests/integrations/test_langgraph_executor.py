@@ -161,8 +161,9 @@ async def test_a_graph_failing_mid_run_ends_with_an_error_and_keeps_its_billed_u
 
 async def test_the_cost_ceiling_halts_the_graph_before_its_next_llm_call(ledger: SqliteLedger) -> None:
     # The first call costs $0.0012 against a $0.001 ceiling: the second is refused before the model runs.
+    # (No reservation, cost_estimate_hint=0.0: the ceiling is reached by what the first call really cost.)
     model = PricedFakeModel(responses=[tool_call("resp-1"), reply("never", "resp-2")])
-    rt = runtime(ledger, agent_graph(model), limits=RunLimits(max_cost_usd=0.001))
+    rt = runtime(ledger, agent_graph(model), limits=RunLimits(max_cost_usd=0.001), cost_estimate_hint=0.0)
     events, final = await run_once(rt, request("run-h"))
     assert not final.ok and final.error == "aborted"
     assert events[-2:] == [Error("aborted"), Done()]

@@ -208,6 +208,7 @@ async def test_a_failing_llm_call_is_retried_within_the_budget(
 async def test_llm_result_without_unit_id_gets_a_stable_one(
     ledger: SqliteLedger, containment: Containment
 ) -> None:
+    # Seed 004's fallback, MISSING:{run_id}/{call_index} (docs/design.md §17, §30): the same on a replay.
     async def graph(ctx: RunContext) -> None:
         await ctx.call_llm(llm("a", None))
         await ctx.call_llm(llm("b", None))
@@ -216,7 +217,10 @@ async def test_llm_result_without_unit_id_gets_a_stable_one(
     for _ in range(2):
         async with rt.run(request(run_id="run-s")) as run:
             assert (await run.final).content is None
-    assert [r.source_reference for r in ledger.receipts()] == ["run-s/0/llm-0", "run-s/0/llm-1"]
+    assert [r.source_reference for r in ledger.receipts()] == [
+        "run-s/0/MISSING:run-s/0",
+        "run-s/0/MISSING:run-s/1",
+    ]
 
 
 async def test_graph_may_not_emit_terminal_or_usage_events(

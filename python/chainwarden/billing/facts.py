@@ -290,5 +290,12 @@ def with_usage_unit_id(fact: UsageFact, call_index: int) -> UsageFact:
         fact.attempt,
         fact.model,
         call_index,
+        # Structured fields a logging handler can read (docs/billing.md, "Metrics").
+        extra={
+            "chainwarden_metric": "billing.missing_usage_unit_id",
+            "chainwarden_run_id": fact.run_id,
+            "chainwarden_attempt": fact.attempt,
+            "chainwarden_call_index": call_index,
+        },
     )
     return replace(fact, usage_unit_id=missing_usage_unit_id(fact.run_id, call_index))

@@ -33,7 +33,7 @@ _ALLOW: Final = Decision.ALLOW
 class HeldCall:
     """One admitted call of a chain, open until ``succeed`` or ``fail`` (the first one wins)."""
 
-    __slots__ = ("_kind", "_lock", "_node", "_opts", "_s", "node_name")
+    __slots__ = ("_kind", "_lock", "_node", "_node_id", "_opts", "_s", "node_name")
 
     def __init__(self, s: ChainState, kind: CallKind, opts: WrapOptions, parent: int | None = None) -> None:
         """Admits the call or raises ``ChainHalted`` (nothing is left open then)."""
@@ -57,6 +57,7 @@ class HeldCall:
         self._kind = kind
         self._opts = opts
         self._node: int | None = node
+        self._node_id = node  # kept after settlement, for flags learnt at the end
         self._lock = threading.Lock()
         self.node_name = s.core.node_name(node)
 
@@ -76,6 +77,11 @@ class HeldCall:
         if node is not None:
             with contextlib.suppress(KeyError):  # settled by another thread meanwhile
                 self._s.core.report(node, cost_usd, tokens_in, tokens_out)
+
+    def flag(self, key: str) -> None:
+        """Sets ``metadata[key] = True`` on the call's node (open or settled; ignored once pruned)."""
+        with contextlib.suppress(KeyError, RuntimeError):
+            self._s.core.flag(self._node_id, key)
 
     def succeed(self) -> Decision:
         """Settles the call at what it reported (else its estimate). ALLOW, or the refusing verdict of a

@@ -17,7 +17,15 @@ from typing import Final, NamedTuple
 
 from chainwarden._core import ChainCore, open_sync_calls
 
-__all__ = ["CURRENT_CALL", "Binding", "bind", "enclosing", "innermost_call", "report_cost"]
+__all__ = [
+    "CURRENT_CALL",
+    "Binding",
+    "bind",
+    "enclosing",
+    "flag_current_call",
+    "innermost_call",
+    "report_cost",
+]
 
 
 class Binding(NamedTuple):
@@ -103,14 +111,29 @@ def report_cost(
     cost = _number(cost_usd, "cost_usd")
     tin = _tokens(tokens_in, "tokens_in")
     tout = _tokens(tokens_out, "tokens_out")
-    call = innermost_call()
-    if call is None:
-        raise RuntimeError(
-            "report_cost() must be called inside a call wrapped by an ExecutionContext "
-            "(wrap_llm_call, wrap_tool_call, their async forms, @ctx.llm_call or with ctx.llm_call())"
-        )
-    core, node = call
+    core, node = _current("report_cost")
     try:
         core.report(node, cost, tin, tout)
     except KeyError:
         raise RuntimeError("report_cost() was called after its wrapped call had ended") from None
+
+
+def flag_current_call(key: str) -> None:
+    """Sets ``metadata[key] = True`` on the node of the wrapped call this runs inside (what an
+    integration learns of a call only when it ends, e.g. ``usage_missing``, docs/design.md §30)."""
+    core, node = _current("flag_current_call")
+    try:
+        core.flag(node, key)
+    except KeyError:
+        raise RuntimeError("flag_current_call() was called after its wrapped call had ended") from None
+
+
+def _current(who: str) -> tuple[ChainCore, int]:
+    """The innermost open call of this thread or task, as ``report_cost`` charges it."""
+    call = innermost_call()
+    if call is None:
+        raise RuntimeError(
+            f"{who}() must be called inside a call wrapped by an ExecutionContext "
+            "(wrap_llm_call, wrap_tool_call, their async forms, @ctx.llm_call or with ctx.llm_call())"
+        )
+    return call

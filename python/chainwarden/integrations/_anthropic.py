@@ -14,6 +14,15 @@ from chainwarden.integrations._usage import Usage, count
 __all__ = ["MESSAGES"]
 
 
+# Our field -> Anthropic's name, for errors that say which count was bad.
+_WIRE = {
+    "input_tokens": "input_tokens",
+    "cache_read_tokens": "cache_read_input_tokens",
+    "cache_write_tokens": "cache_creation_input_tokens",
+    "output_tokens": "output_tokens",
+}
+
+
 def _read(raw: Any, usage: Usage, *, partial: bool) -> None:
     if raw is None:
         return
@@ -27,7 +36,7 @@ def _read(raw: Any, usage: Usage, *, partial: bool) -> None:
     for name, value in fields.items():
         # A message_delta repeats only what changed (output tokens, cumulative); absent fields keep theirs.
         if value is not None or not partial:
-            setattr(usage, name, count(value))
+            setattr(usage, name, count(value, f"usage.{_WIRE[name]}"))
     usage.input_excludes_cache = True
 
 
@@ -47,4 +56,4 @@ def _event(event: Any, usage: Usage) -> bool:
     return True
 
 
-MESSAGES = Dialect("anthropic.messages", _message, _event)
+MESSAGES = Dialect("anthropic.messages", _message, _event, output_fields=("max_tokens",))

@@ -4,7 +4,9 @@ A plain request runs inside ``wrap_llm_call`` / ``wrap_llm_call_async`` (so it h
 wrapped call: nesting, cancellation of async calls on abort or timeout), reporting its priced usage from
 inside the wrap. A streamed request cannot end inside the wrap — the caller consumes the stream later — so
 it is a held call (``containment._held``), settled by the stream proxy. Either way a refused call raises
-``ChainHalted`` before the request is sent.
+``ChainHalted`` before the request is sent, and the call reserves its worst case first (``_estimate``).
+Usage that cannot be a token count ends the call with ``UsageError``, charged its estimate: the request
+happened, what it cost is unknown (docs/design.md §30).
 """
 
 from __future__ import annotations
@@ -16,11 +18,19 @@ from typing import Any
 from chainwarden._core import CallKind
 from chainwarden.containment._blocks import halted as refused
 from chainwarden.containment._held import open_call
-from chainwarden.containment._report import report_cost
+from chainwarden.containment._report import flag_current_call, report_cost
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.containment.types import WrapOptions
+from chainwarden.integrations._estimate import PROMPT_FIELDS, Estimate, estimate, output_limit, prompt_tokens
 from chainwarden.integrations._streams import AsyncHeldStream, HeldStream, Settle, Watch, settle_failure
-from chainwarden.integrations._usage import PriceOverrides, Usage, charge
+from chainwarden.integrations._usage import (
+    USAGE_MISSING,
+    PriceOverrides,
+    Usage,
+    UsageError,
+    charge,
+    note_usage_missing,
+)
 from chainwarden.shield.types import Decision
 
 __all__ = ["Dialect", "Setup", "acall", "call", "outcome"]
@@ -32,7 +42,7 @@ class Setup:
 
     ctx: ExecutionContext
     provider: str
-    estimate: float
+    hint: float | None  # an explicit cost_estimate_hint; None: each request's worst case
     overrides: PriceOverrides | None
 
 
@@ -44,6 +54,7 @@ class Dialect:
     usage_of: Callable[[Any, Usage], None]  # a plain response's usage into the Usage
     watch: Watch  # one stream event's usage into the Usage; False hides the event
     prepare: Callable[[dict[str, Any]], Watch | None] | None = None  # may adjust a streamed request
+    output_fields: tuple[str, ...] = ("max_tokens",)  # the request's output limit, first one given
 
 
 def _model(kwargs: dict[str, Any]) -> str:
@@ -51,8 +62,18 @@ def _model(kwargs: dict[str, Any]) -> str:
     return model if isinstance(model, str) else ""
 
 
-def _options(setup: Setup, dialect: Dialect, model: str) -> WrapOptions:
-    return WrapOptions(dialect.operation, setup.estimate, model=model or None)
+def _estimate(setup: Setup, dialect: Dialect, model: str, kwargs: dict[str, Any]) -> Estimate:
+    if setup.hint is not None:
+        return Estimate(setup.hint, setup.hint)
+    return estimate(
+        setup.ctx,
+        hint=None,
+        provider=setup.provider,
+        model=model,
+        prompt=prompt_tokens(*(kwargs.get(name) for name in PROMPT_FIELDS)),
+        output=output_limit(kwargs, dialect.output_fields),
+        overrides=setup.overrides,
+    )
 
 
 def _report(cost: float, tokens_in: int | None, tokens_out: int | None) -> None:
@@ -80,14 +101,37 @@ def _stream_watch(dialect: Dialect, kwargs: dict[str, Any]) -> Watch:
     return dialect.watch
 
 
+def _settle_response(
+    setup: Setup,
+    dialect: Dialect,
+    response: Any,
+    usage: Usage,
+    *,
+    fallback: float,
+    errors: list[BaseException],
+) -> None:
+    """Inside the wrap: reports what the response cost, or ends the call with ``UsageError``."""
+    try:
+        dialect.usage_of(response, usage)
+        charge(usage, fallback, setup.overrides, _report)
+    except UsageError as exc:
+        _report(fallback, None, None)  # the request happened; what it cost is unknown: its estimate
+        errors.append(exc)
+        raise
+    if not usage.seen:
+        note_usage_missing(dialect.operation, dialect.operation, lambda: flag_current_call(USAGE_MISSING))
+
+
 def call(
     setup: Setup, dialect: Dialect, original: Callable[..., Any], args: Any, kwargs: dict[str, Any]
 ) -> Any:
     model = _model(kwargs)
-    opts = _options(setup, dialect, model)
+    streamed = kwargs.get("stream") is True
+    watch = _stream_watch(dialect, kwargs) if streamed else dialect.watch
+    cost = _estimate(setup, dialect, model, kwargs)
+    opts = WrapOptions(dialect.operation, cost.reserve, model=model or None)
     usage = Usage(setup.provider, model)
-    if kwargs.get("stream") is True:
-        watch = _stream_watch(dialect, kwargs)
+    if streamed:
         held = open_call(setup.ctx, CallKind.LLM, opts)
         try:
             inner = original(*args, **kwargs)
@@ -96,7 +140,10 @@ def call(
             if halted is None:
                 raise
             raise halted from exc
-        return HeldStream(inner, Settle(held, usage, watch, setup.estimate, setup.overrides))
+        settle = Settle(
+            held, usage, watch, fallback=cost.fallback, overrides=setup.overrides, name=dialect.operation
+        )
+        return HeldStream(inner, settle)
 
     box: list[Any] = []
     errors: list[BaseException] = []
@@ -107,8 +154,7 @@ def call(
         except BaseException as exc:
             errors.append(exc)
             raise
-        dialect.usage_of(response, usage)
-        charge(usage, setup.estimate, setup.overrides, _report)
+        _settle_response(setup, dialect, response, usage, fallback=cost.fallback, errors=errors)
         box.append(response)
 
     return outcome(setup.ctx, setup.ctx.wrap_llm_call(thunk, opts), box, errors)
@@ -118,10 +164,12 @@ async def acall(
     setup: Setup, dialect: Dialect, original: Callable[..., Awaitable[Any]], args: Any, kwargs: dict[str, Any]
 ) -> Any:
     model = _model(kwargs)
-    opts = _options(setup, dialect, model)
+    streamed = kwargs.get("stream") is True
+    watch = _stream_watch(dialect, kwargs) if streamed else dialect.watch
+    cost = _estimate(setup, dialect, model, kwargs)
+    opts = WrapOptions(dialect.operation, cost.reserve, model=model or None)
     usage = Usage(setup.provider, model)
-    if kwargs.get("stream") is True:
-        watch = _stream_watch(dialect, kwargs)
+    if streamed:
         held = open_call(setup.ctx, CallKind.LLM, opts)
         try:
             inner = await original(*args, **kwargs)
@@ -130,7 +178,10 @@ async def acall(
             if halted is None:
                 raise
             raise halted from exc
-        return AsyncHeldStream(inner, Settle(held, usage, watch, setup.estimate, setup.overrides))
+        settle = Settle(
+            held, usage, watch, fallback=cost.fallback, overrides=setup.overrides, name=dialect.operation
+        )
+        return AsyncHeldStream(inner, settle)
 
     box: list[Any] = []
     errors: list[BaseException] = []
@@ -141,8 +192,7 @@ async def acall(
         except BaseException as exc:
             errors.append(exc)
             raise
-        dialect.usage_of(response, usage)
-        charge(usage, setup.estimate, setup.overrides, _report)
+        _settle_response(setup, dialect, response, usage, fallback=cost.fallback, errors=errors)
         box.append(response)
 
     return outcome(setup.ctx, await setup.ctx.wrap_llm_call_async(thunk, opts), box, errors)

@@ -15,10 +15,12 @@ def _chat_usage(raw: Any, usage: Usage) -> None:
     if raw is None:
         return
     usage.seen = True
-    usage.input_tokens = count(getattr(raw, "prompt_tokens", None))
-    usage.output_tokens = count(getattr(raw, "completion_tokens", None))
+    usage.input_tokens = count(getattr(raw, "prompt_tokens", None), "usage.prompt_tokens")
+    usage.output_tokens = count(getattr(raw, "completion_tokens", None), "usage.completion_tokens")
     details = getattr(raw, "prompt_tokens_details", None)
-    usage.cache_read_tokens = count(getattr(details, "cached_tokens", None))
+    usage.cache_read_tokens = count(
+        getattr(details, "cached_tokens", None), "usage.prompt_tokens_details.cached_tokens"
+    )
 
 
 def _model_of(obj: Any, usage: Usage) -> None:
@@ -63,10 +65,12 @@ def _responses_usage(response: Any, usage: Usage) -> None:
     if raw is None:
         return
     usage.seen = True
-    usage.input_tokens = count(getattr(raw, "input_tokens", None))
-    usage.output_tokens = count(getattr(raw, "output_tokens", None))
+    usage.input_tokens = count(getattr(raw, "input_tokens", None), "usage.input_tokens")
+    usage.output_tokens = count(getattr(raw, "output_tokens", None), "usage.output_tokens")
     details = getattr(raw, "input_tokens_details", None)
-    usage.cache_read_tokens = count(getattr(details, "cached_tokens", None))
+    usage.cache_read_tokens = count(
+        getattr(details, "cached_tokens", None), "usage.input_tokens_details.cached_tokens"
+    )
 
 
 _FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
@@ -80,5 +84,13 @@ def _responses_event(event: Any, usage: Usage) -> bool:
     return True
 
 
-CHAT = Dialect("openai.chat.completions", _chat_response, _chat_chunk, _ask_for_usage)
-RESPONSES = Dialect("openai.responses", _responses_usage, _responses_event)
+CHAT = Dialect(
+    "openai.chat.completions",
+    _chat_response,
+    _chat_chunk,
+    _ask_for_usage,
+    output_fields=("max_completion_tokens", "max_tokens"),
+)
+RESPONSES = Dialect(
+    "openai.responses", _responses_usage, _responses_event, output_fields=("max_output_tokens",)
+)

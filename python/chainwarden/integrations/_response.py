@@ -71,8 +71,8 @@ def _usage_of(response: Any, model: str) -> Usage | None:
     elif getattr(raw, "input_tokens", None) is not None or getattr(raw, "output_tokens", None) is not None:
         answered = getattr(view, "model", None)
         usage = Usage("", answered if isinstance(answered, str) and answered else model, seen=True)
-        usage.input_tokens = count(getattr(raw, "input_tokens", None))
-        usage.output_tokens = count(getattr(raw, "output_tokens", None))
+        usage.input_tokens = count(getattr(raw, "input_tokens", None), "usage.input_tokens")
+        usage.output_tokens = count(getattr(raw, "output_tokens", None), "usage.output_tokens")
         usage.provider = _provider_of(usage.model)
     else:
         return None

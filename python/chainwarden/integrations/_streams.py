@@ -4,8 +4,10 @@ The proxies hand out the provider's own events unchanged and delegate every othe
 client's stream object. Each event passes through ``watch`` (which reads usage from it and may hide it:
 the usage-only chunk chainwarden asked OpenAI for on the caller's behalf). The contained call stays open
 meanwhile and is settled exactly once: at the end of the stream, on ``close()`` / leaving its ``with``
-block (at the usage seen so far, else the estimate), when iterating raises (a failed call), or — when
-the caller drops an unfinished stream — when the proxy is garbage-collected.
+block (at the usage seen so far), when iterating raises (a failed call, charged the usage seen so far:
+an Anthropic stream cut after ``message_start`` has already cost its prompt, docs/design.md §30), or —
+when the caller drops an unfinished stream — when the proxy is garbage-collected. A stream that ends
+without any usage is charged its estimate and flagged ``usage_missing``.
 """
 
 from __future__ import annotations
@@ -13,11 +15,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 from chainwarden.containment._blocks import ChainHalted
 from chainwarden.containment._held import HeldCall
-from chainwarden.integrations._usage import PriceOverrides, Usage, charge
+from chainwarden.integrations._usage import (
+    USAGE_MISSING,
+    PriceOverrides,
+    Usage,
+    UsageError,
+    charge,
+    note_usage_missing,
+)
 from chainwarden.shield.types import Decision
 
 __all__ = ["AsyncHeldStream", "HeldStream", "Settle", "settle_failure"]
@@ -41,22 +50,66 @@ class Settle:
     """The settlement shared by the sync and async proxies."""
 
     def __init__(
-        self, held: HeldCall, usage: Usage, watch: Watch, estimate: float, overrides: PriceOverrides | None
+        self,
+        held: HeldCall,
+        usage: Usage,
+        watch: Watch,
+        *,
+        fallback: float,
+        overrides: PriceOverrides | None,
+        name: str,
     ) -> None:
         self.held = held
         self.usage = usage
         self.watch = watch
-        self.estimate = estimate
+        self.fallback = fallback
         self.overrides = overrides
+        self.name = name
+
+    def _report_seen(self) -> UsageError | None:
+        """Reports the usage seen so far to the open call (its estimate when there is none, or when it
+        cannot be a token count: returned then, the call must end with it)."""
+        held = self.held
+        try:
+            charge(self.usage, self.fallback, self.overrides, held.report)
+        except UsageError as exc:
+            held.report(self.fallback)
+            return exc
+        if not self.usage.seen:
+            note_usage_missing(self.name, self.name, lambda: held.flag(USAGE_MISSING))
+        return None
 
     def ok(self) -> None:
         held = self.held
         if held.node is None:
             return
-        charge(self.usage, self.estimate, self.overrides, held.report)
+        invalid = self._report_seen()
+        if invalid is not None:
+            self.raise_failed(invalid, reported=True)
         decision = held.succeed()
         if decision is not Decision.ALLOW:
             raise held.halted(decision)
+
+    def raise_failed(self, exc: BaseException, *, reported: bool = False) -> NoReturn:
+        """Settles the call as failed by ``exc``, charged the usage seen so far, and raises: ``exc``
+        itself while retries remain, else ``ChainHalted`` from it."""
+        held = self.held
+        if held.node is not None and not reported:
+            invalid = self._report_seen()
+            if invalid is not None:
+                exc = invalid
+        halted = settle_failure(held, exc)
+        if halted is None:
+            raise exc
+        raise halted from exc
+
+    def watched(self, event: Any) -> bool:
+        """Reads one event's usage; a value that cannot be a token count ends the call."""
+        try:
+            return self.watch(event, self.usage)
+        except UsageError as exc:
+            self.held.report(self.fallback)
+            self.raise_failed(exc, reported=True)
 
     def quietly(self) -> None:
         """Settles from a finalizer: nothing may escape."""
@@ -92,11 +145,8 @@ class HeldStream:
                 settle.ok()
                 raise
             except BaseException as exc:
-                halted = settle_failure(settle.held, exc)
-                if halted is None:
-                    raise
-                raise halted from exc
-            if settle.watch(event, settle.usage):
+                settle.raise_failed(exc)
+            if settle.watched(event):
                 return event
 
     def close(self) -> None:
@@ -145,11 +195,8 @@ class AsyncHeldStream:
                 settle.ok()
                 raise
             except BaseException as exc:
-                halted = settle_failure(settle.held, exc)
-                if halted is None:
-                    raise
-                raise halted from exc
-            if settle.watch(event, settle.usage):
+                settle.raise_failed(exc)
+            if settle.watched(event):
                 return event
 
     async def close(self) -> None:

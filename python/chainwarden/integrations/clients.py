@@ -82,7 +82,7 @@ def instrument(
     ctx: ExecutionContext,
     *,
     provider: str | None = None,
-    cost_estimate_hint: float = 0.0,
+    cost_estimate_hint: float | None = None,
     price_overrides: PriceOverrides | None = None,
 ) -> C:
     """Makes every ``create`` call of ``client`` a contained, recorded ``llm`` call of ``ctx``; returns
@@ -90,20 +90,24 @@ def instrument(
 
     ``provider`` names the price list (default ``"openai"`` / ``"anthropic"`` by client; say
     ``"azure"``, ``"groq"``, ... for a compatible endpoint), ``cost_estimate_hint`` is each call's
-    estimate reserved before it is sent (docs/design.md §20), ``price_overrides`` is
-    ``price_usage``'s ``overrides`` table. Bad arguments raise ``TypeError`` / ``ValueError`` naming the
-    argument, with the client unchanged."""
+    estimate reserved before it is sent (docs/design.md §20; None: the most each request can cost,
+    §35), ``price_overrides`` is ``price_usage``'s ``overrides`` table. Bad arguments raise
+    ``TypeError`` / ``ValueError`` naming the argument, with the client unchanged."""
     if not isinstance(ctx, ExecutionContext):
         raise TypeError(f"ctx must be an ExecutionContext, got {type(ctx).__name__}")
     if provider is not None and (not isinstance(provider, str) or not provider):
         raise TypeError(f"provider must be a non-empty str or None, got {provider!r}")
-    estimate = WrapOptions(cost_estimate_hint=cost_estimate_hint).cost_estimate_hint
+    hint = (
+        None
+        if cost_estimate_hint is None
+        else WrapOptions(cost_estimate_hint=cost_estimate_hint).cost_estimate_hint
+    )
     try:
         table = _overrides(price_overrides)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"price_overrides: {exc}") from None
     is_async, targets = _targets(client)
-    setup = Setup(ctx, provider or _family(client) or "", estimate, table or None)
+    setup = Setup(ctx, provider or _family(client) or "", hint, table or None)
     for resource, dialect in targets:
         current = resource.create
         original = getattr(current, _ORIGINAL, current)

@@ -20,7 +20,7 @@ from chainwarden.runtime.inproc import GraphFn, InProcGraphExecutor
 from chainwarden.runtime.once import Once
 from chainwarden.runtime.port import GraphExecutor, GraphFinal, GraphRunRequest, GraphRunResult, Usage
 from chainwarden.runtime.relay import DEFAULT_UI_BUFFER, RunEventRelay
-from chainwarden.runtime.run_context import LlmCallRefused, LlmResult, RunContext
+from chainwarden.runtime.run_context import LlmCallFailed, LlmCallRefused, LlmResult, RunContext
 
 if TYPE_CHECKING:
     from chainwarden.runtime.langgraph_executor import LangGraphExecutor
@@ -54,6 +54,7 @@ __all__ = [
     "GraphRunResult",
     "InProcGraphExecutor",
     "LangGraphExecutor",
+    "LlmCallFailed",
     "LlmCallGuard",
     "LlmCallRefused",
     "LlmResult",

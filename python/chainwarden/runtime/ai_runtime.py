@@ -14,7 +14,7 @@ from typing import Self
 
 from chainwarden.billing import BillingUnsettled, ChargeReceipt, Ledger, Pricing, SqliteLedger
 from chainwarden.billing.delivery import BillingDelivery
-from chainwarden.billing.facts import check_text
+from chainwarden.billing.facts import check_run_id, check_text
 from chainwarden.billing.outbox import Outbox, default_outbox_path
 from chainwarden.runtime.billing_sink import BillingSink
 from chainwarden.runtime.events import AiEvent, Done, Error
@@ -229,6 +229,8 @@ class AiRuntime:
         # (docs/design.md §26), before anything runs or is owed.
         for name in ("run_id", "ingress_request_id", "billing_account_id", "virtual_key_id"):
             check_text(name, getattr(req, name), optional=True)
+        if req.run_id is not None:
+            check_run_id(req.run_id)  # docs/design.md §29
         if req.run_id is None:
             req = GraphRunRequest(
                 graph_id=req.graph_id,

@@ -17,13 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chainwarden._extras import require
+from chainwarden.containment.types import WrapOptions
 from chainwarden.integrations._anthropic import MESSAGES
-from chainwarden.integrations._usage import Usage, price_of
+from chainwarden.integrations._estimate import estimate, prompt_tokens
+from chainwarden.integrations._usage import Usage, UsageError, price_of
 from chainwarden.runtime.containment_port import Containment, RunLimits
 from chainwarden.runtime.events import TextDelta, ToolCallResult, ToolCallStart
 from chainwarden.runtime.inproc import InProcGraphExecutor
 from chainwarden.runtime.port import GraphRunRequest, GraphRunResult
-from chainwarden.runtime.run_context import LlmCallRefused, LlmResult, RunContext
+from chainwarden.runtime.run_context import LlmCallFailed, LlmCallRefused, LlmResult, RunContext
 
 __all__ = ["SOURCE_ANTHROPIC", "AnthropicExecutor", "AnthropicTool"]
 
@@ -81,7 +83,7 @@ class AnthropicExecutor:
         limits: RunLimits | None = None,
         containment: Containment | None = None,
         price_overrides: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
-        cost_estimate_usd: float = 0.0,
+        cost_estimate_usd: float | None = None,
     ) -> None:
         anthropic = require("anthropic", "anthropic")
         if not isinstance(client, anthropic.AsyncAnthropic):
@@ -104,6 +106,8 @@ class AnthropicExecutor:
         self._max_tokens = max_tokens
         self._stream = stream
         self._price_overrides = price_overrides
+        if cost_estimate_usd is not None:
+            cost_estimate_usd = WrapOptions(cost_estimate_hint=cost_estimate_usd).cost_estimate_hint
         self._cost_estimate = cost_estimate_usd
         self._inproc = InProcGraphExecutor(
             self._converse, limits=limits, containment=containment, source=SOURCE_ANTHROPIC
@@ -124,7 +128,7 @@ class AnthropicExecutor:
             await ctx.call_llm(
                 functools.partial(self._message, ctx, system, messages, reply),
                 operation_name=f"chat {ctx.request.model}",
-                cost_estimate_hint=self._cost_estimate,
+                cost_estimate_hint=self._estimate(ctx, system, messages),
             )
             message = reply[0]
             content = [block.model_dump(exclude_none=True) for block in message.content]
@@ -134,6 +138,22 @@ class AnthropicExecutor:
                 return "".join(block.text for block in message.content if block.type == "text")
             results = [await self._run_tool(ctx, use) for use in uses]
             messages.append({"role": "user", "content": results})
+
+    def _estimate(self, ctx: RunContext, system: str | None, messages: list[dict[str, Any]]) -> float:
+        """What the next message can cost at most (docs/design.md §35), unless the executor was given
+        ``cost_estimate_usd``."""
+        if self._cost_estimate is not None:
+            return self._cost_estimate
+        tools = [tool.definition() for tool in self._tools.values()]
+        return estimate(
+            ctx.guard,
+            hint=None,
+            provider=SOURCE_ANTHROPIC,
+            model=ctx.request.model,
+            prompt=prompt_tokens(system, messages, tools),
+            output=self._max_tokens,
+            overrides=self._price_overrides,
+        ).reserve
 
     async def _message(
         self, ctx: RunContext, system: str | None, messages: list[dict[str, Any]], reply: list[Any]
@@ -149,24 +169,69 @@ class AnthropicExecutor:
         if self._tools:
             params["tools"] = [tool.definition() for tool in self._tools.values()]
         if self._stream:
-            async with self._client.messages.stream(**params) as stream:
-                async for event in stream:
-                    if event.type == "text" and event.text:
-                        ctx.emit(TextDelta(event.text))
-                message = await stream.get_final_message()
+            message = await self._streamed(ctx, params)
         else:
             message = await self._client.messages.create(**params)
             for block in message.content:
                 if block.type == "text" and block.text:
                     ctx.emit(TextDelta(block.text))
+        try:
+            result = self._result(message)
+        except UsageError as invalid:
+            # The message was sent and answered; its usage cannot be counted: billed under its id without
+            # tokens or cost (usage missing), charged the call's estimate, and the call fails.
+            raise LlmCallFailed(self._used(message.id, message.model), invalid) from invalid
         reply.append(message)
-        return self._result(message)
+        return result
+
+    async def _streamed(self, ctx: RunContext, params: dict[str, Any]) -> Any:
+        """One streamed message. A stream cut after ``message_start`` has already cost its prompt: the
+        call fails with that usage (``LlmCallFailed``), billed once and charged before any retry
+        (docs/design.md §30)."""
+        usage = Usage(SOURCE_ANTHROPIC, str(params["model"]))
+        started: dict[str, str] = {}
+        try:
+            async with self._client.messages.stream(**params) as stream:
+                async for event in stream:
+                    if event.type == "message_start":
+                        started["id"] = event.message.id
+                    MESSAGES.watch(event, usage)
+                    if event.type == "text" and event.text:
+                        ctx.emit(TextDelta(event.text))
+                return await stream.get_final_message()
+        except UsageError as invalid:
+            raise LlmCallFailed(self._used(started.get("id"), usage.model), invalid) from invalid
+        except Exception as cut:
+            if not started and not usage.seen:
+                raise  # nothing reached us: the request failed before the provider answered
+            raise LlmCallFailed(self._used(started.get("id"), usage.model, usage), cut) from cut
+        except BaseException:
+            if usage.seen:  # the run was cancelled mid-message: what the message used is billed
+                ctx.report_usage(self._used(started.get("id"), usage.model, usage))
+            raise
+
+    def _used(self, message_id: str | None, model: str, usage: Usage | None = None) -> LlmResult:
+        """What a failed message used: its usage when it is known, else nothing (usage missing)."""
+        if usage is None or not usage.seen:
+            return LlmResult(content="", model=model, provider=SOURCE_ANTHROPIC, usage_unit_id=message_id)
+        return LlmResult(
+            content="",
+            model=model,
+            provider=SOURCE_ANTHROPIC,
+            usage_unit_id=message_id,
+            input_tokens=usage.total_input(),
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            cost_usd=price_of(usage, self._price_overrides),
+        )
 
     def _result(self, message: Any) -> LlmResult:
         # Counted and priced as every integration does (chainwarden.integrations): input_tokens counts the
         # cached tokens too, which Anthropic reports beside it.
         usage = Usage(SOURCE_ANTHROPIC, message.model)
         MESSAGES.usage_of(message, usage)
+        usage.checked()
         return LlmResult(
             content="".join(block.text for block in message.content if block.type == "text"),
             model=message.model,

@@ -9,6 +9,7 @@ itself imports without it.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -67,6 +68,14 @@ class Containment:
         report = getattr(self._resolve(), "report_cost", None)
         if report is not None:
             report(cost_usd)
+
+    def flag_call(self, key: str) -> None:
+        """Inside a wrapped call: sets ``metadata[key] = True`` on its node (chainwarden's containment
+        only; a containment without node metadata, the reference, keeps what it has)."""
+        if self._resolve() is sys.modules.get("chainwarden.containment"):
+            from chainwarden.containment._report import flag_current_call  # noqa: PLC0415
+
+            flag_current_call(key)
 
     def wrap_options(self, operation_name: str, cost_estimate_hint: float) -> Any:
         return self._resolve().WrapOptions(

@@ -37,14 +37,18 @@ class ToolCallResult:
 @dataclass(frozen=True)
 class UsageReport:
     """Billing-only: never shown to UI subscribers. ``fact`` must be a ``UsageFact`` (checked here, where
-    the executor builds the report)."""
+    the executor builds the report). ``usage_missing``: the provider reported nothing the call used (no token
+    count, no cost): the fact is billed all the same, without a cost (docs/design.md §30)."""
 
     fact: UsageFact
+    usage_missing: bool = False
     type: Literal["usage_report"] = field(default="usage_report", init=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.fact, UsageFact):
             raise TypeError(f"fact must be a UsageFact, got {type(self.fact).__name__}")
+        if not isinstance(self.usage_missing, bool):
+            raise TypeError(f"usage_missing must be a bool, got {type(self.usage_missing).__name__}")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
+from chainwarden.billing.facts import check_run_id
 from chainwarden.runtime.containment_port import Containment, RunLimits
 from chainwarden.runtime.events import AiEvent, AssistantFinal, Done, Error, ErrorCode, UsageReport
 from chainwarden.runtime.once import Once
@@ -83,7 +84,8 @@ class InProcGraphExecutor:
     def run_graph(self, req: GraphRunRequest) -> GraphRunResult:
         if not isinstance(req, GraphRunRequest):
             raise TypeError(f"expected a GraphRunRequest, got {type(req).__name__}")
-        run_id = req.run_id or new_run_id()
+        # docs/design.md §29: every executor checks the run id it runs under, whoever built the request.
+        run_id = check_run_id(req.run_id) if req.run_id is not None else new_run_id()
         final: Once[GraphFinal] = Once()
         return GraphRunResult(stream=self._stream(req, run_id, final), final=final)
 

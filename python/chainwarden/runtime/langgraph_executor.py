@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
     from langchain_core.callbacks import BaseCallbackHandler
 else:
     BaseCallbackHandler = require("langchain_core.callbacks", "langgraph").BaseCallbackHandler
+
+from chainwarden.integrations._usage import Usage
+from chainwarden.integrations.langchain import ChainwardenCallbackHandler
 
 __all__ = ["SOURCE_LANGGRAPH", "LangGraphExecutor"]
 
@@ -78,11 +82,10 @@ class LangGraphExecutor:
         input_of: InputOf = messages_input,
         output_of: OutputOf = last_message_output,
         price_overrides: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
-        cost_estimate_hint: float = 0.0,
+        cost_estimate_hint: float | None = None,
         recursion_limit: int = 25,
     ) -> None:
         require("langgraph", "langgraph")
-        handler_module = require("chainwarden.integrations.langchain", "langgraph")
         if isinstance(graphs, Mapping):
             self._graphs: dict[str, Any] | None = dict(graphs)
             self._single = None
@@ -98,7 +101,6 @@ class LangGraphExecutor:
                 raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
         if isinstance(recursion_limit, bool) or not isinstance(recursion_limit, int) or recursion_limit < 1:
             raise ValueError(f"recursion_limit must be a positive int, got {recursion_limit!r}")
-        self._handler_class = handler_module.ChainwardenCallbackHandler
         self._input_of = input_of
         self._output_of = output_of
         self._price_overrides = price_overrides
@@ -128,10 +130,10 @@ class LangGraphExecutor:
         return run
 
     async def _run(self, ctx: RunContext, graph: Any) -> str | None:
-        containment = self._handler_class(
-            ctx.guard, cost_estimate_hint=self._estimate, price_overrides=self._price_overrides
+        containment = _BilledCalls(
+            ctx, cost_estimate_hint=self._estimate, price_overrides=self._price_overrides
         )
-        events = _RunEvents(ctx, self._price_overrides)
+        events = _RunEvents(ctx)
         config = {"callbacks": [containment, events], "recursion_limit": self._recursion_limit}
         state: Any = None
         halted = require("chainwarden.containment", "langgraph").ChainHalted
@@ -149,25 +151,54 @@ class LangGraphExecutor:
         return self._output_of(state)
 
 
+class _BilledCalls(ChainwardenCallbackHandler):
+    """The run's containment handler (every LLM and tool call admitted, recorded and settled at its
+    priced cost, docs/design.md §20) that also bills each LLM call's usage once, as charged: one
+    ``UsageReport`` per call that used tokens, a cut stream's included (§30)."""
+
+    def __init__(
+        self,
+        ctx: RunContext,
+        *,
+        cost_estimate_hint: float | None,
+        price_overrides: Mapping[tuple[str, str], Mapping[str, Any]] | None,
+    ) -> None:
+        guard: Any = ctx.guard
+        super().__init__(guard, cost_estimate_hint=cost_estimate_hint, price_overrides=price_overrides)
+        self._ctx = ctx
+
+    def usage_reported(self, run_id: UUID, usage: Usage, price: Decimal | None, response: Any) -> None:
+        try:
+            self._ctx.report_usage(
+                LlmResult(
+                    content="",
+                    model=usage.model or None,
+                    provider=usage.provider or None,
+                    usage_unit_id=_response_id(response),
+                    input_tokens=usage.total_input() if usage.seen else None,
+                    output_tokens=usage.output_tokens if usage.seen else None,
+                    cache_read_tokens=usage.cache_read_tokens if usage.seen else None,
+                    cache_write_tokens=usage.cache_write_tokens if usage.seen else None,
+                    cost_usd=price,
+                ),
+                usage_missing_noted=True,  # the handler logged and counted it
+            )
+        except (TypeError, ValueError):
+            # The usage happened: bill it without the values the ledger refuses (docs/design.md §26).
+            logger.exception("run %s: usage of LLM call %s not reportable as is", self._ctx.run_id, run_id)
+            self._ctx.report_usage(LlmResult(content=""), usage_missing_noted=True)
+
+
 class _RunEvents(BaseCallbackHandler):
-    """The run's view of the graph's callbacks: tool events and one usage report per LLM call."""
+    """The run's view of the graph's callbacks: tool events (usage is billed by ``_BilledCalls``)."""
 
     raise_error = False  # an event that cannot be emitted must not stop the graph (it is logged)
     run_inline = True
 
-    def __init__(
-        self, ctx: RunContext, overrides: Mapping[tuple[str, str], Mapping[str, Any]] | None
-    ) -> None:
+    def __init__(self, ctx: RunContext) -> None:
         super().__init__()
-        from chainwarden.integrations import _usage, langchain  # noqa: PLC0415 - the langgraph extra
-
-        self._lc = langchain
-        self._usage_class = _usage.Usage
-        self._price_of = _usage.price_of
         self._ctx = ctx
-        self._overrides = overrides
         self._tools: dict[UUID, str] = {}
-        self._calls: dict[UUID, tuple[str, str]] = {}
 
     def text(self, message: Any) -> None:
         """A chunk (or whole message) of the ``messages`` stream: AI text becomes a ``TextDelta``."""
@@ -176,53 +207,6 @@ class _RunEvents(BaseCallbackHandler):
         text = _text(getattr(message, "content", None))
         if text:
             self._ctx.emit(TextDelta(text))
-
-    def _start(self, run_id: UUID, metadata: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> None:
-        self._calls[run_id] = self._lc.model_of(metadata, kwargs)
-
-    def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],
-        messages: list[list[Any]],
-        *,
-        run_id: UUID,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._start(run_id, metadata, kwargs)
-
-    def on_llm_start(
-        self,
-        serialized: dict[str, Any],
-        prompts: list[str],
-        *,
-        run_id: UUID,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._start(run_id, metadata, kwargs)
-
-    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        provider, model = self._calls.pop(run_id, ("", ""))
-        # Counted and priced exactly as the containment handler charged the call (docs/design.md §20).
-        usage = self._usage_class(provider, model)
-        self._lc.usage_of(response, usage)
-        self._ctx.report_usage(
-            LlmResult(
-                content="",
-                model=model or None,
-                provider=provider or None,
-                usage_unit_id=_response_id(response),
-                input_tokens=usage.total_input() if usage.seen else None,
-                output_tokens=usage.output_tokens if usage.seen else None,
-                cache_read_tokens=usage.cache_read_tokens if usage.seen else None,
-                cache_write_tokens=usage.cache_write_tokens if usage.seen else None,
-                cost_usd=self._price_of(usage, self._overrides),
-            )
-        )
-
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._calls.pop(run_id, None)
 
     def on_tool_start(
         self, serialized: dict[str, Any], input_str: str, *, run_id: UUID, **kwargs: Any

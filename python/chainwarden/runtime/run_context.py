@@ -14,7 +14,8 @@ from decimal import Decimal
 from typing import Any
 
 from chainwarden.billing import UsageFact
-from chainwarden.billing.facts import check_usage_fields, encode_usage_raw
+from chainwarden.billing.facts import check_usage_fields, encode_usage_raw, with_usage_unit_id
+from chainwarden.integrations._usage import note_usage_missing
 from chainwarden.runtime.containment_port import (
     Containment,
     LlmCallGuard,
@@ -61,6 +62,28 @@ class LlmResult:
             cost_usd=self.cost_usd,
         )
         encode_usage_raw(self.usage_raw)
+
+    @property
+    def usage_missing(self) -> bool:
+        """True when the provider reported nothing this call used: no token count and no cost."""
+        counts = (self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens)
+        return self.cost_usd is None and all(n is None for n in counts)
+
+
+class LlmCallFailed(Exception):
+    """An LLM call that failed after its provider had reported usage (a stream cut after its first
+    event): raise it ``from`` the error, with what was used as ``result``. The run bills that usage once
+    and counts it against its cost ceiling before any retry; the call counts as failed
+    (docs/design.md §30, docs/runtime.md "Failed calls that used tokens")."""
+
+    def __init__(self, result: LlmResult, cause: BaseException) -> None:
+        if not isinstance(result, LlmResult):
+            raise TypeError(f"result must be an LlmResult, got {type(result).__name__}")
+        if not isinstance(cause, BaseException):
+            raise TypeError(f"cause must be an exception, got {type(cause).__name__}")
+        super().__init__(f"LLM call failed after using tokens: {type(cause).__name__}: {cause}")
+        self.result = result
+        self.cause = cause
 
 
 class LlmCallRefused(Exception):
@@ -148,6 +171,9 @@ class RunContext:
             async def attempt() -> None:
                 try:
                     result = await _call(call)
+                except LlmCallFailed as used:
+                    failure.append(self._used_then_failed(used, options))
+                    raise used.cause from None
                 except BaseException as error:
                     failure.append(error)
                     raise
@@ -158,7 +184,14 @@ class RunContext:
         # A context with only the synchronous API holds a thread for the whole provider call while the
         # coroutine runs on this loop.
         loop = asyncio.get_running_loop()
-        bridged = _BridgedCall(call, loop, outcome, failure, self._charge)
+        bridged = _BridgedCall(
+            call,
+            loop,
+            outcome,
+            failure,
+            self._charge,
+            used_then_failed=lambda used: self._used_then_failed(used, options),
+        )
         # A copied context keeps the containment's ContextVar nesting per call, as to_thread does.
         wrapped = functools.partial(
             contextvars.copy_context().run, self.guard.wrap_llm_call, bridged.invoke, options
@@ -209,11 +242,25 @@ class RunContext:
             return outcome[0]
         raise LlmCallRefused(decision_name(decision), timed_out=refusal_is_timeout(self.guard))
 
-    def _charge(self, result: LlmResult) -> None:
+    def _used_then_failed(self, used: LlmCallFailed, options: Any) -> BaseException:
+        """Inside the wrapped call that failed after using tokens: charges the call what it used (its
+        estimate when the provider said nothing of it), bills it now, once, and returns the error the
+        call fails with (docs/design.md §30)."""
+        result = used.result
+        estimate = getattr(options, "cost_estimate_hint", 0.0)
+        self._charge(result, fallback=estimate)
+        self._report(result)
+        return used.cause
+
+    def _charge(self, result: LlmResult, *, fallback: float | None = None) -> None:
         """Inside the wrapped call: the context settles it at what the ledger bills, so the run's
-        cost ceiling sees real cost (docs/design.md §20)."""
+        cost ceiling sees real cost (docs/design.md §20). A call whose provider reported no usage is
+        flagged ``usage_missing`` on its node and charged ``fallback`` (else its estimate, §30)."""
+        if result.usage_missing:
+            self._containment.flag_call("usage_missing")
+        cost = result.cost_usd if result.cost_usd is not None else fallback
         try:
-            self._containment.report_cost(result.cost_usd)
+            self._containment.report_cost(cost)
         except (TypeError, ValueError, RuntimeError):
             # The usage happened and is billed whatever the context thinks of the value; the call
             # is charged its estimate instead.
@@ -221,40 +268,40 @@ class RunContext:
                 "run %s: LLM cost %r not counted by containment", self.run_id, result.cost_usd, exc_info=True
             )
 
-    def report_usage(self, result: LlmResult) -> LlmResult:
+    def report_usage(self, result: LlmResult, *, usage_missing_noted: bool = False) -> LlmResult:
         """Reports the usage of an LLM call that was contained elsewhere (a framework's callbacks, not
-        ``call_llm``): one ``UsageReport``, ``usage_unit_id`` as for ``call_llm``."""
+        ``call_llm``): one ``UsageReport``, ``usage_unit_id`` as for ``call_llm``. ``usage_missing_noted``:
+        whoever contained the call already logged and counted that it reported no usage."""
         if not isinstance(result, LlmResult):
             raise TypeError(f"result must be an LlmResult, got {type(result).__name__}")
-        return self._report(result)
+        return self._report(result, usage_missing_noted=usage_missing_noted)
 
-    def _report(self, result: LlmResult) -> LlmResult:
+    def _report(self, result: LlmResult, *, usage_missing_noted: bool = False) -> LlmResult:
         index = self._llm_calls
         self._llm_calls += 1
         req = self.request
-        # The provider's id when there is one; otherwise the call's position in the run, which is the same
-        # on a replay of the same graph, so a replay never bills twice.
-        unit = result.usage_unit_id or f"llm-{index}"
-        self._emit(
-            UsageReport(
-                UsageFact(
-                    run_id=self.run_id,
-                    attempt=req.attempt,
-                    source=self.source,
-                    billing_account_id=req.billing_account_id,
-                    virtual_key_id=req.virtual_key_id,
-                    usage_unit_id=unit,
-                    provider=result.provider,
-                    model=result.model or req.model,
-                    input_tokens=result.input_tokens,
-                    output_tokens=result.output_tokens,
-                    cache_read_tokens=result.cache_read_tokens,
-                    cache_write_tokens=result.cache_write_tokens,
-                    cost_usd=result.cost_usd,
-                    usage_raw=result.usage_raw,
-                )
-            )
+        if result.usage_missing and not usage_missing_noted:
+            note_usage_missing("runtime", f"{self.run_id}/{index}")
+        fact = UsageFact(
+            run_id=self.run_id,
+            attempt=req.attempt,
+            source=self.source,
+            billing_account_id=req.billing_account_id,
+            virtual_key_id=req.virtual_key_id,
+            usage_unit_id=result.usage_unit_id,
+            provider=result.provider,
+            model=result.model or req.model,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+            cache_read_tokens=result.cache_read_tokens,
+            cache_write_tokens=result.cache_write_tokens,
+            cost_usd=result.cost_usd,
+            usage_raw=result.usage_raw,
         )
+        # The provider's id when there is one; otherwise seed 004's MISSING:{run_id}/{index}, the call's
+        # position in the run (the same on a replay, so a replay never bills twice), logged at ERROR and
+        # counted (docs/design.md §17, §30).
+        self._emit(UsageReport(with_usage_unit_id(fact, index), usage_missing=result.usage_missing))
         return result
 
 
@@ -268,9 +315,12 @@ class _BridgedCall:
         outcome: list[LlmResult],
         failure: list[BaseException],
         charge: Callable[[LlmResult], None],
+        *,
+        used_then_failed: Callable[[LlmCallFailed], BaseException],
     ) -> None:
         self._call = call
         self._charge = charge
+        self._used_then_failed = used_then_failed
         self._loop = loop
         self._future: concurrent.futures.Future[LlmResult] | None = None
         self._lock = threading.Lock()
@@ -286,6 +336,9 @@ class _BridgedCall:
             future = self._future = asyncio.run_coroutine_threadsafe(_call(self._call), self._loop)
         try:
             result = future.result()
+        except LlmCallFailed as used:
+            self.failure.append(self._used_then_failed(used))
+            raise used.cause from None
         except BaseException as error:
             self.failure.append(error)
             raise

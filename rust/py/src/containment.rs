@@ -395,6 +395,12 @@ impl ChainCore {
         self.inner.is_open(node)
     }
 
+    /// Sets `metadata[key] = True` on the node of call `node` (KeyError-like error when the node
+    /// no longer exists).
+    fn flag(&self, node: NodeId, key: &str) -> errors::Result<()> {
+        Ok(self.inner.flag(node, key)?)
+    }
+
     fn dispatch(&self, node: NodeId) -> errors::Result<()> {
         Ok(self.inner.dispatch(node)?)
     }

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
 from chainwarden.containment import PostgresBudgetBackend, RedisBudgetBackend
 
@@ -65,6 +66,19 @@ class RedisServer:
             if self._proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("redis-server did not start")
             time.sleep(0.01)
+        # Listening is not serving: a server that loads its append-only file answers LOADING meanwhile.
+        client = redis.Redis(unix_socket_path=self.socket, password=self._password, socket_timeout=5)
+        try:
+            while True:
+                try:
+                    client.ping()
+                    return
+                except redis.BusyLoadingError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("redis-server did not finish loading its data") from None
+                    time.sleep(0.01)
+        finally:
+            client.close()
 
     def stop(self) -> None:
         if self._proc is None:

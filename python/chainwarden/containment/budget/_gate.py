@@ -69,7 +69,7 @@ class SharedBudget:
 
     A backend with only ``add`` and ``get`` holds nothing itself: the estimates of this process's calls in
     flight on it are held here (``HeldHere``), and a call is admitted while ``get() + held + estimate`` fits
-    under the ceiling. Other processes do not see these holds: the weaker bound of docs/design.md §38 and
+    under the ceiling. Other processes do not see these holds: the weaker bound of docs/design.md §39 and
     docs/containment.md "Shared budgets"."""
 
     __slots__ = ("backend", "ceiling", "fail_open", "here", "reserves", "settles")

@@ -205,6 +205,15 @@ impl Contained {
     }
 
     /// `created → running` for a call admitted without `dispatch` once its gates passed.
+    /// Sets `metadata[key] = true` on the call's node (open or settled, unless pruned).
+    pub fn flag(&self, node: NodeId, key: &str) -> Result<(), ContainmentError> {
+        with_id(node, |id| {
+            self.graph
+                .set_metadata_key(id, key, crate::value::Value::Bool(true))
+        })?;
+        Ok(())
+    }
+
     pub fn dispatch(&self, node: NodeId) -> Result<(), ContainmentError> {
         with_id(node, |id| self.graph.mark_running(id, false))?;
         Ok(())

@@ -569,6 +569,22 @@ fn the_root_keeps_its_metadata() {
 }
 
 #[test]
+fn flag_sets_metadata_on_open_and_settled_calls() {
+    let c = contained(1.0, 10, 1);
+    let open = begin(&c, 0.0).expect("admitted");
+    c.flag(open, "usage_missing").expect("open node");
+    c.succeed(open, true, 0.0, None).expect("closes");
+    c.flag(open, "settled_too")
+        .expect("settled node still exists");
+    let json = String::from_utf8(c.graph().snapshot_json()).unwrap();
+    assert!(
+        json.contains(r#""metadata": {"usage_missing": true, "settled_too": true}"#),
+        "{json}"
+    );
+    assert!(c.flag(9_999, "usage_missing").is_err());
+}
+
+#[test]
 fn the_root_is_closed_with_the_chain_once() {
     let root_status = |c: &Contained| {
         let st = c.graph().lock();

@@ -208,6 +208,21 @@ impl Arena {
         self.extras(node).and_then(|e| e.stop_reason.as_deref())
     }
 
+    /// Sets one key of the node's metadata object (created when the node has none); false when
+    /// the node does not exist (pruned or never made).
+    pub fn set_metadata_key(&mut self, id: NodeId, key: &str, value: Value) -> bool {
+        let Some(node) = self.get_mut(id) else {
+            return false;
+        };
+        node.has_extras = true;
+        let extras = self.extras.entry(id).or_default();
+        extras
+            .metadata
+            .get_or_insert_with(|| Box::new(Value::empty_object()))
+            .set(key, value);
+        true
+    }
+
     pub fn set_stop_reason(&mut self, id: NodeId, reason: &str) {
         if let Some(node) = self.get_mut(id) {
             node.has_extras = true;

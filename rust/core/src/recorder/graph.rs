@@ -347,6 +347,24 @@ impl Graph {
         })
     }
 
+    /// Sets `metadata[key] = value` on an existing node, whatever its status: what is learnt of a
+    /// call only when it ends (e.g. that its provider reported no usage, docs/design.md §30).
+    pub fn set_metadata_key(
+        &self,
+        node_id: &str,
+        key: &str,
+        value: Value,
+    ) -> Result<(), RecorderError> {
+        let mut st = self.lock();
+        let id =
+            parse_id(node_id).ok_or_else(|| RecorderError::NodeNotFound(node_id.to_owned()))?;
+        if st.arena.set_metadata_key(id, key, value) {
+            Ok(())
+        } else {
+            Err(RecorderError::NodeNotFound(node_id.to_owned()))
+        }
+    }
+
     /// `created → running`; every call (even a no-op) counts as a dispatch for divergence.
     pub fn mark_running(
         &self,
