@@ -22,5 +22,7 @@ echo "async wrap overhead (goal <= 3 µs):"
 $PY -m chainwarden bench --only wrap_llm_call,wrap_llm_call_async --plain
 echo "durable store (goal: load of the 40,000-node chat <= 300 ms, rates within 2x of raw SQL):"
 $PY benches/dag_store.py
+echo "workers and the round-trip floor (goals: committed change <= 1.5x raw, budget wrap <= 2x, 4 pools >= 3x):"
+$PY benches/workers.py
 $PY benches/goals.py .benchmarks/goals.json
 echo "end: $(date -u +%FT%TZ) $(uptime)"

@@ -39,15 +39,19 @@ fi
 "${run_as[@]}" "$bindir/initdb" -D "$datadir/data" -U postgres -A trust --no-sync -E UTF8 >"$datadir/initdb.log" 2>&1 \
     || { cat "$datadir/initdb.log" >&2; exit 1; }
 # fsync off: the data dir is deleted afterwards; durability is SQLite's and the real server's business.
+# CHAINWARDEN_PG_FSYNC=on keeps it on, as a production server runs: the billing benchmarks compare per-fact
+# commits (one WAL flush each) with batches there, as SQLite's are measured with synchronous=FULL.
+fsync="${CHAINWARDEN_PG_FSYNC:-off}"
+[[ "$fsync" == on || "$fsync" == off ]] || { echo "postgres-up: CHAINWARDEN_PG_FSYNC must be on or off" >&2; exit 1; }
 # The settings also go into postgresql.conf, so scripts/postgres-ctl.sh can stop and start the same server.
 cat >>"$datadir/data/postgresql.conf" <<CONF
 listen_addresses = ''
 unix_socket_directories = '$datadir'
 port = 5432
-fsync = off
+fsync = $fsync
 max_connections = 100
 CONF
 "${run_as[@]}" "$bindir/pg_ctl" -D "$datadir/data" -l "$datadir/server.log" -w -t 60 \
-    -o "-c listen_addresses='' -k $datadir -p 5432 -c fsync=off -c max_connections=100" start >&2 \
+    -o "-c listen_addresses='' -k $datadir -p 5432 -c fsync=$fsync -c max_connections=100" start >&2 \
     || { cat "$datadir/server.log" >&2; exit 1; }
 echo "$datadir"

@@ -78,7 +78,7 @@ for whl in "${wheels[@]}"; do
     echo "wheels-check: $name: fresh venv of $py"
     "$py" -m venv "$venv"
     "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-        "$whl[cli,postgres,otel,prices,openai,anthropic,langchain,langgraph,redis]" -r "$root/requirements-wheels-check.txt"
+        "$whl[cli,postgres,otel,prices,openai,anthropic,claude-agent,langchain,langgraph,redis]" -r "$root/requirements-wheels-check.txt"
     if "$venv/bin/python" -c "import maturin" 2>/dev/null; then
         echo "wheels-check: maturin leaked into the test venv" >&2
         status=1

@@ -45,9 +45,10 @@ def test_langgraph_section_runs_a_real_graph_billed_once_per_model_call(capsys: 
     assert "run record: ok, 2 receipts" in out
 
 
-def test_store_section_two_processes_share_one_graph(capsys: object) -> None:
+def test_store_section_two_pools_share_one_store(capsys: object) -> None:
     assert main(["demo", "--only", "store"]) == 0
     out = capsys.readouterr().out  # type: ignore[attr-defined]
-    assert "executions: 12 in total for 12 tasks (each exactly once)" in out
-    assert "finished: 12/12" in out
-    assert "t11 = 121" in out
+    assert "executions: 24 in total for 24 tasks (each exactly once)" in out
+    assert "finished: 24/24" in out
+    assert "jobs t11 = 121" in out
+    assert "  pool-a: " in out and "  pool-b: " in out

@@ -33,6 +33,8 @@ __all__ = [
     "dag_from_records",
     "dag_heartbeat",
     "dag_reclaim_expired",
+    "dag_release",
+    "dag_work",
     "open_sync_calls",
 ]
 
@@ -519,6 +521,8 @@ def dag_from_records(
     nodes: list[tuple[int, str]],
     edges: list[tuple[int, str]],
     events: list[tuple[int, str]],
+    *,
+    leaf_repair: bool = True,
 ) -> DagEngine: ...
 def dag_claim_leased(
     engine: DagEngine, limit: int, worker_id: str | None = None, lease_until: float | None = None
@@ -528,6 +532,8 @@ def dag_heartbeat(
 ) -> list[str]: ...
 def dag_reclaim_expired(engine: DagEngine, now: float | None, max_attempts: int) -> list[str]: ...
 def dag_check_lease(engine: DagEngine, node_id: str, worker_id: str) -> None: ...
+def dag_release(engine: DagEngine, node_ids: list[str], worker_id: str) -> list[str]: ...
+def dag_work(engine: DagEngine) -> tuple[int, int, float | None]: ...
 def dag_apply_records(
     engine: DagEngine,
     nodes: list[tuple[int, str]],

@@ -1,5 +1,7 @@
 """ONE_LEDGER_WRITER, enforced on the source tree: only chainwarden/billing/ledger.py writes the ledger
-tables, and only the runtime's billing subscriber commits usage facts."""
+tables, and only the runtime's billing subscriber commits usage facts. The history beside them has one writer
+each too: run records and logs (`billing/run_store.py`, and `billing/ledger.py`'s `record_run`), credit holds
+(`billing/holds.py`)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,21 @@ LEDGER_MODULE = "billing/ledger.py"
 # runtime's billing subscriber uses) and the ledger's own definition.
 COMMITTERS = {"billing/delivery.py", LEDGER_MODULE}
 COMMIT_NAMES = {"commit_usage_fact", "commit_usage_facts", "_commit_usage_facts"}
+RUN_STORE = "billing/run_store.py"
+HOLDS = "billing/holds.py"
+# Which modules may write each table.
+WRITERS = {
+    "charge_receipts": {LEDGER_MODULE},
+    "credit_ledger": {LEDGER_MODULE},
+    "billing_accounts": {LEDGER_MODULE},
+    "runs": {LEDGER_MODULE, RUN_STORE},
+    "run_events": {RUN_STORE},
+    "run_calls": {RUN_STORE},
+    "credit_holds": {HOLDS, RUN_STORE},
+}
 WRITE_SQL = re.compile(
     r"\b(INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE|DELETE\s+FROM|REPLACE\s+INTO|TRUNCATE(\s+TABLE)?)\s+"
-    r"(\w+\.)?(charge_receipts|credit_ledger|billing_accounts|runs)\b",
+    r"(\w+\.)?(" + "|".join(WRITERS) + r")\b",
     re.IGNORECASE,
 )
 
@@ -36,10 +50,11 @@ def _string_texts(tree: ast.AST) -> list[tuple[int, str]]:
 def violations(relative: str, source: str) -> list[str]:
     tree = ast.parse(source, filename=relative)
     found = []
-    if relative != LEDGER_MODULE:
-        for line, text in _string_texts(tree):
-            if WRITE_SQL.search(text):
-                found.append(f"{relative}:{line}: writes a ledger table outside {LEDGER_MODULE}")
+    for line, text in _string_texts(tree):
+        for match in WRITE_SQL.finditer(text):
+            table = match.group(5).lower()
+            if relative not in WRITERS[table]:
+                found.append(f"{relative}:{line}: writes {table} outside {sorted(WRITERS[table])}")
     if relative not in COMMITTERS:
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr in COMMIT_NAMES:
@@ -63,6 +78,9 @@ def test_the_ledger_module_is_where_the_writes_are() -> None:
     source = (PACKAGE / LEDGER_MODULE).read_text(encoding="utf-8")
     written = {m.group(5).lower() for _, t in _string_texts(ast.parse(source)) for m in WRITE_SQL.finditer(t)}
     assert written == {"charge_receipts", "credit_ledger", "billing_accounts", "runs"}
+    source = (PACKAGE / RUN_STORE).read_text(encoding="utf-8")
+    written = {m.group(5).lower() for _, t in _string_texts(ast.parse(source)) for m in WRITE_SQL.finditer(t)}
+    assert written == {"runs", "run_events", "run_calls", "credit_holds"}
 
 
 def test_the_check_catches_a_second_writer() -> None:

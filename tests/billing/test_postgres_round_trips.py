@@ -1,5 +1,6 @@
 """A per-fact commit on PostgreSQL costs at most four round trips (BEGIN, receipt, debit + entry, COMMIT),
-counted on the real server from libpq's protocol trace of the ledger's own connection."""
+and a batch the same few statements whatever its size, counted on the real server from libpq's protocol
+trace of the ledger's own connection (tests/pg_trace.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import tempfile
 from decimal import Decimal
 from pathlib import Path
 
+from pg_trace import round_trips, statements, traced
 from postgres_server import postgres_dsn
 from psycopg.pq import Trace
 from stores import PostgresSchema
@@ -26,13 +28,6 @@ def fact(unit: str) -> UsageFact:
         usage_unit_id=unit,
         cost_usd=Decimal("0.0001"),
     )
-
-
-def round_trips(trace: str) -> int:
-    # Each wait for the server ends a frontend message the server answers: Sync (extended protocol) or
-    # Query (simple protocol).
-    fields = [line.split("\t") for line in trace.splitlines()]
-    return sum(1 for f in fields if len(f) > 2 and f[0] == "F" and f[2] in ("Sync", "Query"))
 
 
 def test_a_fact_commits_in_at_most_four_round_trips() -> None:
@@ -60,3 +55,26 @@ def test_a_fact_commits_in_at_most_four_round_trips() -> None:
         assert min(counts) >= 3  # the trace really saw the commits
         # A duplicate also stays within four.
         assert ledger.commit_usage_fact(fact("u0"), call_index=0, pricing=PRICING) is None
+
+
+def test_a_batch_is_a_few_statements_whatever_its_size() -> None:
+    with PostgresSchema(postgres_dsn()) as store, PostgresLedger(store.target, pool_size=1) as ledger:
+        ledger.commit_usage_facts([fact(f"warm-{i}") for i in range(3)], pricing=PRICING)
+        pool = ledger._pool
+        conn = pool.getconn()
+        pool.putconn(conn)
+        with traced(conn) as measure:
+            small = measure(
+                lambda: ledger.commit_usage_facts([fact(f"s{i}") for i in range(10)], pricing=PRICING)
+            )
+            large = measure(
+                lambda: ledger.commit_usage_facts([fact(f"l{i}") for i in range(400)], pricing=PRICING)
+            )
+            again = measure(
+                lambda: ledger.commit_usage_facts([fact(f"l{i}") for i in range(400)], pricing=PRICING)
+            )
+    # BEGIN, the key locks, the receipts, the account's debit, its entries, COMMIT.
+    assert statements(small) == statements(large) == 6, (statements(small), statements(large))
+    assert round_trips(large) == 6
+    # All duplicates: the stored receipts are read back instead of a debit and entries.
+    assert statements(again) <= 6

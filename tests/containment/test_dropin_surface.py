@@ -4,7 +4,7 @@ Both packages are introspected (veronica-core is a test dependency): the package
 (their ``__all__``, else what they define), every public member of every public class (dataclass fields
 included) and every parameter of every public callable. A reference parameter must exist here under the
 same name; one the reference takes by position must be taken at the same position; one the reference
-makes optional must be optional here. The only exceptions are the differences docs/design.md §36 decides,
+makes optional must be optional here. The only exceptions are the differences docs/design.md §46 decides,
 listed in ``DECIDED`` with their reason; each must still be a real difference, so the list cannot go stale.
 """
 
@@ -26,7 +26,7 @@ import chainwarden.containment as ours
 
 assert veronica_core.__version__ == "3.10.0", "the oracle is veronica-core 3.10.0 (requirements-dev.txt)"
 
-# Reference name -> why chainwarden has no counterpart (docs/design.md §36).
+# Reference name -> why chainwarden has no counterpart (docs/design.md §46).
 DECIDED: dict[str, str] = {
     "timeout_pool": (
         "the reference's timer thread runs callers' callbacks; chainwarden's runs no user code "

@@ -15,11 +15,13 @@ Everything is bounded: sockets time out, ``stop()`` joins its thread with a time
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import socket
 import threading
+import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -51,6 +53,16 @@ class FakeProvider:
     def __init__(self) -> None:
         self.default = Reply()
         self.requests: list[Recorded] = []
+        # For tests with many clients: every answer slowed by `delay_s`; replies without an id given one of
+        # their own (`msg_000001`, ...) when `unique_ids`; requests `hold` says yes to are never answered
+        # (kept in `held` until `release()`, then dropped); the ids of the answers fully sent in `answered`.
+        self.delay_s = 0.0
+        self.unique_ids = False
+        self.hold: Callable[[Recorded], bool] | None = None
+        self.held: list[Recorded] = []
+        self.answered: list[str] = []
+        self._released = threading.Event()
+        self._ids = 0
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -67,6 +79,7 @@ class FakeProvider:
         return self
 
     def stop(self) -> None:
+        self._released.set()  # held requests end now, unanswered
         self._server.shutdown()
         self._server.server_close()
         if self._thread is not None:
@@ -108,7 +121,27 @@ class FakeProvider:
 
     def next_reply(self) -> Reply:
         with self._lock:
-            return self._script.popleft() if self._script else self.default
+            reply = self._script.popleft() if self._script else self.default
+            if self.unique_ids and reply.response_id is None:
+                self._ids += 1
+                reply = dataclasses.replace(reply, response_id=f"msg_{self._ids:06d}")
+            return reply
+
+    def held_back(self, request: Recorded) -> bool:
+        """Whether `request` is held (never answered): it waits here until `release()`."""
+        with self._lock:
+            if self.hold is None or not self.hold(request):
+                return False
+            self.held.append(request)
+        self._released.wait(60.0)
+        return True
+
+    def release(self) -> None:
+        self._released.set()
+
+    def note_answered(self, response_id: str) -> None:
+        with self._lock:
+            self.answered.append(response_id)
 
     def record(self, request: Recorded) -> None:
         with self._lock:
@@ -139,7 +172,13 @@ def _handler_for(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 self._json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
                 return
             path = self.path.split("?", 1)[0]
-            fake.record(Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body))
+            recorded = Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body)
+            fake.record(recorded)
+            if fake.held_back(recorded):
+                self.close_connection = True
+                return
+            if fake.delay_s:
+                time.sleep(fake.delay_s)
             route = {
                 "/v1/chat/completions": self._chat,
                 "/v1/responses": self._responses,
@@ -174,10 +213,14 @@ def _handler_for(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
         def _messages(self, reply: Reply, model: str, body: dict[str, Any]) -> None:
             if reply.status != 200:
                 self._json(reply.status, payloads.anthropic_error(reply), reply.retry_after_s)
-            elif body.get("stream"):
-                self._stream(payloads.message_stream(reply, model), reply.cut_after)
+                return
+            if body.get("stream"):
+                sent = self._stream(payloads.message_stream(reply, model), reply.cut_after)
             else:
                 self._json(200, payloads.message(reply, model))
+                sent = True
+            if sent:
+                fake.note_answered(reply.response_id or "msg_fake0001")
 
         # -- wire --------------------------------------------------------------------------------------------
 
@@ -193,7 +236,7 @@ def _handler_for(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(raw)
 
-        def _stream(self, events: Iterable[bytes], cut_after: int | None = None) -> None:
+        def _stream(self, events: Iterable[bytes], cut_after: int | None = None) -> bool:
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("cache-control", "no-cache")
@@ -203,12 +246,15 @@ def _handler_for(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 for sent, event in enumerate(events):
                     if sent == cut_after:
                         self._cut()
-                        return
+                        return False
                     self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
                     self.wfile.flush()
                 self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):  # the client closed a stream early
                 self.close_connection = True
+                return False
+            return True
 
         def _cut(self) -> None:
             """Drops the connection mid-body for real: the chunked body never ends, the socket is shut."""

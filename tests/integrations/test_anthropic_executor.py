@@ -134,8 +134,8 @@ async def test_tool_loop_streams_events_and_bills_each_message_once(
 
     receipts = sorted(ledger.receipts(run_id="run-claude-1"), key=lambda r: r.source_reference)
     assert [(r.source_system, r.source_reference) for r in receipts] == [
-        ("anthropic", "run-claude-1/0/msg_1"),
-        ("anthropic", "run-claude-1/0/msg_2"),
+        ("anthropic_sdk", "run-claude-1/0/msg_1"),
+        ("anthropic_sdk", "run-claude-1/0/msg_2"),
     ]
     # input_tokens counts cached tokens too; the cache read is priced at its own rate.
     assert (receipts[0].input_tokens, receipts[0].output_tokens) == (100, 20)

@@ -5,6 +5,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from postgres_server import postgres_dsn
+from stores import PostgresSchema, Store, sqlite_store
 
 from chainwarden.billing import SqliteLedger
 from chainwarden.runtime import Containment
@@ -24,3 +26,13 @@ def containment(request: pytest.FixtureRequest) -> Containment:
 def ledger(tmp_path: Path) -> Iterator[SqliteLedger]:
     with SqliteLedger(tmp_path / "ledger.sqlite3") as opened:
         yield opened
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A ledger's database on each store (tests that must hold on both, with the same code)."""
+    if request.param == "sqlite":
+        yield sqlite_store(tmp_path)
+        return
+    with PostgresSchema(postgres_dsn()) as pg:
+        yield pg

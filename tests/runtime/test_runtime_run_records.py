@@ -11,7 +11,7 @@ from pathlib import Path
 from runtime_helpers import llm, request
 
 from chainwarden.billing import Pricing, SqliteLedger
-from chainwarden.runtime import AiRuntime, InProcGraphExecutor, RunContext
+from chainwarden.runtime import AiRuntime, Done, Error, InProcGraphExecutor, RunContext, TextDelta
 
 HERE = Path(__file__).resolve().parent
 
@@ -61,11 +61,13 @@ async def test_failed_and_unknown_runs_are_recorded_with_their_error(ledger: Sql
     assert (records["run-lost"].status, records["run-lost"].graph_id) == ("error", "nowhere:graph")
 
 
-def test_a_run_killed_mid_way_stays_visible_as_running(tmp_path: Path) -> None:
+async def test_a_run_killed_mid_way_is_running_until_its_lease_runs_out_then_abandoned(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "ledger.sqlite3"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
     with subprocess.Popen(
-        [sys.executable, str(HERE / "run_record_child.py"), str(path), "run-killed"],
+        [sys.executable, str(HERE / "run_record_child.py"), str(path), "run-killed", "1.0"],
         stdout=subprocess.PIPE,
         text=True,
         env=env,
@@ -79,3 +81,20 @@ def test_a_run_killed_mid_way_stays_visible_as_running(tmp_path: Path) -> None:
     with SqliteLedger(path) as ledger:
         [record] = ledger.runs(run_id="run-killed")
         assert (record.status, record.ended_at, record.receipt_count) == ("running", None, 1)
+        runtime = AiRuntime({}, ledger, run_lease_s=1.0)
+        # An attached client waits while the lease runs; then the run is swept and its log ended.
+        events = [event async for event in runtime.attach("run-killed")]
+        assert [(e.seq, e) for e in events] == [
+            (1, TextDelta("thinking")),
+            (2, Error("internal")),
+            (3, Done()),
+        ]
+        [record] = ledger.runs(run_id="run-killed")
+        assert (record.status, record.error, record.events, record.receipt_count) == (
+            "abandoned",
+            "internal",
+            3,
+            1,
+        )
+        assert record.ended_at is not None
+        runtime.close()

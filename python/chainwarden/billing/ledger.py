@@ -123,7 +123,8 @@ _SELECT_RUNS = (
     "r.started_at, r.ended_at, r.prompt_tokens, r.completion_tokens, r.finish_reason, r.error, "
     "(SELECT COALESCE(SUM(c.charged_credits), 0) FROM charge_receipts c "
     "WHERE c.run_id = r.run_id AND c.attempt = r.attempt), "
-    "(SELECT COUNT(*) FROM charge_receipts c WHERE c.run_id = r.run_id AND c.attempt = r.attempt) "
+    "(SELECT COUNT(*) FROM charge_receipts c WHERE c.run_id = r.run_id AND c.attempt = r.attempt), "
+    "r.events "
     "FROM runs r"
 )
 _MAX_RUNS_LISTED = 100_000
@@ -160,17 +161,24 @@ def _insert_entries(rows: int) -> str:
     )
 
 
-# PostgreSQL: a batch's rows as one JSON document of row arrays, unpacked by the server (see
-# Ledger._insert_many). `->>` gives each value as text exactly as written (an integer never passes through a
-# float) and JSON null as NULL; the casts are the columns' types. The last `shared` columns hold one value for
-# the whole batch (its commit id and time), sent once as plain parameters instead of once per row.
+# PostgreSQL: a batch's rows as one JSON document of row objects, read by the server (see
+# Ledger._insert_many). `json_to_recordset` over `json` (not `jsonb`) takes each value from its text as
+# written, so an integer never passes through a float, and JSON null is NULL; the record's types are the
+# columns'. The last `shared` columns hold one value for the whole batch (its commit id and time), sent once
+# as plain parameters instead of once per row. The objects' keys are one letter each: the shortest document.
+_ROW_KEYS = tuple("abcdefghijklmnopqrstuvwxyz")
+
+
 def _from_json_rows(columns: str, casts: Sequence[str], shared: int) -> str:
     own, common = casts[: len(casts) - shared], casts[len(casts) - shared :]
-    values = [f"(r->>{i}){cast}" for i, cast in enumerate(own)] + [f"%s{cast}" for cast in common]
-    return f"({columns}) SELECT {', '.join(values)} FROM jsonb_array_elements(%s::jsonb) AS r"
+    fields = list(_ROW_KEYS[: len(own)])
+    values = [*fields, *(f"%s::{cast}" for cast in common)]
+    record = ", ".join(f"{name} {cast}" for name, cast in zip(fields, own, strict=True))
+    # json_to_recordset reads each row object once into a typed record (19 `->>` re-scan a row 19 times).
+    return f"({columns}) SELECT {', '.join(values)} FROM json_to_recordset(%s::json) AS r({record})"
 
 
-_TEXT, _INT, _BIG, _NUM, _TIME = "", "::int", "::bigint", "::numeric", "::timestamptz"
+_TEXT, _INT, _BIG, _NUM, _TIME = "text", "int", "bigint", "numeric", "timestamptz"
 _RECEIPT_SHARED = 2  # commit_id, created_at
 _JSON_RECEIPTS = (
     "INSERT INTO charge_receipts "
@@ -338,20 +346,43 @@ class Ledger(abc.ABC):
                 time.sleep(min(backoff, remaining))
                 backoff = min(backoff * 2, _MAX_BACKOFF_S)
 
-    def _run_write(self, body: Callable[[Any], T]) -> T:
-        """Runs `body(cursor)` in one transaction (all or nothing), with the retries above."""
+    def _run_write(self, body: Callable[[Any], T], *, durable: bool = True) -> T:
+        """Runs `body(cursor)` in one transaction (all or nothing), with the retries above.
+
+        `durable=False` is for history that a crash of the database's machine may cut short but a crash of
+        this process must not (a run's event log, docs/runtime.md "Reconnect, resume and retry"): the commit
+        does not wait for the disk. Money is always written durably."""
 
         def work(conn: Any) -> T:
-            cursor = self._begin(conn)
+            cursor = self._begin(conn) if durable else self._begin_relaxed(conn)
             try:
                 result = body(cursor)
             except BaseException:
                 self._rollback(cursor)
+                if not durable:
+                    self._end_relaxed(conn)
                 raise
             self._commit(cursor)
+            if not durable:
+                self._end_relaxed(conn)
             return result
 
         return self._retrying(work)
+
+    def _begin_relaxed(self, conn: Any) -> Any:
+        """`_begin` for a transaction whose commit need not wait for the disk (a store may relax it)."""
+        return self._begin(conn)
+
+    def _end_relaxed(self, conn: Any) -> None:  # noqa: B027 - a hook
+        """Undoes what `_begin_relaxed` changed on the connection, once its transaction ended."""
+
+    #: The database's clock as epoch seconds, in SQL (leases are timed by it: docs/design.md §33).
+    _NOW_EPOCH = ""
+
+    def _listener(self, channel: str) -> Any:
+        """A `chainwarden._sql.pg.Listener` on `channel` for a store whose commits notify (PostgreSQL);
+        None for one where readers poll (SQLite)."""
+        return None
 
     def _check_open(self) -> None:
         if self._closed:
@@ -527,7 +558,8 @@ class Ledger(abc.ABC):
             tail = rows[0][len(rows[0]) - shared :]
             if any(row[len(row) - shared :] != tail for row in rows):
                 raise AssertionError("a batch's shared columns differ between rows")  # a bug, never input
-            own = [row[: len(row) - shared] for row in rows]
+            keys = _ROW_KEYS[: len(rows[0]) - shared]
+            own = [dict(zip(keys, row, strict=False)) for row in rows]
             cursor.execute(from_json, [*tail, json.dumps(own, ensure_ascii=False, default=_json_default)])
             return list(cursor.fetchall()) if returning else found
         for chunk in _chunks(rows, _RECEIPT_CHUNK):
@@ -720,10 +752,16 @@ class Ledger(abc.ABC):
             )
 
     def record_run(self, record: RunRecord) -> None:
-        """Writes a run's record (the runtime calls it when the run starts and when it ends).
+        """Writes a run's record.
 
-        Idempotent per ``(run_id, attempt)``: the latest write wins. ``charged_credits`` and
-        ``receipt_count`` of ``record`` are ignored (they are read from the receipts)."""
+        Idempotent per ``(run_id, attempt)``: the latest write wins. ``charged_credits``,
+        ``receipt_count`` and ``events`` of ``record`` are ignored (they are read from the receipts and the
+        run's log)."""
+        row = self._run_row(record)
+        self._run_write(lambda cursor: cursor.execute(self._sql(_UPSERT_RUN), row))
+
+    def _run_row(self, record: RunRecord) -> tuple[Any, ...]:
+        """The checked row of ``_UPSERT_RUN`` for ``record``."""
         if not isinstance(record, RunRecord):
             raise TypeError(f"record must be a RunRecord, got {type(record).__name__}")
         for name in ("run_id", "graph_id", "billing_account_id", "virtual_key_id", "model"):
@@ -742,7 +780,7 @@ class Ledger(abc.ABC):
             value = getattr(record, name)
             if not (isinstance(value, datetime) or (name == "ended_at" and value is None)):
                 raise TypeError(f"{name} must be a datetime, got {type(value).__name__}")
-        row = (
+        return (
             record.run_id,
             record.attempt,
             record.graph_id,
@@ -757,7 +795,6 @@ class Ledger(abc.ABC):
             record.finish_reason,
             record.error,
         )
-        self._run_write(lambda cursor: cursor.execute(self._sql(_UPSERT_RUN), row))
 
     # --- reads -----------------------------------------------------------------------------------------
     def _read(self, statement: str, params: tuple[Any, ...]) -> list[Any]:
@@ -802,19 +839,38 @@ class Ledger(abc.ABC):
             usage_raw=decode_usage_raw(r[14]),
         )
 
-    def runs(self, *, run_id: str | None = None, limit: int = 50) -> list[RunRecord]:
-        """Run records, the latest started first (every attempt of ``run_id`` when given)."""
+    def runs(
+        self,
+        *,
+        run_id: str | None = None,
+        billing_account_id: str | None = None,
+        status: str | None = None,
+        limit: int = 50,
+    ) -> list[RunRecord]:
+        """Run records, the latest started first (every attempt of ``run_id`` when given), optionally of one
+        account or in one status."""
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise TypeError(f"limit must be an int, got {type(limit).__name__}")
         if not 1 <= limit <= _MAX_RUNS_LISTED:
             raise ValueError(f"limit must be between 1 and {_MAX_RUNS_LISTED}, got {limit}")
+        if status is not None and status not in RUN_STATUSES:
+            raise ValueError(f"status must be one of {RUN_STATUSES} or None, got {status!r}")
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("run_id", run_id),
+            ("billing_account_id", billing_account_id),
+            ("status", status),
+        ):
+            if value is None:
+                continue
+            if not isinstance(value, str):
+                raise TypeError(f"{column} must be a str or None, got {type(value).__name__}")
+            where.append(f"r.{column} = %s")
+            params.append(value)
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
         order = " ORDER BY r.started_at DESC, r.run_id, r.attempt DESC LIMIT %s"
-        if run_id is None:
-            rows = self._read(_SELECT_RUNS + order, (limit,))
-        elif isinstance(run_id, str):
-            rows = self._read(_SELECT_RUNS + " WHERE r.run_id = %s" + order, (run_id, limit))
-        else:
-            raise TypeError(f"run_id must be a str or None, got {type(run_id).__name__}")
+        rows = self._read(_SELECT_RUNS + clause + order, (*params, limit))
         return [
             RunRecord(
                 run_id=r[0],
@@ -832,6 +888,7 @@ class Ledger(abc.ABC):
                 error=r[12],
                 charged_credits=int(r[13]),
                 receipt_count=int(r[14]),
+                events=int(r[15] or 0),
             )
             for r in rows
         ]

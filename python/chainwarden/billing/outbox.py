@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import threading
 import time
 import uuid
@@ -35,10 +34,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from chainwarden._sql import Schema, columns, ensure, table_exists
+from chainwarden._sql.sqlite import Connection, connect
 from chainwarden.billing.facts import UsageFact, compute_idempotency_key
 from chainwarden.billing.pricing import Pricing
 
-_SCHEMA = (
+_V1 = (
     """CREATE TABLE IF NOT EXISTS usage_outbox (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
         ledger TEXT NOT NULL,
@@ -53,11 +54,22 @@ _SCHEMA = (
         attempts INTEGER NOT NULL DEFAULT 0,
         next_attempt_at REAL NOT NULL DEFAULT 0,
         last_error TEXT,
-        owner TEXT,
         UNIQUE (ledger, source_system, source_reference)
     )""",
     "CREATE INDEX IF NOT EXISTS usage_outbox_run ON usage_outbox (run_id)",
 )
+# The write-ahead's claim (`owner`), added after the first release.
+_V2 = ("ALTER TABLE usage_outbox ADD COLUMN owner TEXT",)
+
+
+def _legacy(cursor: Any) -> int:
+    """An outbox file made before `chainwarden_schema`: 1 without `owner`, 2 with it, 0 without the table."""
+    if not table_exists(cursor, "usage_outbox"):
+        return 0
+    return 2 if "owner" in columns(cursor, "usage_outbox") else 1
+
+
+_SCHEMA = Schema("outbox", (_V1, _V2), legacy=_legacy)
 # How long a live writer's claim on its written-ahead rows holds against other drainers. Past it another
 # drainer may commit them too, which is safe (idempotency key) and only costs a duplicate attempt.
 CLAIM_S = 120.0
@@ -196,7 +208,7 @@ class Outbox:
             raise TypeError(f"outbox path must be a str or PathLike, got {type(path).__name__}")
         self.path = os.fspath(path)
         self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
+        self._conn: Connection | None = None
         self._busy_timeout_s = busy_timeout_s
         self._closed = False
 
@@ -209,31 +221,27 @@ class Outbox:
         """Whether there can be entries without creating the file (cheap check at start-up)."""
         return self._conn is not None or (self.path != ":memory:" and os.path.exists(self.path))
 
-    def _connection(self) -> sqlite3.Connection:
+    def _connection(self) -> Connection:
         # Opened on first use, so a runtime that never parks a fact never creates the file.
         if self._closed:
             raise ValueError(f"outbox {self.path} is closed")
         if self._conn is None:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self.path, timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False
-            )
+            # Process death keeps what NORMAL committed; parking raises it to FULL (module docstring).
+            conn = connect(self.path, timeout_s=self._busy_timeout_s, synchronous="NORMAL")
             try:
-                if self.path != ":memory:":
-                    conn.execute("PRAGMA journal_mode=WAL")
-                # Process death keeps what NORMAL committed; parking raises it to FULL (module docstring).
-                conn.execute("PRAGMA synchronous=NORMAL")
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-                columns = {row[1] for row in conn.execute("PRAGMA table_info(usage_outbox)")}
-                if "owner" not in columns:  # a file from before the write-ahead
-                    conn.execute("ALTER TABLE usage_outbox ADD COLUMN owner TEXT")
+                ensure(conn, _SCHEMA, too_new=self._too_new)
             except BaseException:
                 conn.close()
                 raise
             self._conn = conn
         return self._conn
+
+    def _too_new(self, found: int) -> Exception:
+        return ValueError(
+            f"outbox {self.path} has schema version {found}; this chainwarden reads {_SCHEMA.version}"
+        )
 
     def put(
         self,
@@ -263,14 +271,14 @@ class Outbox:
             cursor = conn.execute(
                 "INSERT INTO usage_outbox (ledger, source_system, source_reference, run_id, fact, "
                 "call_index, ingress_request_id, markup, parked_at, last_error) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                 "ON CONFLICT (ledger, source_system, source_reference) DO NOTHING",
                 row,
             )
             return cursor.rowcount == 1
 
     @contextmanager
-    def _fully_synced(self) -> Iterator[sqlite3.Connection]:
+    def _fully_synced(self) -> Iterator[Connection]:
         """Statements run here are fsynced (with every earlier row of the WAL): they survive a power cut."""
         conn = self._connection()
         conn.execute("PRAGMA synchronous=FULL")
@@ -301,7 +309,7 @@ class Outbox:
                     conn.execute(
                         "INSERT INTO usage_outbox (ledger, source_system, source_reference, run_id, fact, "
                         "call_index, ingress_request_id, markup, parked_at, owner) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                         "ON CONFLICT (ledger, source_system, source_reference) DO UPDATE "
                         "SET owner = excluded.owner, parked_at = excluded.parked_at RETURNING seq",
                         (
@@ -333,7 +341,7 @@ class Outbox:
             conn = self._connection()
             for start in range(0, len(unique), _IN_CHUNK):
                 chunk = unique[start : start + _IN_CHUNK]
-                marks = ",".join("?" * len(chunk))
+                marks = ",".join(["%s"] * len(chunk))
                 conn.execute(f"DELETE FROM usage_outbox WHERE seq IN ({marks})", chunk)
 
     def park(self, seqs: Sequence[int], error: str) -> None:
@@ -342,29 +350,29 @@ class Outbox:
         with self._lock, self._fully_synced() as conn:
             for start in range(0, len(unique), _IN_CHUNK):
                 chunk = unique[start : start + _IN_CHUNK]
-                marks = ",".join("?" * len(chunk))
+                marks = ",".join(["%s"] * len(chunk))
                 conn.execute(
                     # Like `put`: the runtime's own failed commit is not one of the drainer's attempts.
-                    "UPDATE usage_outbox SET owner = NULL, last_error = ?, next_attempt_at = 0 "
+                    "UPDATE usage_outbox SET owner = NULL, last_error = %s, next_attempt_at = 0 "
                     f"WHERE seq IN ({marks})",
                     (error[:_MAX_ERROR_CHARS], *chunk),
                 )
 
-    def _available(self, conn: sqlite3.Connection, ledger: str, when: float) -> tuple[str, list[Any]]:
+    def _available(self, conn: Connection, ledger: str, when: float) -> tuple[str, list[Any]]:
         """SQL condition (and parameters) for rows a drainer may take: parked ones, and written-ahead ones
         whose writer is gone or whose claim has expired."""
         owners = [
             r[0]
             for r in conn.execute(
-                "SELECT DISTINCT owner FROM usage_outbox WHERE ledger = ? AND owner IS NOT NULL", (ledger,)
+                "SELECT DISTINCT owner FROM usage_outbox WHERE ledger = %s AND owner IS NOT NULL", (ledger,)
             )
         ]
         mine = self.owner
         dead = [o for o in owners if not _owner_alive(o, mine)][:_IN_CHUNK]
-        condition = "(owner IS NULL OR parked_at <= ?"
+        condition = "(owner IS NULL OR parked_at <= %s"
         params: list[Any] = [when - CLAIM_S]
         if dead:
-            condition += f" OR owner IN ({','.join('?' * len(dead))})"
+            condition += f" OR owner IN ({','.join(['%s'] * len(dead))})"
             params += dead
         return condition + ")", params
 
@@ -376,8 +384,8 @@ class Outbox:
             condition, params = self._available(conn, ledger, when)
             rows = conn.execute(
                 "SELECT seq, fact, call_index, ingress_request_id, markup, attempts, last_error "
-                f"FROM usage_outbox WHERE ledger = ? AND next_attempt_at <= ? AND {condition} "
-                "ORDER BY seq LIMIT ?",
+                f"FROM usage_outbox WHERE ledger = %s AND next_attempt_at <= %s AND {condition} "
+                "ORDER BY seq LIMIT %s",
                 (ledger, when, *params, limit),
             ).fetchall()
         return [
@@ -396,13 +404,13 @@ class Outbox:
     def remove(self, seq: int) -> None:
         """The entry is committed (or was a duplicate of a committed one): it leaves the outbox."""
         with self._lock:
-            self._connection().execute("DELETE FROM usage_outbox WHERE seq = ?", (seq,))
+            self._connection().execute("DELETE FROM usage_outbox WHERE seq = %s", (seq,))
 
     def record_failure(self, seq: int, error: str, *, retry_in_s: float) -> None:
         with self._lock, self._fully_synced() as conn:
             conn.execute(
-                "UPDATE usage_outbox SET owner = NULL, attempts = attempts + 1, last_error = ?, "
-                "next_attempt_at = ? WHERE seq = ?",
+                "UPDATE usage_outbox SET owner = NULL, attempts = attempts + 1, last_error = %s, "
+                "next_attempt_at = %s WHERE seq = %s",
                 (error[:_MAX_ERROR_CHARS], time.time() + retry_in_s, seq),
             )
 
@@ -415,7 +423,7 @@ class Outbox:
             conn = self._connection()
             condition, params = self._available(conn, ledger, time.time())
             row = conn.execute(
-                f"SELECT 1 FROM usage_outbox WHERE ledger = ? AND {condition} LIMIT 1", (ledger, *params)
+                f"SELECT 1 FROM usage_outbox WHERE ledger = %s AND {condition} LIMIT 1", (ledger, *params)
             ).fetchone()
         return row is not None
 
@@ -423,10 +431,10 @@ class Outbox:
         """Idempotency keys still parked for this ledger (optionally one run's), oldest first."""
         if not self.exists():
             return []
-        query = "SELECT source_reference FROM usage_outbox WHERE ledger = ?"
+        query = "SELECT source_reference FROM usage_outbox WHERE ledger = %s"
         params: tuple[Any, ...] = (ledger,)
         if run_id is not None:
-            query += " AND run_id = ?"
+            query += " AND run_id = %s"
             params += (run_id,)
         with self._lock:
             rows = self._connection().execute(query + " ORDER BY seq", params).fetchall()

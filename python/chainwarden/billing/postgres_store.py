@@ -15,8 +15,11 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from chainwarden._secrets import mask_secrets
+from chainwarden._sql import Fault, Schema, Unreachable, classify, columns, ensure, table_exists
+from chainwarden._sql.pg import Listener, Pool, psycopg_modules
 from chainwarden.billing.errors import LedgerUnavailable
 from chainwarden.billing.ledger import Failure, Ledger
+from chainwarden.billing.run_store import POSTGRES_STEP
 
 T = TypeVar("T")
 
@@ -86,14 +89,20 @@ _MIGRATIONS = (
     "ALTER TABLE charge_receipts ADD COLUMN IF NOT EXISTS usage_raw TEXT",
     "ALTER TABLE charge_receipts ADD COLUMN IF NOT EXISTS commit_id TEXT",
 )
-_SCHEMA_COLUMNS = (
-    "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-    "AND table_name IN ('billing_accounts', 'charge_receipts', 'credit_ledger', 'runs')"
-)
-# Admin shutdown, crash shutdown, cannot connect now: the server is restarting.
-_RESTART_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
-# CREATE TABLE IF NOT EXISTS races between sessions (duplicate pg_type rows); one advisory lock serialises it.
-_SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(74616263)"
+_TABLES = ("billing_accounts", "charge_receipts", "credit_ledger", "runs")
+
+
+def _legacy(cursor: Any) -> int:
+    """A ledger made before `chainwarden_schema`: version 1 without the added columns, 2 with them."""
+    if not all(table_exists(cursor, table) for table in _TABLES):
+        return 0
+    return 2 if {"usage_raw", "commit_id"} <= columns(cursor, "charge_receipts") else 1
+
+
+# Version 1 creates every table as it is now (CREATE TABLE IF NOT EXISTS: a first-release database keeps its
+# own), version 2 adds what the first release lacked (ADD COLUMN IF NOT EXISTS: a no-op on a new one), version
+# 3 what runs that outlive their process need (billing/run_store.py).
+_SCHEMA_VERSIONS = Schema("billing", (_SCHEMA, _MIGRATIONS, POSTGRES_STEP), legacy=_legacy)
 
 
 # A batch's receipt keys are locked as (this class, a 32-bit hash of the key): transaction-level advisory
@@ -149,19 +158,12 @@ class PostgresLedger(Ledger):
             raise ValueError(f"pool_size must be between 1 and 1000, got {pool_size}")
         super().__init__(retry_timeout_s=float(retry_timeout_s))
         # psycopg is the optional `postgres` extra: importing it lazily keeps SQLite-only installs working.
-        try:
-            import psycopg  # noqa: PLC0415
-            import psycopg_pool  # noqa: PLC0415
-            from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415
-        except ImportError as error:  # pragma: no cover - depends on the install
-            raise ImportError(
-                "PostgresLedger needs psycopg and psycopg_pool: pip install 'chainwarden[postgres]'"
-            ) from error
-        self._psycopg = psycopg
-        self._pool_module = psycopg_pool
+        self._psycopg, _ = psycopg_modules("PostgresLedger")
+        from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415
+
         try:
             params = conninfo_to_dict(dsn)
-        except psycopg.ProgrammingError as error:  # docs/design.md §31: the DSN is shown masked
+        except self._psycopg.ProgrammingError as error:  # docs/design.md §31: the DSN is shown masked
             raise ValueError(
                 f"dsn {mask_secrets(dsn)!r} is not a PostgreSQL connection string: {mask_secrets(str(error))}"
             ) from None
@@ -170,36 +172,33 @@ class PostgresLedger(Ledger):
         self._identity = "postgresql:" + " ".join(
             f"{k}={v}" for k, v in sorted(params.items()) if k not in ("password", "connect_timeout")
         )
+        self._dsn = dsn  # kept for the listener of run events (never shown: `describe` is what is shown)
         self._where = f"PostgreSQL ledger {params.get('host', 'localhost')}/{params.get('dbname', '')}"
-        self._pool = psycopg_pool.ConnectionPool(
-            dsn,
-            min_size=1,
-            max_size=pool_size,
-            kwargs={"autocommit": True, "connect_timeout": connect_timeout_s},
-            open=False,
-            name="chainwarden-ledger",
-            # The pool keeps trying to reconnect in the background for as long as the ledger lives.
-            reconnect_timeout=365 * 86_400.0,
-        )
         try:
-            self._pool.open(wait=True, timeout=float(connect_timeout_s))
-        except psycopg_pool.PoolTimeout as error:
-            self._pool.close()
+            # The one SQL layer's pool (chainwarden._sql): it keeps reconnecting for as long as the ledger
+            # lives, and a caller that finds the server back gets a fresh pool at once.
+            self._pool = Pool(
+                dsn,
+                name="chainwarden-ledger",
+                max_size=pool_size,
+                connect_timeout_s=float(connect_timeout_s),
+                what="PostgresLedger",
+            )
+        except Unreachable as error:
             raise LedgerUnavailable(
                 self._where, attempts=1, waited_s=float(connect_timeout_s), reason=str(error)
-            ) from error
+            ) from None
         try:
-            if not self._schema_complete():
-
-                def create(cursor: Any) -> None:
-                    cursor.execute(_SCHEMA_LOCK)
-                    for statement in (*_SCHEMA, *_MIGRATIONS):
-                        cursor.execute(statement)
-
-                self._run_write(create)
+            self._retrying(lambda conn: ensure(conn, _SCHEMA_VERSIONS, too_new=self._too_new))
         except BaseException:
             self._pool.close()
             raise
+
+    def _too_new(self, found: int) -> Exception:
+        return ValueError(
+            f"{self._where} has billing schema version {found}; this chainwarden reads version "
+            f"{_SCHEMA_VERSIONS.version} or older"
+        )
 
     @property
     def describe(self) -> str:
@@ -208,13 +207,6 @@ class PostgresLedger(Ledger):
     @property
     def identity(self) -> str:
         return self._identity
-
-    def _schema_complete(self) -> bool:
-        # A read, so opening a ledger whose schema exists takes no lock.
-        found = {(table, column) for table, column in self._read(_SCHEMA_COLUMNS, ())}
-        tables = {table for table, _ in found}
-        added = {("charge_receipts", "usage_raw"), ("charge_receipts", "commit_id")}
-        return tables == {"billing_accounts", "charge_receipts", "credit_ledger", "runs"} and added <= found
 
     def _attempt(self, timeout_s: float, work: Callable[[Any], T]) -> T:
         with self._pool.connection(timeout=max(timeout_s, 0.001)) as conn:
@@ -228,6 +220,18 @@ class PostgresLedger(Ledger):
     def _commit(self, cursor: Any) -> None:
         cursor.execute("COMMIT")
         cursor.close()
+
+    def _begin_relaxed(self, conn: Any) -> Any:
+        # Committed at once in the server's memory, flushed within a few hundred milliseconds: only a crash
+        # of the server itself may lose the last such transactions (never money: only ever history).
+        cursor = self._begin(conn)
+        cursor.execute("SET LOCAL synchronous_commit = off")
+        return cursor
+
+    _NOW_EPOCH = "extract(epoch FROM clock_timestamp())::float8"
+
+    def _listener(self, channel: str) -> Listener:
+        return Listener(self._dsn, channel, what="PostgresLedger")
 
     def _rollback(self, cursor: Any) -> None:
         try:
@@ -246,17 +250,13 @@ class PostgresLedger(Ledger):
         cursor.execute(_LOCK_KEYS, (_KEY_LOCK_CLASS, sorted({_key_lock(i) for i in idents})))
 
     def _classify(self, error: Exception) -> Failure | None:
-        errors = self._psycopg.errors
-        if isinstance(error, errors.DeadlockDetected | errors.SerializationFailure | errors.LockNotAvailable):
+        # chainwarden._sql decides what an error means. A commit whose connection broke may have landed:
+        # trying it again is still safe here, the idempotency key (and the commit id) make it a no-op.
+        fault = classify(error)
+        if fault is Fault.LOCK:
             return Failure.LOCK
-        if isinstance(error, self._pool_module.PoolTimeout):
+        if fault in (Fault.CONNECTION, Fault.AMBIGUOUS):
             return Failure.CONNECTION
-        if isinstance(error, self._psycopg.OperationalError):
-            sqlstate = getattr(error, "sqlstate", None)
-            # No SQLSTATE: the client lost the connection (closed, reset, server gone); class 08 is a
-            # connection exception; 57P0x is a server shutting down or starting up.
-            if sqlstate is None or sqlstate.startswith("08") or sqlstate in _RESTART_SQLSTATES:
-                return Failure.CONNECTION
         return None
 
     def _encode_time(self, value: datetime) -> Any:
@@ -266,7 +266,9 @@ class PostgresLedger(Ledger):
         return value  # type: ignore[no-any-return]
 
     def _encode_decimal(self, value: Decimal | None) -> Any:
-        return value
+        # Its exact text: the server reads it as the numeric column it goes into, and a batch's JSON document
+        # takes it as is (no encoder callback per row).
+        return None if value is None else str(value)
 
     def _decode_decimal(self, value: Any) -> Decimal | None:
         return value  # type: ignore[no-any-return]

@@ -43,16 +43,17 @@ class LedgerEntry:
     created_at: datetime
 
 
-RUN_STATUSES = ("running", "ok", "error")
+RUN_STATUSES = ("running", "ok", "error", "abandoned")
 
 
 @dataclass(frozen=True)
 class RunRecord:
     """One run attempt as the runtime recorded it: written when it starts and again when it ends.
 
-    A row still ``running`` after its process is gone is a run that never finished (a crash); its usage,
-    if any, is in the receipts all the same. ``charged_credits`` and ``receipt_count`` are read from the
-    receipts of ``(run_id, attempt)`` (never kept twice)."""
+    A run whose process died is ``abandoned`` once its lease ran out (docs/runtime.md "Reconnect, resume and
+    retry"); its usage, if any, is in the receipts all the same. ``charged_credits`` and ``receipt_count``
+    are read from the receipts of ``(run_id, attempt)`` (never kept twice). ``events``: how many UI events
+    its log holds (the position of the last one)."""
 
     run_id: str
     attempt: int
@@ -69,3 +70,4 @@ class RunRecord:
     error: str | None = None  # the run's Error code when it did not end ok
     charged_credits: int = 0
     receipt_count: int = 0
+    events: int = 0

@@ -9,11 +9,12 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
-from functools import lru_cache
 from typing import Any, TypeVar
 
+from chainwarden._sql import Fault, Schema, classify, columns, ensure, qmark, table_exists
 from chainwarden.billing.errors import LedgerUnavailable
 from chainwarden.billing.ledger import Failure, Ledger
+from chainwarden.billing.run_store import SQLITE_STEP
 
 T = TypeVar("T")
 
@@ -82,15 +83,30 @@ CREATE INDEX IF NOT EXISTS runs_started ON runs (started_at);
 # Columns added after the first release; an older file gets them on open (one write transaction, once).
 _ADDED_COLUMNS = (("charge_receipts", "usage_raw", "TEXT"), ("charge_receipts", "commit_id", "TEXT"))
 _TABLES = ("billing_accounts", "charge_receipts", "credit_ledger", "runs")
-# SQLITE_BUSY and SQLITE_LOCKED (primary result codes).
-_BUSY_CODES = (5, 6)
 
 
-@lru_cache(maxsize=256)
-def _qmark(statement: str) -> str:
-    """A statement written with `%s` markers in sqlite3's `?` style (the ledger's statements are constants,
-    and batch statements come in a few sizes)."""
-    return statement.replace("%s", "?")
+def _add_columns(cursor: Any) -> None:
+    for table, column, kind in _ADDED_COLUMNS:
+        if column not in columns(cursor, table):
+            cursor.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+
+
+def _legacy(cursor: Any) -> int:
+    """A ledger file made before `chainwarden_schema`: version 1 without the added columns, 2 with them."""
+    if not all(table_exists(cursor, table) for table in _TABLES):
+        return 0
+    present = columns(cursor, "charge_receipts")
+    return 2 if all(column in present for _, column, _ in _ADDED_COLUMNS) else 1
+
+
+# Version 1 creates every table as it is now (IF NOT EXISTS: a first-release file keeps its own), version 2
+# adds the columns the first release lacked (a no-op on a new file), version 3 what runs that outlive their
+# process need (billing/run_store.py).
+_SCHEMA_VERSIONS = Schema(
+    "billing",
+    ([statement for statement in _SCHEMA.split(";") if statement.strip()], [_add_columns], SQLITE_STEP),
+    legacy=_legacy,
+)
 
 
 class SqliteLedger(Ledger):
@@ -124,10 +140,9 @@ class SqliteLedger(Ledger):
                 self._retrying(lambda conn: conn.execute("PRAGMA journal_mode=WAL"))
             # Money: a committed receipt must survive a power cut, so every commit is synced.
             self._conn.execute("PRAGMA synchronous=FULL")
-            # A file whose schema is complete is opened with reads only: no write lock is needed, so opening
-            # never waits behind another process's long transaction.
-            if not self._schema_complete():
-                self._run_write(self._create_schema)
+            # A file whose schema is current is opened with reads only (chainwarden._sql.schema): no write
+            # lock is needed, so opening never waits behind another process's long transaction.
+            self._retrying(lambda conn: ensure(conn, _SCHEMA_VERSIONS, too_new=self._too_new))
         except sqlite3.Error as error:  # not a database, read-only, a directory: say which path
             self._conn.close()
             raise LedgerUnavailable(self.describe, attempts=1, waited_s=0.0, reason=str(error)) from error
@@ -145,24 +160,11 @@ class SqliteLedger(Ledger):
             return f"sqlite::memory:{id(self)}"
         return f"sqlite:{os.path.realpath(self.path)}"
 
-    def _schema_complete(self) -> bool:
-        columns = {
-            (table, row[1])
-            for table in _TABLES
-            for row in self._conn.execute(f"PRAGMA table_info({table})").fetchall()
-        }
-        tables = {table for table, _ in columns}
-        return tables == set(_TABLES) and all((t, c) in columns for t, c, _ in _ADDED_COLUMNS)
-
-    def _create_schema(self, cursor: Any) -> None:
-        # executescript() would commit our transaction first; statements go one by one instead.
-        for statement in _SCHEMA.split(";"):
-            if statement.strip():
-                cursor.execute(statement)
-        for table, column, kind in _ADDED_COLUMNS:
-            present = {row[1] for row in cursor.execute(f"PRAGMA table_info({table})").fetchall()}
-            if column not in present:
-                cursor.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+    def _too_new(self, found: int) -> Exception:
+        return ValueError(
+            f"SQLite ledger {self.path} has billing schema version {found}; this chainwarden reads version "
+            f"{_SCHEMA_VERSIONS.version} or older"
+        )
 
     def _set_busy_timeout(self, seconds: float) -> None:
         ms = max(0, int(seconds * 1000))
@@ -188,20 +190,27 @@ class SqliteLedger(Ledger):
         cursor.execute("COMMIT")
         cursor.close()
 
+    # WAL with synchronous=NORMAL: the commit is in the WAL (the page cache) when it returns, which a killed
+    # process cannot take with it; only a power cut may roll back its last transactions (docs/billing.md).
+    def _begin_relaxed(self, conn: Any) -> Any:
+        conn.execute("PRAGMA synchronous=NORMAL")
+        return self._begin(conn)
+
+    def _end_relaxed(self, conn: Any) -> None:
+        conn.execute("PRAGMA synchronous=FULL")
+
+    _NOW_EPOCH = "((julianday('now') - 2440587.5) * 86400.0)"
+
     def _rollback(self, cursor: Any) -> None:
         if self._conn.in_transaction:
             cursor.execute("ROLLBACK")
         cursor.close()
 
     def _sql(self, statement: str) -> str:
-        return _qmark(statement)
+        return qmark(statement)
 
     def _classify(self, error: Exception) -> Failure | None:
-        if isinstance(error, sqlite3.OperationalError):
-            code = getattr(error, "sqlite_errorcode", None)
-            if (code is not None and code & 0xFF in _BUSY_CODES) or "locked" in str(error):
-                return Failure.LOCK
-        return None
+        return Failure.LOCK if classify(error) is Fault.LOCK else None
 
     def _encode_time(self, value: datetime) -> Any:
         return value.isoformat()

@@ -1,4 +1,4 @@
-"""The ``chainwarden`` command: ``demo``, ``inspect``, ``render`` and ``--version``.
+"""The ``chainwarden`` command: ``demo``, ``inspect``, ``render``, ``worker`` and ``--version``.
 
 The command line needs ``click`` and ``rich``, installed by the ``cli`` extra
 (``pip install 'chainwarden[cli]'``); the library itself needs neither, so without them the command says what

@@ -22,8 +22,11 @@ from chainwarden.cli.ledger_runs import (
     open_ledger,
 )
 from chainwarden.cli.mermaid import run_to_mermaid
+from chainwarden.cli.reconcile import reconcile, reconcile_sections
 from chainwarden.cli.runfile import Run, RunFileError, load_run
 from chainwarden.cli.summary import summarize
+from chainwarden.cli.worker import worker_cmd
+from chainwarden.dag.store import Store, StoreError
 
 __all__ = ["cli"]
 
@@ -50,6 +53,7 @@ def cli() -> None:
 
 
 cli.add_command(bench_cmd)
+cli.add_command(worker_cmd)
 
 
 @cli.command("demo")
@@ -68,7 +72,7 @@ def demo_cmd(only: str | None) -> None:
 
 
 @cli.command("inspect")
-@click.argument("source")
+@click.argument("source", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (for scripts).")
 @click.option(
     "--plain/--rich",
@@ -83,7 +87,29 @@ def demo_cmd(only: str | None) -> None:
     show_default=True,
     help="Ledger only: list at most this many runs, the latest first.",
 )
-def inspect_cmd(source: str, as_json: bool, plain: bool | None, run_id: str | None, limit: int) -> None:
+@click.option(
+    "--reconcile",
+    is_flag=True,
+    help="Link every receipt of a DAG (SOURCE: its graph id; all graphs when omitted) to its node and "
+    "recorded call, and list calls without receipts, receipts without calls and cost mismatches "
+    "(needs --ledger and --store; exits 1 when the report is not clean).",
+)
+@click.option(
+    "--ledger", "ledger_url", help="With --reconcile: the ledger (a SQLite file or postgresql:// DSN)."
+)
+@click.option(
+    "--store", "store_url", help="With --reconcile: the DAG store URL (sqlite:///path or postgresql://)."
+)
+def inspect_cmd(  # noqa: PLR0917 - one argument per option
+    source: str | None,
+    as_json: bool,
+    plain: bool | None,
+    run_id: str | None,
+    limit: int,
+    reconcile: bool,
+    ledger_url: str | None,
+    store_url: str | None,
+) -> None:
     """Summarize a saved run, or list the runs of a ledger.
 
     SOURCE is a run file (prints the nodes by kind and status, cost and tokens, amplification factors, the
@@ -92,6 +118,13 @@ def inspect_cmd(source: str, as_json: bool, plain: bool | None, run_id: str | No
     listed with status, tokens and credits (--run RUN_ID adds that run's receipts).
     """
     rich = sys.stdout.isatty() if plain is None else not plain
+    if reconcile:
+        _reconcile(source, ledger_url, store_url, as_json=as_json, rich=rich)
+        return
+    if ledger_url is not None or store_url is not None:
+        raise click.UsageError("--ledger and --store apply to --reconcile")
+    if source is None:
+        raise click.UsageError("missing SOURCE (a run file or a ledger)")
     if is_ledger(source):
         try:
             with open_ledger(source) as ledger:
@@ -117,6 +150,26 @@ def inspect_cmd(source: str, as_json: bool, plain: bool | None, run_id: str | No
         sys.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
         return
     print_summary(summary, sys.stdout, rich=rich)
+
+
+def _reconcile(
+    graph_id: str | None, ledger_url: str | None, store_url: str | None, *, as_json: bool, rich: bool
+) -> None:
+    if ledger_url is None or store_url is None:
+        raise click.UsageError("--reconcile needs --ledger URL and --store URL")
+    try:
+        with open_ledger(ledger_url) as ledger, Store.open(store_url) as store:
+            if graph_id is not None and graph_id not in store.graph_ids():
+                raise click.ClickException(f"no graph {graph_id!r} in {store.url}")
+            report = reconcile(ledger, store, graph_id)
+    except (LedgerSourceError, LedgerUnavailable, StoreError) as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    else:
+        print_sections(reconcile_sections(report), sys.stdout, rich=rich)
+    if not report["clean"]:
+        raise click.exceptions.Exit(1)
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -1,4 +1,4 @@
-"""``wrap_memory_call``: a memory read or write as a contained call (docs/design.md §37, docs/containment.md
+"""``wrap_memory_call``: a memory read or write as a contained call (docs/design.md §47, docs/containment.md
 "Memory calls and memory governance"). It runs on the same paths as LLM and tool calls; what differs by
 kind is decided by the core (``CallKind.consults_pipeline``, ``CallKind.is_llm``)."""
 

@@ -1,5 +1,5 @@
 """Budget allocators: how ``ExecutionContext.create_child`` shares a parent's remaining budget among agents
-(docs/containment.md "Child chains"; exact sums: docs/design.md §38).
+(docs/containment.md "Child chains"; exact sums: docs/design.md §48).
 
 Every allocator here is deterministic and exact: the shares are whole multiples of the budget's last
 binary digit (``math.ulp(total_budget)``), apportioned from the exact rational shares by largest

@@ -1,5 +1,5 @@
 """``chainwarden.containment.execution_context``: the import path of veronica-core's module of the same name
-(docs/design.md §36, docs/containment.md "Migrating from veronica-core"). The names live in
+(docs/design.md §46, docs/containment.md "Migrating from veronica-core"). The names live in
 ``chainwarden.containment``."""
 
 from typing import Final

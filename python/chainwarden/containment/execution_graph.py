@@ -1,5 +1,5 @@
 """``chainwarden.containment.execution_graph``: the import path of veronica-core's module of the same name
-(docs/design.md §36, docs/containment.md "Migrating from veronica-core").
+(docs/design.md §46, docs/containment.md "Migrating from veronica-core").
 
 chainwarden's graph keeps its nodes inside the native core (docs/recorder.md) and hands them out as the
 dicts of ``ExecutionGraph.snapshot()["nodes"]``; ``Node`` is the typed form of one of them, with the

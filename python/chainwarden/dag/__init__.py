@@ -1,6 +1,7 @@
 """chainwarden.dag: the conversation / task DAG (docs/dag-rules.md) on the Rust core.
 
-`Graph` holds nodes and edges, `Runner` executes what is ready; see docs/dag.md.
+`Graph` holds nodes and edges, `Runner` executes what is ready in one graph, `Store` keeps graphs and
+`WorkerPool` serves every graph of a store from many processes and hosts; see docs/dag.md.
 """
 
 from chainwarden._core import Mutation
@@ -13,10 +14,12 @@ from chainwarden.dag.errors import (
     DagPreconditionError,
 )
 from chainwarden.dag.graph import Graph
+from chainwarden.dag.pool import PoolStats, WorkerPool
 from chainwarden.dag.result import ExecutionResult
 from chainwarden.dag.runner import Executor, Runner, RunStats
 from chainwarden.dag.store import (
     Store,
+    StoreCommitUnknownError,
     StoreConflictError,
     StoreConnectionError,
     StoredGraph,
@@ -41,14 +44,17 @@ __all__ = [
     "Graph",
     "Mutation",
     "NodeType",
+    "PoolStats",
     "RunStats",
     "Runner",
     "State",
     "Store",
+    "StoreCommitUnknownError",
     "StoreConflictError",
     "StoreConnectionError",
     "StoreError",
     "StoreSchemaError",
     "StoreUrlError",
     "StoredGraph",
+    "WorkerPool",
 ]

@@ -19,6 +19,8 @@ from chainwarden._core import (
     dag_claim_leased,
     dag_heartbeat,
     dag_reclaim_expired,
+    dag_release,
+    dag_work,
 )
 from chainwarden.dag.errors import invalid_argument
 
@@ -65,6 +67,11 @@ class Graph:
         graph._engine = engine
         graph._lock = threading.RLock()
         return graph
+
+    def _now(self) -> float:
+        """The clock leases are set and compared with: this process's, for a graph in memory. A stored graph
+        uses its database's instead (docs/design.md §33)."""
+        return time.time()
 
     @property
     def graph_id(self) -> str:
@@ -147,17 +154,28 @@ class Graph:
             with self._lock:
                 return self._engine.claim(limit)
         worker = _worker(worker_id, required=False)
-        until = None if lease_s is None else time.time() + _lease(lease_s)
+        lease = None if lease_s is None else _lease(lease_s)
         with self._lock:
+            until = None if lease is None else self._now() + lease
             return dag_claim_leased(self._engine, limit, worker, until)
 
     def heartbeat(self, node_ids: Iterable[str], *, worker_id: str, lease_s: float) -> list[str]:
         """Extends by `lease_s` the leases `worker_id` still holds among `node_ids`; returns those ids."""
         ids = _ids(node_ids)
-        worker, until = _worker(worker_id, required=True), time.time() + _lease(lease_s)
+        worker, lease = _worker(worker_id, required=True), _lease(lease_s)
         assert worker is not None
         with self._lock:
-            return dag_heartbeat(self._engine, ids, worker, until)
+            return dag_heartbeat(self._engine, ids, worker, self._now() + lease)
+
+    def release(self, node_ids: Iterable[str], *, worker_id: str) -> list[str]:
+        """Gives back, unfinished, the nodes among `node_ids` that `worker_id` holds: each goes back to
+        `pending` with its lease cleared and its attempt not counted (a worker stopping gracefully,
+        docs/dag.md "Workers"); returns their ids. Nodes it does not hold are left alone."""
+        ids = _ids(node_ids)
+        worker = _worker(worker_id, required=True)
+        assert worker is not None
+        with self._lock:
+            return dag_release(self._engine, ids, worker)
 
     def reclaim_expired(self, *, now: float | None = None, max_attempts: int = 3) -> list[str]:
         """Running nodes whose lease ended before `now`: back to pending (attempt + 1) or errored
@@ -165,7 +183,45 @@ class Graph:
         if now is not None and (isinstance(now, bool) or not isinstance(now, (int, float))):
             raise invalid_argument("now must be a number (epoch seconds) or None")
         with self._lock:
-            return dag_reclaim_expired(self._engine, None if now is None else float(now), max_attempts)
+            at = self._now() if now is None else float(now)
+            return dag_reclaim_expired(self._engine, at, max_attempts)
+
+    def _claim_leased(
+        self, limit: int, worker_id: str, lease_s: float, max_attempts: int | None = None
+    ) -> tuple[list[str], list[str], list[str]]:
+        """A worker's claim (docs/dag.md "Workers"): reclaim expired leases, skip what can no longer run,
+        then claim up to `limit` with a lease; (reclaimed, skipped, claimed). A stored graph does all three
+        in one change (so the three calls below are this class's, never an override's)."""
+        with self._lock:
+            attempts = 3 if max_attempts is None else max_attempts
+            reclaimed = Graph.reclaim_expired(self, max_attempts=attempts)
+            skipped = Graph.propagate_failures(self)
+            return reclaimed, skipped, Graph.claim(self, limit, worker_id=worker_id, lease_s=lease_s)
+
+    def _complete(
+        self,
+        node_id: str,
+        outcome: str,
+        payload: JSONDict,
+        worker_id: str,
+        *,
+        refill: int,
+        lease_s: float,
+        max_attempts: int | None = None,
+    ) -> tuple[tuple[bool, list[str], list[str]], tuple[list[str], list[str], list[str]]]:
+        """A pooled worker's completion (docs/dag.md "Workers"): apply the result of `node_id` as
+        `apply_result` does (refused, changing nothing, when the lease was lost), then claim up to `refill`
+        more with a lease as `_claim_leased` does. A stored graph does both in one change."""
+        with self._lock:
+            applied = Graph.apply_result(self, node_id, outcome, worker_id=worker_id, **payload)
+            if refill <= 0:
+                return applied, ([], [], [])
+            return applied, Graph._claim_leased(self, refill, worker_id, lease_s, max_attempts)
+
+    def _work(self) -> tuple[int, int, float | None]:
+        """(claimable nodes, running nodes, earliest lease end): what a store keeps on the graph's row."""
+        with self._lock:
+            return dag_work(self._engine)
 
     def propagate_failures(self) -> list[str]:
         with self._lock:

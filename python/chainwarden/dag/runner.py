@@ -1,7 +1,6 @@
-"""`Runner`: claims ready nodes, runs the executor registered for each node type, applies the results.
-
-Executors run without the graph held (they may take long, and may call `graph.mutate()` themselves); each
-result is then applied together with failure propagation and leaf repair in one native step.
+"""`Runner`: one graph in one process — claims ready nodes, runs the executor registered for each node type,
+applies the results, and returns when the graph is idle. It shares its claim / execute / apply steps with
+`WorkerPool` (`dag/execution.py`), which serves every graph of a store for as long as it runs.
 
 A `BaseException` that is not an `Exception` (KeyboardInterrupt, SystemExit, asyncio.CancelledError) is not a
 failure of the node but of the run: every node the runner holds in `running` is marked `cancelled` with
@@ -11,39 +10,35 @@ reason `interrupted` (so none stays running forever) and the exception is re-rai
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import os
 import socket
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from chainwarden._core import DagError
-from chainwarden.dag.containment import (
-    WrapOptionsFactory,
-    checked,
-    failure,
-    run_contained,
-    run_contained_async,
-)
+from chainwarden.dag.containment import WrapOptionsFactory
 from chainwarden.dag.errors import invalid_argument
+from chainwarden.dag.execution import LEASE_LOST, Applied, Context, Executor, Executors, Node, apply
 from chainwarden.dag.graph import Graph
 from chainwarden.dag.heartbeat import Heartbeat
 from chainwarden.dag.result import ExecutionResult
-from chainwarden.dag.vocabulary import EXECUTABLE
 
 _log = logging.getLogger("chainwarden.dag")
 
 #: The reason stored on nodes cancelled because the run itself was interrupted.
 INTERRUPTED = "interrupted"
-#: The error code of a result refused because the worker's lease was reclaimed.
-LEASE_LOST = "dag.claim.lease_lost"
 
-Node = dict[str, Any]
-Context = list[dict[str, Any]]
-Executor = Callable[[Node, Context], "ExecutionResult | Awaitable[ExecutionResult]"]
+__all__ = [
+    "INTERRUPTED",
+    "LEASE_LOST",
+    "Context",
+    "Executor",
+    "Node",
+    "RunStats",
+    "Runner",
+    "default_worker_id",
+]
 
 
 @dataclass(slots=True)
@@ -54,11 +49,11 @@ class RunStats:
     propagated_skips: int = 0
     repaired_leaves: int = 0
 
-
-def _is_async(executor: object) -> bool:
-    # A coroutine function, or an object whose __call__ is one (async callable classes).
-    call = getattr(executor, "__call__", None)  # noqa: B004 - we want the method, not callability
-    return inspect.iscoroutinefunction(executor) or inspect.iscoroutinefunction(call)
+    def count(self, applied: Applied) -> None:
+        self.executed += 1
+        self.outcomes[applied.state] = self.outcomes.get(applied.state, 0) + 1
+        self.propagated_skips += len(applied.skipped)
+        self.repaired_leaves += len(applied.repaired)
 
 
 def _positive_int(value: object, name: str) -> int:
@@ -67,37 +62,9 @@ def _positive_int(value: object, name: str) -> int:
     return value
 
 
-def _checked_executors(executors: object) -> dict[str, Executor]:
-    """Refuses at construction what would otherwise fail only when the first node runs."""
-    if not isinstance(executors, Mapping):
-        raise TypeError(
-            f"executors must be a mapping of node type to callable, not {type(executors).__name__}"
-        )
-    if not executors:
-        raise invalid_argument(
-            "executors must register at least one executor (keys: 'agent_message', 'task')"
-        )
-    checked_map: dict[str, Executor] = {}
-    for key, executor in executors.items():
-        if key not in EXECUTABLE:
-            raise invalid_argument(
-                f"executors key {key!r} is not a node type the runner executes "
-                "(expected 'agent_message' or 'task')"
-            )
-        if not callable(executor):
-            raise TypeError(f"executors[{key!r}] must be callable, not {type(executor).__name__}")
-        checked_map[str(key)] = executor
-    return checked_map
-
-
-def _check_context(ctx: object | None, executors: Mapping[str, Executor]) -> None:
-    if ctx is None:
-        return
-    needed = {"agent_message": "wrap_llm_call", "task": "wrap_tool_call"}
-    for node_type in sorted(executors):
-        method = needed[node_type]
-        if not callable(getattr(ctx, method, None)):
-            raise TypeError(f"execution_context has no callable {method} (needed for {node_type} executors)")
+def default_worker_id() -> str:
+    """`host:pid:random`: unique per worker, and says where it runs."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 class Runner:
@@ -120,47 +87,41 @@ class Runner:
         ):
             raise invalid_argument("lease_s must be a number of seconds > 0 or None")
         if lease_s is not None and worker_id is None:
-            worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+            worker_id = default_worker_id()
         #: Leased mode (docs/dag.md "Stores and workers"): reclaim expired leases before claiming, claim
         #: with a lease, renew it while executing, and drop a result whose lease was lost.
         self.worker_id = worker_id
         self.lease_s = None if lease_s is None else float(lease_s)
         self._heartbeat = (
-            None if worker_id is None or lease_s is None else Heartbeat(graph, worker_id, float(lease_s))
+            None if worker_id is None or lease_s is None else Heartbeat(worker_id, float(lease_s))
         )
         self._graph = graph
-        self._executors = _checked_executors(executors)
-        _check_context(execution_context, self._executors)
-        if wrap_options is not None and not callable(wrap_options):
-            raise TypeError(f"wrap_options must be callable or None, not {type(wrap_options).__name__}")
-        self._ctx = execution_context
-        self._wrap_options = wrap_options
+        self._executors = Executors(executors, execution_context, wrap_options)
 
-    def _claim(self, limit: int) -> list[str]:
-        if self._heartbeat is not None:
-            reclaimed = self._graph.reclaim_expired()
-            if reclaimed:
-                _log.info("worker %s reclaimed expired leases: %s", self.worker_id, reclaimed)
-        if self.worker_id is None:
-            claimed = self._graph.claim(limit)
-        else:
-            claimed = self._graph.claim(limit, worker_id=self.worker_id, lease_s=self.lease_s)
-        if self._heartbeat is not None:
-            self._heartbeat.hold(claimed)
+    def _claim(self, limit: int, stats: RunStats) -> list[str]:
+        """Skips what can no longer run, then claims up to `limit` (leased: after reclaiming expired leases,
+        all in one step; docs/dag.md "Workers")."""
+        if self._heartbeat is None or self.worker_id is None or self.lease_s is None:
+            stats.propagated_skips += len(self._graph.propagate_failures())
+            if self.worker_id is None:
+                return self._graph.claim(limit)
+            return self._graph.claim(limit, worker_id=self.worker_id)
+        reclaimed, skipped, claimed = self._graph._claim_leased(limit, self.worker_id, self.lease_s)
+        if reclaimed:
+            _log.info("worker %s reclaimed expired leases: %s", self.worker_id, reclaimed)
+        stats.propagated_skips += len(skipped)
+        self._heartbeat.hold(self._graph, claimed)
         return claimed
 
-    def _result(
-        self, node_id: str, outcome: str, message: object = None, **payload: Any
-    ) -> tuple[bool, list[str], list[str]]:
+    def _release_hold(self, node_id: str) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.release(self._graph, node_id)
+
+    def _result(self, node_id: str, result: ExecutionResult) -> Applied | None:
         try:
-            if self.worker_id is None:
-                return self._graph.apply_result(node_id, outcome, message=message, **payload)
-            return self._graph.apply_result(
-                node_id, outcome, message=message, worker_id=self.worker_id, **payload
-            )
+            return apply(self._graph, node_id, result, self.worker_id)
         finally:
-            if self._heartbeat is not None:
-                self._heartbeat.release(node_id)
+            self._release_hold(node_id)
 
     def close(self) -> None:
         """Stops the lease heartbeat thread (leased runners); the runner may still be used afterwards."""
@@ -171,56 +132,22 @@ class Runner:
         """Marks nodes the runner holds `cancelled` (reason `interrupted`); never masks `exc`."""
         for node_id in node_ids:
             try:
-                if self._result(node_id, "cancelled", message=INTERRUPTED)[0]:
+                applied = self._result(node_id, ExecutionResult.cancelled(INTERRUPTED))
+                if applied is not None and applied.changed:
                     _log.info("node %s cancelled: run interrupted by %s", node_id, type(exc).__name__)
             except Exception:  # the original interruption matters more than a failed cleanup
                 _log.warning("could not cancel node %s after an interruption", node_id, exc_info=True)
 
     def _prepare(self, node_id: str) -> tuple[Node, Context]:
-        return self._graph.node(node_id), self._graph.context_for(node_id)
-
-    def _missing(self, node: Node) -> ExecutionResult:
-        return ExecutionResult.errored(f"No executor registered for node_type={node['node_type']}")
+        return self._executors.prepare(self._graph, node_id)
 
     def _execute(self, node: Node, context: Context) -> ExecutionResult:
-        executor = self._executors.get(node["node_type"])
-        if executor is None:
-            return self._missing(node)
-
-        def call() -> object:
-            value = executor(node, context)
-            if inspect.isawaitable(value):
-                # A coroutine cannot run here; close it so it does not warn, and report the misuse.
-                close = getattr(value, "close", None)
-                if callable(close):
-                    close()
-                return ExecutionResult.errored("async executor used with the synchronous runner")
-            return value
-
-        if self._ctx is not None:
-            return run_contained(self._ctx, node, call, self._wrap_options)
-        try:
-            return checked(call())
-        except Exception as exc:
-            return failure(exc, node)
+        """One node's execution: the seam every executor call, containment refusal and missing executor
+        passes through (OpenTelemetry's live export wraps it per runner)."""
+        return self._executors.execute(node, context)
 
     async def _aexecute(self, node: Node, context: Context) -> ExecutionResult:
-        executor = self._executors.get(node["node_type"])
-        if executor is None:
-            return self._missing(node)
-        if not _is_async(executor):
-            return self._execute(node, context)
-
-        async def call() -> object:
-            value = executor(node, context)
-            return await value if inspect.isawaitable(value) else value
-
-        if self._ctx is not None:
-            return await run_contained_async(self._ctx, node, call, self._wrap_options)
-        try:
-            return checked(await call())
-        except Exception as exc:
-            return failure(exc, node)
+        return await self._executors.aexecute(node, context)
 
     async def _aexecute_marked(self, node: Node, context: Context) -> ExecutionResult:
         """`_aexecute`, marking the node as soon as an interruption escapes it (the loop may stop next)."""
@@ -231,34 +158,12 @@ class Runner:
             raise
 
     def _apply(self, node_id: str, result: ExecutionResult, stats: RunStats) -> None:
-        try:
-            _, skipped, repaired = self._result(
-                node_id,
-                result.outcome,
-                message=result.message,
-                content=result.content,
-                output=result.output,
-                metadata=result.metadata,
-            )
-        except DagError as err:
-            if err.code == LEASE_LOST:
-                # Our lease ran out and the node went back to the queue: another worker's result counts.
-                _log.warning(
-                    "worker %s lost the lease on node %s; its result is dropped", self.worker_id, node_id
-                )
-                return
-            # The result itself was unusable (e.g. non-JSON output): the node must still leave `running`.
-            result = ExecutionResult.errored(f"invalid_execution_result: {err}")
-            _, skipped, repaired = self._result(node_id, "errored", message=result.message)
-        state = "errored" if result.outcome == "skipped" else result.outcome
-        stats.executed += 1
-        stats.outcomes[state] = stats.outcomes.get(state, 0) + 1
-        stats.propagated_skips += len(skipped)
-        stats.repaired_leaves += len(repaired)
+        applied = self._result(node_id, result)
+        if applied is not None:
+            stats.count(applied)
 
     def _tick(self, limit: int, stats: RunStats) -> list[str]:
-        stats.propagated_skips += len(self._graph.propagate_failures())
-        claimed = self._claim(limit)
+        claimed = self._claim(limit, stats)
         for i, node_id in enumerate(claimed):
             try:
                 node, context = self._prepare(node_id)
@@ -293,8 +198,7 @@ class Runner:
         try:
             while True:
                 if len(inflight) < limit:
-                    stats.propagated_skips += len(self._graph.propagate_failures())
-                    claimed = self._claim(limit - len(inflight))
+                    claimed = self._claim(limit - len(inflight), stats)
                     if claimed:
                         stats.ticks += 1
                     for i, node_id in enumerate(claimed):

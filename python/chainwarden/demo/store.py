@@ -1,5 +1,5 @@
-"""Demo section: two worker processes share one graph stored in SQLite, with leased claims (docs/dag.md,
-"Stores and workers")."""
+"""Demo section: two worker pools in two processes serve one SQLite store — two graphs of dependent tasks —
+with leased claims (docs/dag.md, "Workers")."""
 
 from __future__ import annotations
 
@@ -10,54 +10,50 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, TextIO
 
-from chainwarden.dag import TERMINAL, ExecutionResult, Runner, Store
+from chainwarden.dag import ExecutionResult, Store, WorkerPool
 
-GRAPH = "jobs"
+GRAPHS = ("jobs", "reports")
 LAYERS, WIDTH = 3, 4
 
 
-def _worker(url: str, worker_id: str) -> int:
-    """One worker process: runs what is ready until every node has ended; returns how many tasks it ran."""
-    executed = 0
+def _square(node: dict[str, Any], context: list[dict[str, Any]]) -> ExecutionResult:
+    time.sleep(0.05)  # a task that takes a moment (a tool call), so both pools get a share
+    return ExecutionResult.finished(output={"result": node["input"]["n"] ** 2})
 
-    def square(node: dict[str, Any], context: list[dict[str, Any]]) -> ExecutionResult:
-        nonlocal executed
-        executed += 1
-        return ExecutionResult.finished(output={"result": node["input"]["n"] ** 2, "by": worker_id})
 
+def _pool(url: str, worker_id: str) -> tuple[int, dict[str, int]]:
+    """One worker process: a pool serving every graph of the store until nothing is left to do."""
     with Store.open(url) as store:
-        graph = store.load(GRAPH)
-        # Finished leaf tasks get an agent_message child (leaf repair); this demo's agent just acknowledges.
-        ack = lambda node, context: ExecutionResult.finished(content="noted")  # noqa: E731
-        runner = Runner(graph, {"task": square, "agent_message": ack}, worker_id=worker_id, lease_s=10)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            runner.run_until_idle()
-            graph.refresh()
-            if all(n["state"] in TERMINAL for n in graph.nodes()):
-                break
-            time.sleep(0.01)
-    return executed
+        stats = WorkerPool(store, {"task": _square}, worker_id=worker_id, concurrency=2, poll_s=0.05).run(
+            until_idle=True
+        )
+    return stats.executed, dict(stats.by_graph)
 
 
 def run(out: TextIO) -> None:
-    out.write("== dag store (two worker processes, one SQLite graph) ==\n")
+    out.write("== dag store (two worker pools, two processes, one SQLite store) ==\n")
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'jobs.db'}"
         with Store.open(url) as store:
-            g = store.create_graph(GRAPH)
-            with g.mutate() as m:
-                for i in range(LAYERS * WIDTH):
-                    m.create_node("task", input={"n": i}, node_id=f"t{i:02d}")
-                    if i >= WIDTH:  # each task needs one of the layer before
-                        m.create_edge(f"t{i - WIDTH:02d}", f"t{i:02d}", "dependency")
-        out.write(f"stored {LAYERS * WIDTH} tasks in {LAYERS} layers at version {g.version}\n")
-        with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-            counts = list(pool.map(_worker, [url, url], ["worker-a", "worker-b"]))
+            for graph_id in GRAPHS:
+                g = store.create_graph(graph_id, leaf_repair=False)  # a task workflow
+                with g.mutate() as m:
+                    for i in range(LAYERS * WIDTH):
+                        m.create_node("task", input={"n": i}, node_id=f"t{i:02d}")
+                        if i >= WIDTH:  # each task needs one of the layer before
+                            m.create_edge(f"t{i - WIDTH:02d}", f"t{i:02d}", "dependency")
+        tasks = len(GRAPHS) * LAYERS * WIDTH
+        out.write(f"stored {len(GRAPHS)} graphs of {LAYERS * WIDTH} tasks in {LAYERS} layers\n")
+        with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as processes:
+            results = list(processes.map(_pool, [url, url], ["pool-a", "pool-b"]))
         with Store.open(url) as store:
-            done = store.load(GRAPH)
-            nodes = [n for n in done.nodes() if n["node_type"] == "task"]
+            done = {graph_id: store.load(graph_id) for graph_id in GRAPHS}
+        nodes = [n for g in done.values() for n in g.nodes()]
         finished = sum(n["state"] == "finished" for n in nodes)
-        out.write(f"executions: {sum(counts)} in total for {len(nodes)} tasks (each exactly once)\n")
-        out.write(f"finished: {finished}/{len(nodes)}; committed version {done.version}\n")
-        out.write(f"t11 = {done.node('t11')['output']['result']} (claimed with a lease, then finished)\n\n")
+        executed = sum(count for count, _ in results)
+        out.write(f"executions: {executed} in total for {tasks} tasks (each exactly once)\n")
+        out.write("shared between the pools (the split varies from run to run):\n")
+        for name, (count, by_graph) in zip(("pool-a", "pool-b"), results, strict=True):
+            out.write(f"  {name}: {count} ({', '.join(f'{g} {n}' for g, n in sorted(by_graph.items()))})\n")
+        out.write(f"finished: {finished}/{tasks}; leased claims, every result one committed change\n")
+        out.write(f"jobs t11 = {done['jobs'].node('t11')['output']['result']}\n\n")

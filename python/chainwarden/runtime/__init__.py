@@ -4,7 +4,11 @@ from typing import TYPE_CHECKING, Any
 
 from chainwarden.runtime.ai_runtime import AiRuntime, Run
 from chainwarden.runtime.anthropic_executor import AnthropicExecutor, AnthropicTool
+from chainwarden.runtime.attach import Attachment
+from chainwarden.runtime.claude_agent_executor import ClaudeAgentExecutor
 from chainwarden.runtime.containment_port import Containment, LlmCallGuard, RunLimits
+from chainwarden.runtime.credits import CreditPolicy
+from chainwarden.runtime.dag_node import DagNodeExecutor, dag_node_executor
 from chainwarden.runtime.events import (
     AiEvent,
     AssistantFinal,
@@ -43,7 +47,11 @@ __all__ = [
     "AnthropicExecutor",
     "AnthropicTool",
     "AssistantFinal",
+    "Attachment",
+    "ClaudeAgentExecutor",
     "Containment",
+    "CreditPolicy",
+    "DagNodeExecutor",
     "Done",
     "Error",
     "ErrorCode",
@@ -68,4 +76,5 @@ __all__ = [
     "ToolCallStart",
     "Usage",
     "UsageReport",
+    "dag_node_executor",
 ]

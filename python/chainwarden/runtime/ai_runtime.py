@@ -7,21 +7,35 @@ import logging
 import math
 import os
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Self
 
-from chainwarden.billing import BillingUnsettled, ChargeReceipt, Ledger, Pricing, SqliteLedger
+from chainwarden.billing import (
+    BillingUnsettled,
+    ChargeReceipt,
+    Ledger,
+    Pricing,
+    RunRecord,
+    SqliteLedger,
+    UsageFact,
+)
 from chainwarden.billing.delivery import BillingDelivery
 from chainwarden.billing.facts import check_run_id, check_text
+from chainwarden.billing.holds import CreditHolds
 from chainwarden.billing.outbox import Outbox, default_outbox_path
+from chainwarden.billing.records import RUN_STATUSES
+from chainwarden.billing.run_store import CHANNEL, RunStore
+from chainwarden.runtime.attach import Attachment, RunWaker
 from chainwarden.runtime.billing_sink import BillingSink
+from chainwarden.runtime.credits import CURRENT, CreditPolicy, RunCredits, admitted
 from chainwarden.runtime.events import AiEvent, Done, Error
 from chainwarden.runtime.inproc import new_run_id
 from chainwarden.runtime.once import Once
 from chainwarden.runtime.port import GraphExecutor, GraphFinal, GraphRunRequest, GraphRunResult, Usage
 from chainwarden.runtime.relay import DEFAULT_UI_BUFFER, RunEventRelay
+from chainwarden.runtime.run_leases import RunLeases, new_owner
 from chainwarden.runtime.run_records import RunRecorder
 
 logger = logging.getLogger("chainwarden.runtime")
@@ -29,11 +43,18 @@ logger = logging.getLogger("chainwarden.runtime")
 # How often billing_settled() looks at the outbox while the drainer works.
 _SETTLE_POLL_S = 0.05
 DEFAULT_SETTLE_TIMEOUT_S = 30.0
+DEFAULT_RUN_LEASE_S = 30.0
 
 
 async def _failed_stream() -> AsyncIterator[AiEvent]:
     yield Error("internal")
     yield Done()
+
+
+def _resolved(final: object) -> bool:
+    """Whether an executor's final has resolved already (one that cannot tell is not waited for)."""
+    done = getattr(final, "done", None)
+    return bool(done()) if callable(done) else False
 
 
 class Run:
@@ -48,19 +69,25 @@ class Run:
         strict: bool,
         ui_buffer: int,
         recorder: RunRecorder,
+        on_end: Callable[[Run], None] | None = None,
+        credits: RunCredits | None = None,
     ) -> None:
         assert req.run_id is not None
         self.run_id: str = req.run_id
+        self.attempt: int = req.attempt
         self.request = req
         self._recorder = recorder
         self._result = result
         self._sink = sink
         self._strict = strict
+        self._on_end = on_end
+        self._credits = credits
         self._final: Once[GraphFinal] = Once()
         self._relay = RunEventRelay(
             result.stream if result is not None else _failed_stream(),
-            on_usage=sink.submit,
+            on_usage=self._usage,
             on_close=sink.close,
+            on_event=recorder.event,
             ui_buffer=ui_buffer,
             name=self.run_id,
         )
@@ -73,8 +100,14 @@ class Run:
         """Awaitable any number of times; resolves once the pump has finished and never raises."""
         return self._final
 
-    def ui_events(self) -> AsyncIterator[AiEvent]:
-        return self._relay.subscribe()
+    def _usage(self, fact: UsageFact) -> None:
+        # The journal numbers the reports as the billing does: one call index each, in arrival order.
+        self._recorder.call(fact)
+        self._sink.submit(fact)
+
+    def ui_events(self, *, after: int = 0) -> AsyncIterator[AiEvent]:
+        """The run's UI events after position `after` (0: all of them), then live until `Done`."""
+        return self._relay.subscribe(after=after)
 
     def cancel(self) -> None:
         self._relay.cancel()
@@ -141,7 +174,14 @@ class Run:
             await self._recorder.started()
             await relay.wait()
         finally:
-            finish_reason, content = "stop", relay.content
+            finish_reason, content, stop_reason = "stop", relay.content, None
+            upstream_final = None if self._result is None else self._result.final
+            if relay.error is not None and not relay.aborted and _resolved(upstream_final):
+                # A run its executor ended with an Error: why containment refused, when it says.
+                try:
+                    stop_reason = (await upstream_final).stop_reason  # type: ignore[misc]
+                except Exception:
+                    logger.exception("run %s: the executor's final failed", self.run_id)
             if relay.error is None and not relay.aborted and self._result is not None:
                 # The executor's final adds what the stream does not carry (finish reason); a broken one
                 # must not break ours.
@@ -173,12 +213,17 @@ class Run:
                 finish_reason=finish_reason if ok else "error",
                 error=error,
                 content=content,
+                stop_reason=stop_reason,
             )
+            if self._credits is not None:
+                await asyncio.to_thread(self._credits.end, billed=not unsettled)
             try:
-                # Before the final resolves, so whoever awaited it finds the run's record complete.
+                # Before the final resolves, so whoever awaited it finds the run's record and log complete.
                 await self._recorder.ended(final)
             finally:
                 self._final.set(final)
+                if self._on_end is not None:
+                    self._on_end(self)
 
 
 class AiRuntime:
@@ -193,6 +238,8 @@ class AiRuntime:
         strict_billing: bool = False,
         ui_buffer: int = DEFAULT_UI_BUFFER,
         outbox: str | os.PathLike[str] | Outbox | None = None,
+        run_lease_s: float = DEFAULT_RUN_LEASE_S,
+        credit_policy: CreditPolicy | None = None,
     ) -> None:
         if not isinstance(executors, Mapping):
             raise TypeError(f"executors must be a mapping, got {type(executors).__name__}")
@@ -207,6 +254,14 @@ class AiRuntime:
             raise TypeError(f"pricing must be a Pricing, got {type(pricing).__name__}")
         if isinstance(ui_buffer, bool) or not isinstance(ui_buffer, int) or ui_buffer < 1:
             raise ValueError(f"ui_buffer must be a positive int, got {ui_buffer!r}")
+        if isinstance(run_lease_s, bool) or not isinstance(run_lease_s, int | float):
+            raise TypeError(f"run_lease_s must be a number, got {type(run_lease_s).__name__}")
+        if not math.isfinite(run_lease_s) or not 0.1 <= run_lease_s <= 86_400:
+            raise ValueError(f"run_lease_s must be between 0.1 and 86400 seconds, got {run_lease_s!r}")
+        if credit_policy is not None and not isinstance(credit_policy, CreditPolicy):
+            raise TypeError(
+                f"credit_policy must be a CreditPolicy or None, got {type(credit_policy).__name__}"
+            )
         if outbox is not None and not isinstance(outbox, str | os.PathLike | Outbox):
             raise TypeError(f"outbox must be a path, an Outbox or None, got {type(outbox).__name__}")
         if outbox is None:
@@ -220,6 +275,20 @@ class AiRuntime:
         self._pricing = pricing or Pricing()
         self._strict = strict_billing
         self._ui_buffer = ui_buffer
+        # Runs that outlive their process (docs/runtime.md "Reconnect, resume and retry"): their journal in
+        # the ledger's database, under leases this runtime renews; runs of dead processes are marked
+        # abandoned now and by every sweep.
+        self._runs = RunStore(ledger)
+        self._lease_s = float(run_lease_s)
+        self._leases = RunLeases(self._runs, new_owner(), self._lease_s)
+        self._leases.sweep_soon()
+        self._waker = RunWaker(lambda: ledger._listener(CHANNEL))
+        self._live: dict[str, Run] = {}
+        # Event batches are committed durably: batching makes that no slower than relaxed commits
+        # (benches/README.md "Run-event persistence", which measures both; docs/design.md §39).
+        self._durable_events = True
+        self._credit_policy = credit_policy
+        self._holds = CreditHolds(ledger) if credit_policy is not None else None
 
     def run_graph(self, req: GraphRunRequest) -> Run:
         """Starts the run now (call from inside a running event loop); never raises for an unknown graph."""
@@ -244,27 +313,153 @@ class AiRuntime:
             )
         run_id = req.run_id
         assert run_id is not None
+        credits = self._credits_of(req)
         sink = BillingSink(
-            self._delivery, self._pricing, run_id=run_id, ingress_request_id=req.ingress_request_id
+            self._delivery,
+            self._pricing,
+            run_id=run_id,
+            ingress_request_id=req.ingress_request_id,
+            on_charged=None if credits is None else credits.charged,
         )
         result: GraphRunResult | None = None
         provider, sep, name = req.graph_id.partition(":")
         executor = self._executors.get(provider) if sep and name else None
         if executor is None:
             logger.error("run %s: no executor for graph id %r", run_id, req.graph_id)
+        elif credits is not None:
+            # Admitted only with credits above the minimum, before the executor starts.
+            result = admitted(executor, req, credits)
         else:
             try:
                 result = executor.run_graph(req)
             except Exception:
                 logger.exception("run %s: executor %r failed to start", run_id, provider)
-        return Run(
+        self._leases.hold()
+        recorder = RunRecorder(
+            self._ledger,
             req,
-            result,
-            sink,
-            strict=self._strict,
-            ui_buffer=self._ui_buffer,
-            recorder=RunRecorder(self._ledger, req),
+            store=self._runs,
+            owner=self._leases.owner,
+            lease_s=self._lease_s,
+            pricing=self._pricing,
+            durable_events=self._durable_events,
         )
+        # The run's tasks (its pump, and whatever the executor starts from it) see its credit holds.
+        token = CURRENT.set(credits if credits is not None and self._holds_estimates() else None)
+        try:
+            run = Run(
+                req,
+                result,
+                sink,
+                strict=self._strict,
+                ui_buffer=self._ui_buffer,
+                recorder=recorder,
+                on_end=self._ended,
+                credits=credits,
+            )
+        finally:
+            CURRENT.reset(token)
+        self._live[run_id] = run
+        return run
+
+    def _holds_estimates(self) -> bool:
+        return self._credit_policy is not None and self._credit_policy.hold_estimates
+
+    def _credits_of(self, req: GraphRunRequest) -> RunCredits | None:
+        if self._credit_policy is None or self._holds is None:
+            return None
+        return RunCredits(
+            self._holds,
+            self._credit_policy,
+            self._pricing,
+            req,
+            owner=self._leases.owner,
+            ttl_s=self._lease_s,
+        )
+
+    def _ended(self, run: Run) -> None:
+        self._leases.release()
+        if self._live.get(run.run_id) is run:
+            del self._live[run.run_id]
+
+    def _live_relay(self, run_id: str) -> tuple[int, RunEventRelay] | None:
+        run = self._live.get(run_id)
+        return None if run is None else (run.attempt, run._relay)
+
+    def attach(
+        self,
+        run_id: str,
+        *,
+        after: int = 0,
+        attempt: int | None = None,
+        ingress_request_id: str | None = None,
+    ) -> Attachment:
+        """Reconnects to a run from this or any process sharing the ledger's database: its UI events after
+        position `after` (each with its `seq`), then live until its `Done` (docs/runtime.md "Reconnect,
+        resume and retry"). The latest attempt unless `attempt` is given; a new `ingress_request_id` (this
+        connection's). An unknown run gives `Error("not_found")` and `Done`. Detaching never stops the run."""
+        check_run_id(run_id)
+        check_text("run_id", run_id)
+        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+            raise ValueError(f"after must be an int >= 0, got {after!r}")
+        if attempt is not None and (isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 0):
+            raise ValueError(f"attempt must be an int >= 0 or None, got {attempt!r}")
+        check_text("ingress_request_id", ingress_request_id, optional=True)
+        return Attachment(
+            run_id,
+            after=after,
+            attempt=attempt,
+            ingress_request_id=ingress_request_id,
+            live=self._live_relay,
+            store=self._runs,
+            waker=self._waker,
+            sweep=self._leases.sweep,
+            lease_s=self._lease_s,
+        )
+
+    def retry(self, run_id: str, *, ingress_request_id: str | None = None) -> Run:
+        """Runs an ended run again as its next attempt (the same `run_id`, `attempt` = the last one + 1),
+        from the request its record keeps; call it inside a running event loop. The new attempt's usage is
+        billed under its own keys; no fact of an earlier attempt is billed again. `KeyError` for an unknown
+        run, `ValueError` for one still running."""
+        check_run_id(run_id)
+        check_text("run_id", run_id)
+        if run_id in self._live:
+            raise ValueError(f"run {run_id!r} is still running here; retry it once it ended")
+        latest = self._runs.latest_attempt(run_id)
+        if latest is None:
+            raise KeyError(run_id)
+        records = self._ledger.runs(run_id=run_id, limit=1)
+        record = next((r for r in records if r.attempt == latest), None)
+        request = self._runs.request(run_id, latest)
+        if record is None or request is None:
+            raise KeyError(run_id)
+        if record.status == "running":
+            raise ValueError(
+                f"run {run_id!r} attempt {latest} is still running (in another process, or abandoned once "
+                "its lease runs out)"
+            )
+        return self.run_graph(
+            GraphRunRequest(
+                graph_id=record.graph_id,
+                messages=request.get("messages", []),
+                model=record.model,
+                billing_account_id=record.billing_account_id,
+                virtual_key_id=record.virtual_key_id,
+                run_id=run_id,
+                ingress_request_id=ingress_request_id,
+                attempt=latest + 1,
+            )
+        )
+
+    def runs(
+        self, *, billing_account_id: str | None = None, status: str | None = None, limit: int = 100
+    ) -> list[RunRecord]:
+        """Run records of the ledger's database, the newest first, of one account and in one status
+        (`running`, `ok`, `error`, `abandoned`) when given."""
+        if status is not None and status not in RUN_STATUSES:
+            raise ValueError(f"status must be one of {RUN_STATUSES} or None, got {status!r}")
+        return self._ledger.runs(billing_account_id=billing_account_id, status=status, limit=limit)
 
     def close(self) -> None:
         """Stops the outbox drainer; what is parked stays in the outbox for the next runtime to drain.
@@ -273,6 +468,8 @@ class AiRuntime:
         """
         self._delivery.close()
         self.outbox.close()
+        self._leases.stop()
+        self._waker.close()
 
     def __enter__(self) -> Self:
         return self

@@ -27,9 +27,13 @@ from chainwarden.runtime.inproc import InProcGraphExecutor
 from chainwarden.runtime.port import GraphRunRequest, GraphRunResult
 from chainwarden.runtime.run_context import LlmCallFailed, LlmCallRefused, LlmResult, RunContext
 
-__all__ = ["SOURCE_ANTHROPIC", "AnthropicExecutor", "AnthropicTool"]
+__all__ = ["SOURCE_ANTHROPIC", "SOURCE_ANTHROPIC_SDK", "AnthropicExecutor", "AnthropicTool"]
 
+#: The provider its calls are priced as.
 SOURCE_ANTHROPIC = "anthropic"
+#: The source system of its usage facts: seed 004's `anthropic_sdk`, the Anthropic SDK talking to the
+#: Messages API itself, as `ClaudeAgentExecutor` does (docs/design.md §38).
+SOURCE_ANTHROPIC_SDK = "anthropic_sdk"
 
 logger = logging.getLogger("chainwarden.runtime")
 
@@ -62,6 +66,44 @@ class AnthropicTool:
         return {"name": self.name, "description": self.description, "input_schema": dict(self.input_schema)}
 
 
+def used_by(
+    message_id: str | None,
+    model: str,
+    usage: Usage | None,
+    overrides: Mapping[tuple[str, str], Mapping[str, Any]] | None,
+    raw: Mapping[str, Any] | None = None,
+) -> LlmResult:
+    """What a Messages API message used, billed under its id and priced as every integration prices: its
+    usage when it reported some, else nothing (usage missing, docs/design.md §30)."""
+    if usage is None or not usage.seen:
+        return LlmResult(content="", model=model, provider=SOURCE_ANTHROPIC, usage_unit_id=message_id)
+    return LlmResult(
+        content="",
+        model=model,
+        provider=SOURCE_ANTHROPIC,
+        usage_unit_id=message_id,
+        input_tokens=usage.total_input(),
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        cost_usd=price_of(usage, overrides),
+        usage_raw=None if raw is None else dict(raw),
+    )
+
+
+def tools_by_name(tools: Iterable[AnthropicTool]) -> dict[str, AnthropicTool]:
+    """The tools by name; `TypeError` for an object that is not an `AnthropicTool`, `ValueError` for a name
+    given twice."""
+    tool_list = list(tools)
+    for tool in tool_list:
+        if not isinstance(tool, AnthropicTool):
+            raise TypeError(f"tools must hold AnthropicTool objects, got {type(tool).__name__}")
+    named = {tool.name: tool for tool in tool_list}
+    if len(named) != len(tool_list):
+        raise ValueError("tools: two tools have the same name")
+    return named
+
+
 class AnthropicExecutor:
     """Runs ``req.messages`` as a Claude conversation with ``tools`` until the model stops asking for them.
 
@@ -88,13 +130,7 @@ class AnthropicExecutor:
         anthropic = require("anthropic", "anthropic")
         if not isinstance(client, anthropic.AsyncAnthropic):
             raise TypeError(f"client must be an anthropic.AsyncAnthropic, got {type(client).__name__}")
-        tool_list = list(tools)
-        for tool in tool_list:
-            if not isinstance(tool, AnthropicTool):
-                raise TypeError(f"tools must hold AnthropicTool objects, got {type(tool).__name__}")
-        self._tools = {tool.name: tool for tool in tool_list}
-        if len(self._tools) != len(tool_list):
-            raise ValueError("tools: two tools have the same name")
+        self._tools = tools_by_name(tools)
         if system is not None and not isinstance(system, str):
             raise TypeError(f"system must be a str or None, got {type(system).__name__}")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
@@ -110,7 +146,7 @@ class AnthropicExecutor:
             cost_estimate_usd = WrapOptions(cost_estimate_hint=cost_estimate_usd).cost_estimate_hint
         self._cost_estimate = cost_estimate_usd
         self._inproc = InProcGraphExecutor(
-            self._converse, limits=limits, containment=containment, source=SOURCE_ANTHROPIC
+            self._converse, limits=limits, containment=containment, source=SOURCE_ANTHROPIC_SDK
         )
 
     def run_graph(self, req: GraphRunRequest) -> GraphRunResult:
@@ -212,19 +248,7 @@ class AnthropicExecutor:
 
     def _used(self, message_id: str | None, model: str, usage: Usage | None = None) -> LlmResult:
         """What a failed message used: its usage when it is known, else nothing (usage missing)."""
-        if usage is None or not usage.seen:
-            return LlmResult(content="", model=model, provider=SOURCE_ANTHROPIC, usage_unit_id=message_id)
-        return LlmResult(
-            content="",
-            model=model,
-            provider=SOURCE_ANTHROPIC,
-            usage_unit_id=message_id,
-            input_tokens=usage.total_input(),
-            output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cache_write_tokens=usage.cache_write_tokens,
-            cost_usd=price_of(usage, self._price_overrides),
-        )
+        return used_by(message_id, model, usage, self._price_overrides)
 
     def _result(self, message: Any) -> LlmResult:
         # Counted and priced as every integration does (chainwarden.integrations): input_tokens counts the

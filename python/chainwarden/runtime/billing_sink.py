@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections.abc import Callable
 
 from chainwarden.billing import ChargeReceipt, Pricing, UsageFact
 from chainwarden.billing.delivery import BillingDelivery, Delivered, Journaled
@@ -38,11 +39,15 @@ class BillingSink:
         *,
         run_id: str,
         ingress_request_id: str | None,
+        on_charged: Callable[[list[int]], None] | None = None,
     ) -> None:
         self._delivery = delivery
         self._pricing = pricing
         self._run_id = run_id
         self._ingress_request_id = ingress_request_id
+        # Told (in a worker thread) the credits of each batch of this run's receipts once committed: the
+        # run's credit holds for those calls go then (docs/billing.md "Credit holds").
+        self._on_charged = on_charged
         self._next_index = 0
         # Reported, not yet written ahead; then written ahead, not yet committed.
         self._reported: list[tuple[UsageFact, int]] = []
@@ -144,8 +149,11 @@ class BillingSink:
             except Exception as error:  # commit does not raise; this is the last line of defence
                 self._lose([item.call_index for item in batch], error)
                 continue
+            charged = [o.receipt.charged_credits for o in outcomes if o.receipt is not None]
             for item, outcome in zip(batch, outcomes, strict=True):
                 self._record(item, outcome)
+            if charged and self._on_charged is not None:
+                await asyncio.to_thread(self._on_charged, charged)
 
     def _lose(self, indices: list[int], error: Exception) -> None:
         logger.critical(

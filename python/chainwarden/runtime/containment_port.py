@@ -16,6 +16,13 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 
+def current_credits() -> Any:
+    """The credit holds of the run whose task this is (`runtime.credits.CURRENT`), or None."""
+    from chainwarden.runtime.credits import CURRENT  # noqa: PLC0415 - credits imports this module's users
+
+    return CURRENT.get()
+
+
 class LlmCallGuard(Protocol):
     """The part of ExecutionContext the executor uses."""
 
@@ -50,11 +57,18 @@ class Containment:
 
     def new_context(self, limits: RunLimits) -> LlmCallGuard:
         module = self._resolve()
+        options: dict[str, Any] = {}
+        # The run's credit holds (docs/runtime.md "Credits"), when the runtime has a credit policy: every call
+        # of the context holds its estimate against the account before it is sent.
+        credits = current_credits()
+        if credits is not None:
+            options["budget_backend"] = credits
         config = module.ExecutionConfig(
             max_cost_usd=limits.max_cost_usd,
             max_steps=limits.max_steps,
             max_retries_total=limits.max_retries_total,
             timeout_ms=limits.timeout_ms,
+            **options,
         )
         guard: LlmCallGuard = module.ExecutionContext(config=config)
         return guard
@@ -98,6 +112,13 @@ def refusal_is_timeout(guard: LlmCallGuard) -> bool:
         # The snapshot only refines the error code; a failure here must not hide the refusal itself.
         return False
     return bool(events) and "TIMEOUT" in str(getattr(events[-1], "event_type", "")).upper()
+
+
+def stop_reason_of(guard: LlmCallGuard) -> str | None:
+    """The context's reason for its last refusal (`budget_exceeded`, `insufficient_credits`, ...), when it
+    keeps one (chainwarden's and the reference's `last_stop_reason`)."""
+    reason = getattr(guard, "last_stop_reason", None)
+    return reason if isinstance(reason, str) and reason else None
 
 
 def decision_name(decision: object) -> str:

@@ -1,7 +1,15 @@
-"""The events a graph run streams (AiEvent): text, tool calls, usage, the final answer, Done, Error."""
+"""The events a graph run streams (AiEvent): text, tool calls, usage, the final answer, Done, Error.
+
+Every UI event carries ``seq``, its position in the run's log (1 for the first; 0 until the relay publishes
+it): a client that lost its connection attaches again after the last position it saw
+(docs/runtime.md "Reconnect, resume and retry"). ``seq`` is not part of an event's value: it is left out of
+``==`` and ``repr``."""
 
 from __future__ import annotations
 
+import json
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -17,6 +25,7 @@ ERROR_CODES: frozenset[str] = frozenset(get_args(ErrorCode))
 class TextDelta:
     text: str
     type: Literal["text_delta"] = field(default="text_delta", init=False)
+    seq: int = field(default=0, repr=False, compare=False, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -25,6 +34,7 @@ class ToolCallStart:
     name: str
     arguments: Any
     type: Literal["tool_call_start"] = field(default="tool_call_start", init=False)
+    seq: int = field(default=0, repr=False, compare=False, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -32,6 +42,7 @@ class ToolCallResult:
     tool_call_id: str
     result: Any
     type: Literal["tool_call_result"] = field(default="tool_call_result", init=False)
+    seq: int = field(default=0, repr=False, compare=False, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -55,11 +66,13 @@ class UsageReport:
 class AssistantFinal:
     content: str
     type: Literal["assistant_final"] = field(default="assistant_final", init=False)
+    seq: int = field(default=0, repr=False, compare=False, kw_only=True)
 
 
 @dataclass(frozen=True)
 class Done:
     type: Literal["done"] = field(default="done", init=False)
+    seq: int = field(default=0, repr=False, compare=False, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -67,6 +80,7 @@ class Error:
     code: ErrorCode
 
     type: Literal["error"] = field(default="error", init=False)
+    seq: int = field(default=0, repr=False, compare=False, kw_only=True)
 
     def __post_init__(self) -> None:
         if self.code not in ERROR_CODES:
@@ -74,6 +88,8 @@ class Error:
 
 
 AiEvent = TextDelta | ToolCallStart | ToolCallResult | UsageReport | AssistantFinal | Done | Error
+#: What UI subscribers see: every event but usage reports, each at its position `seq`.
+UiEvent = TextDelta | ToolCallStart | ToolCallResult | AssistantFinal | Done | Error
 AI_EVENT_TYPES: tuple[type, ...] = (
     TextDelta,
     ToolCallStart,
@@ -83,3 +99,62 @@ AI_EVENT_TYPES: tuple[type, ...] = (
     Done,
     Error,
 )
+
+
+# The UI events as they are kept in a run's log (docs/runtime.md "Reconnect, resume and retry"): the event's
+# type and its fields as strict JSON. Tool arguments and results are the executor's values: what JSON cannot
+# carry (an object, NaN) is kept as its text, so the log always reads back.
+UI_EVENT_TYPES: dict[str, type] = {
+    "text_delta": TextDelta,
+    "tool_call_start": ToolCallStart,
+    "tool_call_result": ToolCallResult,
+    "assistant_final": AssistantFinal,
+    "done": Done,
+    "error": Error,
+}
+
+
+def encode_event(event: UiEvent) -> str:
+    """The fields of a UI event (not its type, nor its position) as strict JSON text."""
+    if isinstance(event, TextDelta):
+        body: dict[str, Any] = {"text": event.text}
+    elif isinstance(event, ToolCallStart):
+        body = {
+            "tool_call_id": event.tool_call_id,
+            "name": event.name,
+            "arguments": _jsonable(event.arguments),
+        }
+    elif isinstance(event, ToolCallResult):
+        body = {"tool_call_id": event.tool_call_id, "result": _jsonable(event.result)}
+    elif isinstance(event, AssistantFinal):
+        body = {"content": event.content}
+    elif isinstance(event, Error):
+        body = {"code": event.code}
+    elif isinstance(event, Done):
+        body = {}
+    else:
+        raise TypeError(f"{type(event).__name__} is not a UI event")
+    # ASCII escapes: a lone surrogate in a text stays valid JSON and encodable by every database driver.
+    return json.dumps(body, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+
+def decode_event(kind: str, body: str, seq: int) -> UiEvent:
+    """A UI event read back from a run's log, at its position ``seq``."""
+    cls = UI_EVENT_TYPES.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown event type {kind!r} in a run's log")
+    event: UiEvent = cls(**json.loads(body), seq=seq)
+    return event
+
+
+def _jsonable(value: Any, depth: int = 0) -> Any:
+    """``value`` as strict JSON data: what JSON cannot carry becomes its text (cut to 10,000 characters)."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if depth < 64 and isinstance(value, Mapping):
+        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
+    if depth < 64 and isinstance(value, list | tuple):
+        return [_jsonable(v, depth + 1) for v in value]
+    return repr(value)[:10_000]

@@ -102,7 +102,12 @@ class InProcGraphExecutor:
                 usage[1] += event.fact.output_tokens or 0
             queue.put_nowait(event)
 
-        def finish(ok: bool, error: ErrorCode | None = None, content: str | None = None) -> None:
+        def finish(
+            ok: bool,
+            error: ErrorCode | None = None,
+            content: str | None = None,
+            stop_reason: str | None = None,
+        ) -> None:
             final.set(
                 GraphFinal(
                     ok=ok,
@@ -112,6 +117,7 @@ class InProcGraphExecutor:
                     finish_reason="stop" if ok else "error",
                     error=error,
                     content=content,
+                    stop_reason=stop_reason,
                 )
             )
             if error is not None:
@@ -145,7 +151,7 @@ class InProcGraphExecutor:
                 finish(True, content=content)
             except LlmCallRefused as refused:
                 logger.warning("run %s: %s", run_id, refused)
-                finish(False, refused.code)
+                finish(False, refused.code, stop_reason=refused.stop_reason)
             except asyncio.CancelledError:
                 finish(False, "aborted")
                 raise

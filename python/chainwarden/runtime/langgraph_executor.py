@@ -147,7 +147,9 @@ class LangGraphExecutor:
                     events.text(item[0])
         except halted as stop:
             # Containment refused a call: the run ends as any refused call does (Error + Done).
-            raise LlmCallRefused(str(stop.decision.value), stop) from stop
+            raise LlmCallRefused(
+                str(stop.decision.value), stop, stop_reason=getattr(stop, "stop_reason", None)
+            ) from stop
         return self._output_of(state)
 
 

@@ -59,6 +59,8 @@ class GraphFinal:
     finish_reason: str = "stop"
     error: str | None = None  # an Error code when not ok
     content: str | None = None
+    # Why containment refused the call that ended the run (`budget_exceeded`, `insufficient_credits`, ...).
+    stop_reason: str | None = None
 
 
 @dataclass(frozen=True)

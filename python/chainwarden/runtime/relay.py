@@ -8,7 +8,9 @@ UI buffering and overflow policy: a live UI subscriber has a bounded buffer (`ui
 only appends to buffers and never waits, so a slow subscriber cannot slow it. A subscriber whose buffer is
 full when the pump has a new event is cut off: it still receives what it had buffered, then
 `Error("rate_limit")` and `Done`, and nothing more. The run and its billing are unaffected, and the client may
-subscribe again: a new subscriber replays the run's log from the start (read in place, not buffered).
+subscribe again: a new subscriber replays the run's log from the start (read in place, not buffered), or
+from a position on (`subscribe(after=n)`): each published event carries its position in the log, `seq`.
+`on_event` sees every published event once, in order (the run's journal keeps them in the ledger's database).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from chainwarden.runtime.events import (
     Done,
     Error,
     ErrorCode,
+    UiEvent,
     UsageReport,
 )
 
@@ -39,7 +42,7 @@ class _Subscriber:
     __slots__ = ("buffer", "overrun", "wake")
 
     def __init__(self) -> None:
-        self.buffer: deque[AiEvent] = deque()
+        self.buffer: deque[UiEvent] = deque()
         self.overrun = False
         self.wake = asyncio.Event()
 
@@ -53,6 +56,7 @@ class RunEventRelay:
         *,
         on_usage: Callable[[UsageFact], None],
         on_close: Callable[[], None],
+        on_event: Callable[[UiEvent], None] | None = None,
         ui_buffer: int = DEFAULT_UI_BUFFER,
         name: str = "run",
     ) -> None:
@@ -61,8 +65,9 @@ class RunEventRelay:
         self._upstream = upstream
         self._on_usage = on_usage
         self._on_close = on_close
+        self._on_event = on_event
         self._ui_buffer = ui_buffer
-        self._log: list[AiEvent] = []
+        self._log: list[UiEvent] = []
         self._live: set[_Subscriber] = set()
         self._terminal = False
         self._started = False
@@ -146,8 +151,18 @@ class RunEventRelay:
         self._publish(Done())
         self._terminal = True
 
-    def _publish(self, event: AiEvent) -> None:
+    def _publish(self, event: UiEvent) -> None:
+        seq = len(self._log) + 1
+        if event.seq != 0:
+            # An event object published before (an executor that yields one object again): a copy of its
+            # own, made without running the constructor's checks again (it passed them once).
+            copy = object.__new__(type(event))
+            copy.__dict__.update(event.__dict__)
+            event = copy
+        object.__setattr__(event, "seq", seq)  # its position in this run's log, set once
         self._log.append(event)
+        if self._on_event is not None:
+            self._on_event(event)
         for sub in tuple(self._live):
             if len(sub.buffer) >= self._ui_buffer:
                 sub.overrun = True
@@ -176,9 +191,17 @@ class RunEventRelay:
         return self._task.done()
 
     # --- UI subscribers --------------------------------------------------------------------------------
-    async def subscribe(self) -> AsyncIterator[AiEvent]:
-        """The run's UI events from the start, ending after Done; leaving early only detaches."""
-        cursor = 0
+    @property
+    def published(self) -> int:
+        """How many UI events the log holds (the position of the last one)."""
+        return len(self._log)
+
+    async def subscribe(self, after: int = 0) -> AsyncIterator[UiEvent]:
+        """The run's UI events after position `after` (0: from the start), ending after Done; leaving early
+        only detaches. A position at or past the end of a finished run's log gives nothing."""
+        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+            raise ValueError(f"after must be an int >= 0, got {after!r}")
+        cursor = after
         sub: _Subscriber | None = None
         try:
             while True:
@@ -186,6 +209,8 @@ class RunEventRelay:
                     if cursor < len(self._log):
                         event = self._log[cursor]
                         cursor += 1
+                    elif self._terminal:
+                        return  # asked for positions past the end of a finished log
                     else:
                         # Caught up with the log: from here on the pump feeds a bounded buffer. No await
                         # between the check and the registration, so no event can fall in between.
@@ -194,6 +219,8 @@ class RunEventRelay:
                         continue
                 elif sub.buffer:
                     event = sub.buffer.popleft()
+                    if event.seq <= after:
+                        continue  # attached ahead of the log: skip up to the asked position
                 elif sub.overrun:
                     yield Error("rate_limit")
                     yield Done()

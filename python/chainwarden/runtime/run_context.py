@@ -21,6 +21,7 @@ from chainwarden.runtime.containment_port import (
     LlmCallGuard,
     decision_name,
     refusal_is_timeout,
+    stop_reason_of,
 )
 from chainwarden.runtime.events import AiEvent, Done, Error, ErrorCode, UsageReport
 from chainwarden.runtime.port import GraphRunRequest
@@ -89,15 +90,27 @@ class LlmCallFailed(Exception):
 class LlmCallRefused(Exception):
     """The ExecutionContext did not let the call through (limit reached, breaker open, retries spent)."""
 
-    def __init__(self, decision: str, cause: BaseException | None = None, *, timed_out: bool = False) -> None:
-        super().__init__(f"LLM call refused by containment: {decision}")
+    def __init__(
+        self,
+        decision: str,
+        cause: BaseException | None = None,
+        *,
+        timed_out: bool = False,
+        stop_reason: str | None = None,
+    ) -> None:
+        reason = f" ({stop_reason})" if stop_reason else ""
+        super().__init__(f"LLM call refused by containment: {decision}{reason}")
         self.decision = decision
         self.cause = cause
         self.timed_out = timed_out
+        #: The containment's stop reason (`budget_exceeded`, `insufficient_credits`, ...), when it said one.
+        self.stop_reason = stop_reason
 
     @property
     def code(self) -> ErrorCode:
         """The run's Error code when the graph lets this propagate."""
+        if self.stop_reason == "insufficient_credits":
+            return "insufficient_credits"
         return "timeout" if self.timed_out else "aborted"
 
 
@@ -154,7 +167,10 @@ class RunContext:
             if name == "RETRY":
                 continue
             raise LlmCallRefused(
-                name, failure[0] if failure else None, timed_out=refusal_is_timeout(self.guard)
+                name,
+                failure[0] if failure else None,
+                timed_out=refusal_is_timeout(self.guard),
+                stop_reason=stop_reason_of(self.guard),
             )
 
     async def _wrap(
@@ -240,7 +256,11 @@ class RunContext:
             raise failure[0]
         if decision_name(decision) == "ALLOW" and outcome:
             return outcome[0]
-        raise LlmCallRefused(decision_name(decision), timed_out=refusal_is_timeout(self.guard))
+        raise LlmCallRefused(
+            decision_name(decision),
+            timed_out=refusal_is_timeout(self.guard),
+            stop_reason=stop_reason_of(self.guard),
+        )
 
     def _used_then_failed(self, used: LlmCallFailed, options: Any) -> BaseException:
         """Inside the wrapped call that failed after using tokens: charges the call what it used (its

@@ -29,3 +29,18 @@ def new_url(kind: str, tmp_path: Path) -> str:
     if kind == "sqlite":
         return f"sqlite:///{tmp_path / f'dag-{uuid.uuid4().hex[:8]}.db'}"
     return postgres_url(f"dag_{uuid.uuid4().hex[:12]}")
+
+
+def raw_execute(url: str, statement: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    """Runs one statement (`%s` markers) on the store's database behind the store's back, as another
+    program would; returns the rows it gives."""
+    if url.startswith("sqlite:///"):
+        import sqlite3  # noqa: PLC0415
+
+        with sqlite3.connect(url[len("sqlite:///") :]) as conn:
+            rows = conn.execute(statement.replace("%s", "?"), args).fetchall()
+        conn.close()
+        return rows
+    with psycopg.connect(url, autocommit=True) as conn:
+        cur = conn.execute(statement, args)
+        return cur.fetchall() if cur.description else []

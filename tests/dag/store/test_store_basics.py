@@ -10,12 +10,13 @@ from pathlib import Path
 import psycopg
 import pytest
 from postgres_server import postgres_dsn
-from store_urls import postgres_url
+from store_urls import postgres_url, raw_execute
 
 from chainwarden.dag import (
     DagInvalidArgumentError,
     DagNotFoundError,
     DagPreconditionError,
+    Graph,
     Store,
     StoreConflictError,
     StoreConnectionError,
@@ -130,25 +131,94 @@ def test_unknown_schema_version_is_refused(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/s.db"
     Store.open(url).close()
     with sqlite3.connect(tmp_path / "s.db") as conn:
-        conn.execute("UPDATE chainwarden_dag_meta SET value = '99' WHERE key = 'schema_version'")
+        conn.execute("UPDATE chainwarden_schema SET version = 99 WHERE component = 'dag'")
     conn.close()
     with pytest.raises(StoreSchemaError, match="99"):
         Store.open(url)
 
 
-def test_lost_postgres_connection_raises_then_reconnects() -> None:
+V1_TABLES = [
+    "CREATE TABLE chainwarden_dag_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "INSERT INTO chainwarden_dag_meta VALUES ('schema_version', '1')",
+    "CREATE TABLE chainwarden_dag_graphs (graph_id TEXT PRIMARY KEY, version BIGINT NOT NULL,"
+    " created_at DOUBLE PRECISION NOT NULL)",
+    "CREATE TABLE chainwarden_dag_nodes (graph_id TEXT NOT NULL, seq BIGINT NOT NULL, node_id TEXT NOT NULL,"
+    " version BIGINT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (graph_id, seq))",
+    "CREATE TABLE chainwarden_dag_edges (graph_id TEXT NOT NULL, seq BIGINT NOT NULL, edge_id TEXT NOT NULL,"
+    " version BIGINT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (graph_id, seq))",
+    "CREATE TABLE chainwarden_dag_events (graph_id TEXT NOT NULL, seq BIGINT NOT NULL,"
+    " version BIGINT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (graph_id, seq))",
+]
+
+
+def test_a_version_1_store_is_upgraded_and_its_graphs_keep_working(tmp_path: Path) -> None:
+    """A store written by the first release (no change ids, no work summary) opens, upgrades in place, and
+    marks itself so that release refuses it afterwards (`chainwarden_dag_meta` says 2)."""
+    path = tmp_path / "v1.db"
+    old = Graph(graph_id="old")
+    with old.mutate() as m:
+        m.create_node("task", node_id="t")
+    with sqlite3.connect(path) as conn:
+        for ddl in V1_TABLES:
+            conn.execute(ddl)
+        conn.execute("INSERT INTO chainwarden_dag_graphs VALUES ('old', 1, 0.0)")
+        doc = json.loads(old.to_json())
+        for i, node in enumerate(doc["nodes"]):
+            conn.execute(
+                "INSERT INTO chainwarden_dag_nodes VALUES ('old', ?, ?, 1, ?)",
+                (i, node["node_id"], json.dumps(node)),
+            )
+        for i, event in enumerate(doc["events"]):
+            conn.execute("INSERT INTO chainwarden_dag_events VALUES ('old', ?, 1, ?)", (i, json.dumps(event)))
+    conn.close()
+    with Store.open(f"sqlite:///{path}") as store:
+        g = store.load("old")
+        assert g.version == 1 and g.node("t")["state"] == "pending"
+        # Its work was unknown after the upgrade: it shows as possibly claimable until a change says.
+        assert [w.graph_id for w in store._work(None, 10).graphs] == ["old"]
+        assert g.claim(1, worker_id="w", lease_s=30) == ["t"]
+        assert g.version == 2
+        assert store._work(None, 10).graphs == []
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT value FROM chainwarden_dag_meta").fetchone() == ("2",)
+        assert conn.execute("SELECT version FROM chainwarden_schema WHERE component = 'dag'").fetchone() == (
+            2,
+        )
+    conn.close()
+
+
+def _kill_idle_connections() -> None:
+    with psycopg.connect(postgres_dsn(), autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE pid <> pg_backend_pid() AND query NOT ILIKE '%pg_stat_activity%' "
+            "AND datname = current_database() AND backend_type = 'client backend' AND state = 'idle'"
+        )
+
+
+def test_a_lost_connection_is_replaced_and_the_change_lands_once() -> None:
+    """Connections killed while idle: the next change fails on its first round trip (nothing sent could
+    land), so it is done again on a fresh connection, once."""
     url = postgres_url("dag_lost_conn")
     with Store.open(url) as store:
         g = store.create_graph()
         with g.mutate() as m:
             m.create_node("task", node_id="a")
-        with psycopg.connect(postgres_dsn(), autocommit=True) as admin:
-            admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE pid <> pg_backend_pid() AND query NOT ILIKE '%pg_stat_activity%' "
-                "AND datname = current_database() AND backend_type = 'client backend' AND state = 'idle'"
-            )
-        with pytest.raises(StoreConnectionError):
+        _kill_idle_connections()
+        assert g.mark_running("a")
+        assert store.load(g.graph_id).node("a")["state"] == "running"
+        assert g.version == 2
+        assert [e["event_type"] for e in g.events()].count("node_state_changed") == 1
+
+
+def test_without_a_retry_budget_a_lost_connection_raises_then_reconnects() -> None:
+    url = postgres_url("dag_lost_conn_no_retry")
+    with Store.open(url, retry_timeout_s=0) as store:
+        g = store.create_graph()
+        with g.mutate() as m:
+            m.create_node("task", node_id="a")
+        _kill_idle_connections()
+        with pytest.raises(StoreConnectionError, match="lost the connection"):
             g.mark_running("a")
         assert g.mark_running("a")  # the next call reconnects; nothing of the failed call was written
         assert store.load(g.graph_id).node("a")["state"] == "running"
@@ -176,17 +246,14 @@ def test_rows_an_object_cannot_take_in_place_make_it_reload_from_the_database(st
             m.create_node("task", node_id="c")
         h = other.load("g")
         assert h.version == 1 and [n["node_id"] for n in h.nodes()] == ["a", "c"]
-        backend = store._backend
-        conn = backend._connection()
-        sql = backend._sql
-        (text,) = conn.execute(
-            sql("SELECT record FROM chainwarden_dag_nodes WHERE graph_id = ? AND seq = 0"), ("g",)
-        ).fetchone()
+        ((text,),) = raw_execute(
+            store_url, "SELECT record FROM chainwarden_dag_nodes WHERE graph_id = %s AND seq = 0", ("g",)
+        )
         record = json.loads(text)
         record["node_id"] = "b"
-        rewrite = "UPDATE chainwarden_dag_nodes SET record = ?, node_id = ?, version = 2"
-        conn.execute(sql(rewrite + " WHERE graph_id = ? AND seq = 0"), (json.dumps(record), "b", "g"))
-        conn.execute(sql("UPDATE chainwarden_dag_graphs SET version = 2 WHERE graph_id = ?"), ("g",))
+        rewrite = "UPDATE chainwarden_dag_nodes SET record = %s, node_id = %s, version = 2"
+        raw_execute(store_url, rewrite + " WHERE graph_id = %s AND seq = 0", (json.dumps(record), "b", "g"))
+        raw_execute(store_url, "UPDATE chainwarden_dag_graphs SET version = 2 WHERE graph_id = %s", ("g",))
         assert h.refresh() == 2
         # Only row 0 changed, yet the reload has them all (the changed rows alone would lose "c").
         assert [n["node_id"] for n in h.nodes()] == ["b", "c"]

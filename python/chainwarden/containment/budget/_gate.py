@@ -69,7 +69,7 @@ class SharedBudget:
 
     A backend with only ``add`` and ``get`` holds nothing itself: the estimates of this process's calls in
     flight on it are held here (``HeldHere``), and a call is admitted while ``get() + held + estimate`` fits
-    under the ceiling. Other processes do not see these holds: the weaker bound of docs/design.md §39 and
+    under the ceiling. Other processes do not see these holds: the weaker bound of docs/design.md §49 and
     docs/containment.md "Shared budgets"."""
 
     __slots__ = ("backend", "ceiling", "fail_open", "here", "reserves", "settles")
@@ -172,7 +172,11 @@ class BudgetedCore:
                 if spent >= b.ceiling:
                     raise OverflowError(f"shared budget spent ${spent:.6f} >= ceiling ${b.ceiling:.6f}")
         except OverflowError as err:
-            return BackendStop(EXCEEDED, mask_secrets(str(err)))
+            # A backend may name its own reason (a credit hold that does not fit: `insufficient_credits`).
+            reason = getattr(err, "stop_reason", EXCEEDED)
+            return BackendStop(
+                reason if isinstance(reason, str) and reason else EXCEEDED, mask_secrets(str(err))
+            )
         except Exception as err:
             # Any backend's message may name its server: shown masked (docs/design.md §31).
             detail = f"budget backend unreachable: {type(err).__name__}: {mask_secrets(str(err))}"

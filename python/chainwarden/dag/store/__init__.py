@@ -3,6 +3,7 @@ workers"); many worker processes share one graph through leased claims."""
 
 from chainwarden.dag.store.bound import StoredGraph
 from chainwarden.dag.store.errors import (
+    StoreCommitUnknownError,
     StoreConflictError,
     StoreConnectionError,
     StoreError,
@@ -15,6 +16,7 @@ from chainwarden.dag.store.store import Store
 __all__ = [
     "SCHEMA_VERSION",
     "Store",
+    "StoreCommitUnknownError",
     "StoreConflictError",
     "StoreConnectionError",
     "StoreError",

@@ -1,211 +1,145 @@
-"""The SQL both stores share: a change is one transaction that locks the graph's row, reads what is newer than
-the caller's version, writes the delta rows and the new version (docs/dag.md "Stores and workers")."""
+"""What both stores do, and the shapes they exchange with `StoredGraph`: a change is one transaction that
+locks the graph's row, reads what is newer than the caller's version and the database's clock, and writes the
+delta rows, the new version, the change's id and the graph's work summary (docs/dag.md "Stores and workers").
+"""
 
 from __future__ import annotations
 
-import contextlib
-import threading
+import json
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
-
-from chainwarden.dag.store.errors import StoreConflictError, StoreError, StoreSchemaError, graph_not_found
-from chainwarden.dag.store.schema import META, SCHEMA_VERSION, TABLES
 
 Row = tuple[int, str, str]
 EventRow = tuple[int, str]
 Delta = tuple[list[Row], list[Row], list[EventRow]]
 #: (seq, record) rows of nodes, edges and events.
 Rows = tuple[list[tuple[int, str]], list[tuple[int, str]], list[tuple[int, str]]]
+NO_ROWS: Rows = ([], [], [])
 
 
+@dataclass(frozen=True, slots=True)
+class Work:
+    """A graph's work at a glance, kept on its row: claimable nodes, running nodes, earliest lease end."""
+
+    claimable: int = 0
+    running: int = 0
+    lease_due: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GraphWork:
+    """One graph of the work index: how many nodes are claimable, and whether a lease has run out."""
+
+    graph_id: str
+    claimable: int
+    expired: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WorkIndex:
+    """What the work index shows at the database's time `now`: graphs with claimable nodes or run-out leases
+    (a sample, at most the limit asked), and whether any served graph has a node running under a lease."""
+
+    now: float
+    graphs: list[GraphWork]
+    leased: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    version: int
+    leaf_repair: bool
+    rows: Rows
+
+
+def change_id() -> str:
+    """128 random bits: the id a change is committed under, by which a lost commit is resolved."""
+    return os.urandom(16).hex()
+
+
+@dataclass(slots=True)
 class Tx:
-    """One open change on one graph, its row locked; `version` is the committed version at lock time."""
+    """One open change on one graph, its row locked: `version` is the committed version at lock time, `now`
+    the database's clock (epoch seconds) read once the lock was held, `work` the summary stored on the row."""
 
-    __slots__ = ("_backend", "_cur", "graph_id", "prefetched", "version")
-
-    def __init__(self, backend: Backend, cur: Any, graph_id: str, version: int) -> None:
-        self._backend = backend
-        self._cur = cur
-        self.graph_id = graph_id
-        self.version = version
-        #: Rows newer than the caller's version, when the backend read them together with the lock.
-        self.prefetched: Rows | None = None
-
-    def rows_since(self, version: int) -> Rows:
-        if self.prefetched is not None:
-            return self.prefetched
-        return self._backend._rows_since(self._cur, self.graph_id, version)
+    graph_id: str
+    version: int
+    now: float
+    leaf_repair: bool
+    work: Work
+    #: Rows newer than the caller's version, read together with the lock.
+    caught_up: Rows = NO_ROWS
+    #: What to commit: (delta, new version, work, notify), or only a corrected work summary.
+    delta: Delta | None = None
+    new_work: Work | None = None
+    notify: bool = False
+    change_id: str = field(default_factory=change_id)
+    _every_row: Any = None
 
     def every_row(self) -> Rows:
-        """Every row of the graph, in arena order (a version below 0 reads them all)."""
-        return self._backend._rows_since(self._cur, self.graph_id, -1)
+        """Every row of the graph, read in the change's transaction (to rebuild an object from scratch)."""
+        rows: Rows = self._every_row()
+        return rows
 
-    def write(self, delta: Delta, version: int) -> None:
-        self._backend._write(self._cur, self.graph_id, delta, version)
+    def write(self, delta: Delta | None, work: Work, *, notify: bool) -> None:
+        """Commits `delta` as version `version + 1` with the graph's new work summary (`delta` None: only the
+        summary changed, the version stays). `notify`: tell waiting workers that new work is claimable."""
+        self.delta = delta
+        self.new_work = work
+        self.notify = notify
 
 
 class Backend(ABC):
-    """One connection, used by one thread at a time (the lock); reconnects after a lost connection."""
+    """A store's database: a change is a transaction on one graph's row; reads see one committed version."""
 
-    #: The driver's parameter marker; the SQL below is written with `?`.
-    marker = "?"
-
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, *, retry_timeout_s: float, pool_size: int) -> None:
         self._target = target
-        self._lock = threading.RLock()
-        self._conn: Any = None
-        self._closed = False
-        with self._lock:
-            self._connection()
-
-    def _sql(self, text: str) -> str:
-        return text if self.marker == "?" else text.replace("?", self.marker)
+        self.retry_timeout_s = retry_timeout_s
+        self._pool_size = pool_size
 
     @abstractmethod
-    def _connect(self) -> Any: ...
+    def close(self) -> None: ...
 
     @abstractmethod
-    @contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[Any]:
-        """A cursor inside one transaction (taking the write lock at once when `write`); driver errors are
-        translated to `StoreError`s and a broken connection is dropped so the next call reconnects."""
+    def create_graph(self, graph_id: str, at: float, *, leaf_repair: bool) -> None: ...
 
     @abstractmethod
-    def _lock_graph(self, cur: Any, graph_id: str) -> int | None: ...
+    def graph_ids(self) -> list[str]: ...
 
-    def _schema_lock(self, cur: Any) -> None:  # noqa: B027 - a hook: only PostgreSQL needs it
-        """Serializes first-use schema creation between processes (SQLite's write lock already does)."""
+    @abstractmethod
+    def load(self, graph_id: str) -> Loaded:
+        """Every row of the graph at its latest committed version, from one snapshot."""
 
-    def _connection(self) -> Any:
-        if self._closed:
-            raise StoreError("the store is closed")
-        if self._conn is None:
-            self._conn = self._connect()
-            try:
-                self._ensure_schema()
-            except BaseException:
-                # A store we cannot use (another schema version, a lost server) keeps no connection open.
-                self._drop()
-                raise
-        return self._conn
+    @abstractmethod
+    def read_since(self, graph_id: str, version: int) -> tuple[int, Rows]:
+        """The committed version and the rows newer than `version`, from one snapshot."""
 
-    def _drop(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            # A broken connection may fail to close; it is gone either way.
-            with contextlib.suppress(Exception):
-                conn.close()
-
-    def _ensure_schema(self) -> None:
-        with self._transaction(write=True) as cur:
-            self._schema_lock(cur)
-            cur.execute(META)
-            cur.execute(
-                self._sql("SELECT value FROM chainwarden_dag_meta WHERE key = ?"), ("schema_version",)
-            )
-            row = cur.fetchone()
-            if row is None:
-                for ddl in TABLES:
-                    cur.execute(ddl)
-                cur.execute(
-                    self._sql("INSERT INTO chainwarden_dag_meta (key, value) VALUES (?, ?)"),
-                    ("schema_version", str(SCHEMA_VERSION)),
-                )
-            elif row[0] != str(SCHEMA_VERSION):
-                raise StoreSchemaError(
-                    f"the store has DAG schema version {row[0]}; "
-                    f"this chainwarden reads version {SCHEMA_VERSION}"
-                )
-
-    def close(self) -> None:
-        with self._lock:
-            self._drop()
-            self._closed = True
-
-    # ---- whole-store operations -------------------------------------------------------------------------
-
-    def create_graph(self, graph_id: str, at: float) -> None:
-        with self._lock, self._transaction(write=True) as cur:
-            cur.execute(self._sql("SELECT 1 FROM chainwarden_dag_graphs WHERE graph_id = ?"), (graph_id,))
-            if cur.fetchone() is not None:
-                raise StoreConflictError(f"graph {graph_id!r} already exists in the store")
-            cur.execute(
-                self._sql(
-                    "INSERT INTO chainwarden_dag_graphs (graph_id, version, created_at) VALUES (?, 0, ?)"
-                ),
-                (graph_id, at),
-            )
-
-    def graph_ids(self) -> list[str]:
-        with self._lock, self._transaction(write=False) as cur:
-            cur.execute("SELECT graph_id FROM chainwarden_dag_graphs ORDER BY graph_id")
-            return [r[0] for r in cur.fetchall()]
-
-    def load(self, graph_id: str) -> tuple[int, Rows]:
-        with self._lock, self._transaction(write=False) as cur:
-            cur.execute(
-                self._sql("SELECT version FROM chainwarden_dag_graphs WHERE graph_id = ?"), (graph_id,)
-            )
-            row = cur.fetchone()
-            if row is None:
-                raise graph_not_found(graph_id)
-            return int(row[0]), self._rows_since(cur, graph_id, -1)
-
+    @abstractmethod
     @contextmanager
     def change(self, graph_id: str, seen: int) -> Iterator[Tx]:
-        """The graph's row locked for one change (the caller has seen version `seen`); commits on normal exit,
-        rolls back if the block raises."""
-        with self._lock, self._transaction(write=True) as cur:
-            version = self._lock_graph(cur, graph_id)
-            if version is None:
-                raise graph_not_found(graph_id)
-            yield Tx(self, cur, graph_id, version)
+        """The graph's row locked for one change (the caller has seen version `seen`). On normal exit, what
+        the block passed to `Tx.write` is committed (a commit whose outcome is lost is resolved by its change
+        id); otherwise, or if nothing was written, the transaction is rolled back. `StoreConnectionError`
+        means the change did not land; `StoreCommitUnknownError` that it could not be found out."""
 
-    # ---- rows ----------------------------------------------------------------------------------------------
+    @abstractmethod
+    def work(self, graph_ids: Sequence[str] | None, limit: int) -> WorkIndex:
+        """The work index (see `WorkIndex`), over every graph or the ids given."""
 
-    def _rows_since(self, cur: Any, graph_id: str, version: int) -> Rows:
-        out: list[list[tuple[int, str]]] = []
-        args: tuple[object, ...]
-        for table in ("chainwarden_dag_nodes", "chainwarden_dag_edges", "chainwarden_dag_events"):
-            if version < 0:
-                # Every row, in whatever order the database finds them: the bulk load puts them in arena
-                # order (`dag/bulk.rs`), so PostgreSQL never sorts (with stale statistics it sorted on disk).
-                sql, args = f"SELECT seq, record FROM {table} WHERE graph_id = ?", (graph_id,)
-            else:
-                sql = f"SELECT seq, record FROM {table} WHERE graph_id = ? AND version > ? ORDER BY seq"
-                args = (graph_id, version)
-            cur.execute(self._sql(sql), args)
-            out.append(cur.fetchall())
-        return out[0], out[1], out[2]
-
-    def _write(self, cur: Any, graph_id: str, delta: Delta, version: int) -> None:
-        nodes, edges, events = delta
-        for table, key, rows in (
-            ("chainwarden_dag_nodes", "node_id", nodes),
-            ("chainwarden_dag_edges", "edge_id", edges),
-        ):
-            if rows:
-                cur.executemany(
-                    self._sql(
-                        f"INSERT INTO {table} (graph_id, seq, {key}, version, record) VALUES (?, ?, ?, ?, ?) "
-                        "ON CONFLICT (graph_id, seq) DO UPDATE SET record = excluded.record, "
-                        "version = excluded.version"
-                    ),
-                    _with_graph(graph_id, version, rows),
-                )
-        if events:
-            cur.executemany(
-                self._sql(
-                    "INSERT INTO chainwarden_dag_events (graph_id, seq, version, record) VALUES (?, ?, ?, ?)"
-                ),
-                [(graph_id, seq, version, rec) for seq, rec in events],
-            )
-        cur.execute(
-            self._sql("UPDATE chainwarden_dag_graphs SET version = ? WHERE graph_id = ?"), (version, graph_id)
-        )
+    def listen(self) -> Any:
+        """A `Listener` woken when another process commits claimable work, or None (SQLite: poll)."""
+        return None
 
 
-def _with_graph(graph_id: str, version: int, rows: Sequence[Row]) -> list[tuple[str, int, str, int, str]]:
-    return [(graph_id, seq, key, version, rec) for seq, key, rec in rows]
+def rows_to_json(rows: Sequence[Row]) -> bytes:
+    """Delta rows as one JSON array `[[seq, "id", record], ...]` (records are JSON already), the form the
+    PostgreSQL statements unpack."""
+    return ("[" + ",".join(f"[{s},{json.dumps(k)},{r}]" for s, k, r in rows) + "]").encode()
+
+
+def events_to_json(rows: Sequence[EventRow]) -> bytes:
+    return ("[" + ",".join(f"[{s},{r}]" for s, r in rows) + "]").encode()

@@ -1,13 +1,17 @@
 """`StoredGraph`: a `Graph` bound to a store, whose every change is committed when the call returns.
 
 Each change: lock the graph's row, catch up with what other processes committed since `version`, let the
-engine validate and apply, then write the engine's delta of that change and `version + 1` in the same
-transaction (docs/dag.md "Stores and workers"). A change the database did not take is dropped from memory too:
-the graph reloads its committed state on the next call.
+engine validate and apply it — leases timed by the database's clock, read under the lock — then write the
+engine's delta of that change, `version + 1`, the change's id and the graph's work summary in the same
+transaction (docs/dag.md "Stores and workers", docs/design.md §33). A change the database did not take is
+dropped from memory too: the graph reloads its committed state on the next call. A change that did not land
+because the connection was lost is done again, once, within the store's retry budget (a `mutate()` block only
+when its body had not run yet).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -20,9 +24,11 @@ from chainwarden._core import (
     dag_change_mark,
     dag_delta,
     dag_from_records,
+    dag_work,
 )
 from chainwarden.dag.graph import Graph, JSONDict
-from chainwarden.dag.store.backend import Backend, Delta, Rows, Tx
+from chainwarden.dag.store.backend import Backend, Loaded, Rows, Tx, Work
+from chainwarden.dag.store.errors import StoreCommitUnknownError, StoreConnectionError
 
 if TYPE_CHECKING:
     from chainwarden.dag.store.store import Store
@@ -31,24 +37,27 @@ T = TypeVar("T")
 
 #: The version of a graph object that must reload everything (a change the database did not commit).
 STALE = -1
+_FIRST_BACKOFF_S = 0.05
+_MAX_BACKOFF_S = 1.0
 
 
 class StoredGraph(Graph):
     """A `Graph` whose state lives in a `Store`; same API, plus `version`, `refresh()` and `store`."""
 
-    __slots__ = ("_backend", "_store", "_version")
+    __slots__ = ("_backend", "_db_now", "_store", "_version")
 
     _backend: Backend
     _store: Store
     _version: int
+    _db_now: float | None
 
     @classmethod
-    def _bind(cls, store: Store, backend: Backend, graph_id: str, version: int, rows: Rows) -> StoredGraph:
+    def _bind(cls, store: Store, backend: Backend, graph_id: str, loaded: Loaded) -> StoredGraph:
         graph = cls._adopt(DagEngine(graph_id))
         assert isinstance(graph, StoredGraph)
         graph._store, graph._backend = store, backend
-        graph._version = STALE
-        graph._apply_rows(version, rows, lambda: rows)
+        graph._db_now = None
+        graph._rebuild(loaded.version, loaded.rows, leaf_repair=loaded.leaf_repair)
         return graph
 
     @classmethod
@@ -67,42 +76,60 @@ class StoredGraph(Graph):
             return self._version
 
     def refresh(self) -> int:
-        """Catches up with changes committed elsewhere; returns the version now seen."""
-        with self._lock, self._backend.change(self.graph_id, self._version) as tx:
-            self._catch_up(tx)
+        """Catches up with changes committed elsewhere, read from one snapshot; returns the version now
+        seen."""
+        with self._lock:
+            if self._version == STALE:
+                loaded = self._backend.load(self.graph_id)
+                self._rebuild(loaded.version, loaded.rows, leaf_repair=loaded.leaf_repair)
+            else:
+                version, rows = self._backend.read_since(self.graph_id, self._version)
+                if version != self._version:
+                    self._apply_rows(version, rows, lambda: self._backend.load(self.graph_id))
             return self._version
+
+    def _now(self) -> float:
+        # Inside a change: the database's clock, read once the graph's row was locked (docs/design.md §33).
+        return time.time() if self._db_now is None else self._db_now
 
     # ---- catch-up and commit ---------------------------------------------------------------------------
 
-    def _apply_rows(self, version: int, rows: Rows, every_row: Callable[[], Rows]) -> None:
-        """Applies rows committed elsewhere: in place when this object is current up to them (O(rows)),
-        else by a bulk load of every row (`every_row`, read from the database: the object keeps no copy of
-        the rows, which would double its memory)."""
-        if self._version != STALE:
-            try:
-                dag_apply_records(self._engine, *rows)
-                self._version = version
-                return
-            except DagError:  # rows this engine cannot take in place: rebuild from every row
-                rows = every_row()
-        self._engine = dag_from_records(self.graph_id, *rows)
+    def _rebuild(self, version: int, rows: Rows, *, leaf_repair: bool) -> None:
+        self._engine = dag_from_records(self.graph_id, *rows, leaf_repair=leaf_repair)
         self._version = version
 
+    def _apply_rows(self, version: int, rows: Rows, reload: Callable[[], Loaded]) -> None:
+        """Applies rows committed elsewhere in place (O(rows)) when this object is current up to them, else
+        rebuilds from every row (`reload`, read from the database: the object keeps no copy of the rows,
+        which would double its memory)."""
+        try:
+            dag_apply_records(self._engine, *rows)
+            self._version = version
+        except DagError:  # rows this engine cannot take in place: rebuild from every row
+            loaded = reload()
+            self._rebuild(loaded.version, loaded.rows, leaf_repair=loaded.leaf_repair)
+
     def _catch_up(self, tx: Tx) -> None:
-        if tx.version != self._version:
-            self._apply_rows(tx.version, tx.rows_since(self._version), tx.every_row)
+        if self._version == STALE:
+            # A stale object asked for every row (its version is below every row's).
+            self._rebuild(tx.version, tx.caught_up, leaf_repair=tx.leaf_repair)
+        elif tx.version != self._version:
+            self._apply_rows(
+                tx.version, tx.caught_up, lambda: Loaded(tx.version, tx.leaf_repair, tx.every_row())
+            )
 
-    def _record(self, tx: Tx, mark: tuple[int, int, int], extra: list[str]) -> Delta | None:
-        delta = dag_delta(self._engine, mark, extra)
-        if not (delta[0] or delta[1] or delta[2]):
-            return None
-        tx.write(delta, self._version + 1)
-        return delta
-
-    def _committed(self, delta: Delta | None) -> None:
-        if delta is None:
+    def _record(self, tx: Tx, mark: tuple[int, int, int], extra: list[str]) -> None:
+        """Hands the transaction what this change wrote: its delta (none: only a corrected work summary, or
+        nothing at all) and the graph's work summary, notifying workers when it made more work claimable."""
+        nodes, edges, events = dag_delta(self._engine, mark, extra)
+        work = Work(*dag_work(self._engine))
+        delta = (nodes, edges, events) if nodes or edges or events else None
+        if delta is None and work == tx.work:
             return
-        self._version += 1
+        tx.write(delta, work, notify=work.claimable > tx.work.claimable)
+
+    def _committed(self, tx: Tx) -> None:
+        self._version = tx.version + (1 if tx.delta is not None else 0)
 
     def _stale(self) -> None:
         # The engine holds a change the database did not commit: forget it (reload on the next call).
@@ -112,20 +139,35 @@ class StoredGraph(Graph):
         with self._lock:
             if self._engine.txn_depth:
                 return op()  # inside this graph's mutate() block: that block commits
-            applied = False
-            try:
-                with self._backend.change(self.graph_id, self._version) as tx:
-                    self._catch_up(tx)
-                    mark = dag_change_mark(self._engine)
-                    result = op()
-                    applied = True
-                    delta = self._record(tx, mark, extra(result) if extra else [])
-            except BaseException:
-                if applied:
+            retry = _Retry(self._backend.retry_timeout_s)
+            while True:
+                applied = False
+                try:
+                    with self._backend.change(self.graph_id, self._version) as tx:
+                        self._catch_up(tx)
+                        mark = dag_change_mark(self._engine)
+                        self._db_now = tx.now
+                        try:
+                            result = op()  # an engine operation changes nothing when it raises
+                        finally:
+                            self._db_now = None
+                        applied = True
+                        self._record(tx, mark, extra(result) if extra else [])
+                except StoreCommitUnknownError:
                     self._stale()
-                raise
-            self._committed(delta)
-            return result
+                    raise
+                except StoreConnectionError:
+                    # It did not land: the object forgets it, and `op` runs again on the committed state.
+                    if applied:
+                        self._stale()
+                    retry.wait_or_raise()
+                    continue
+                except BaseException:
+                    if applied:
+                        self._stale()
+                    raise
+                self._committed(tx)
+                return result
 
     @contextmanager
     def mutate(self) -> Iterator[Mutation]:
@@ -134,20 +176,36 @@ class StoredGraph(Graph):
                 with super().mutate() as handle:
                     yield handle
                 return
-            applied = False
-            try:
-                with self._backend.change(self.graph_id, self._version) as tx:
-                    self._catch_up(tx)
-                    mark = dag_change_mark(self._engine)
-                    with super().mutate() as handle:
-                        yield handle
-                    applied = True
-                    delta = self._record(tx, mark, [])
-            except BaseException:
-                if applied:
-                    self._stale()
-                raise
-            self._committed(delta)
+            retry = _Retry(self._backend.retry_timeout_s)
+            entered = applied = False
+            while True:
+                try:
+                    with self._backend.change(self.graph_id, self._version) as tx:
+                        self._catch_up(tx)
+                        mark = dag_change_mark(self._engine)
+                        self._db_now = tx.now
+                        entered = True
+                        try:
+                            with super().mutate() as handle:
+                                yield handle
+                        finally:
+                            self._db_now = None
+                        applied = True
+                        self._record(tx, mark, [])
+                except StoreConnectionError:
+                    if applied:
+                        self._stale()
+                    if entered:
+                        # The block's body ran and cannot run again: the caller hears that nothing landed.
+                        raise
+                    retry.wait_or_raise()
+                    continue
+                except BaseException:
+                    if applied:
+                        self._stale()
+                    raise
+                self._committed(tx)
+                return
 
     # ---- every state change goes through `_change` -----------------------------------------------------
 
@@ -210,9 +268,39 @@ class StoredGraph(Graph):
             extra=lambda held: held,
         )
 
+    def release(self, node_ids: Iterable[str], *, worker_id: str) -> list[str]:
+        ids = list(node_ids) if not isinstance(node_ids, (str, bytes)) else node_ids
+        return self._change(lambda: super(StoredGraph, self).release(ids, worker_id=worker_id))
+
     def reclaim_expired(self, *, now: float | None = None, max_attempts: int | None = None) -> list[str]:
         attempts = self._store.max_attempts if max_attempts is None else max_attempts
         return self._change(lambda: super(StoredGraph, self).reclaim_expired(now=now, max_attempts=attempts))
+
+    def _claim_leased(
+        self, limit: int, worker_id: str, lease_s: float, max_attempts: int | None = None
+    ) -> tuple[list[str], list[str], list[str]]:
+        attempts = self._store.max_attempts if max_attempts is None else max_attempts
+        return self._change(
+            lambda: super(StoredGraph, self)._claim_leased(limit, worker_id, lease_s, attempts)
+        )
+
+    def _complete(
+        self,
+        node_id: str,
+        outcome: str,
+        payload: JSONDict,
+        worker_id: str,
+        *,
+        refill: int,
+        lease_s: float,
+        max_attempts: int | None = None,
+    ) -> tuple[tuple[bool, list[str], list[str]], tuple[list[str], list[str], list[str]]]:
+        attempts = self._store.max_attempts if max_attempts is None else max_attempts
+        return self._change(
+            lambda: super(StoredGraph, self)._complete(
+                node_id, outcome, payload, worker_id, refill=refill, lease_s=lease_s, max_attempts=attempts
+            )
+        )
 
     def propagate_failures(self) -> list[str]:
         return self._change(lambda: super(StoredGraph, self).propagate_failures())
@@ -242,3 +330,20 @@ class StoredGraph(Graph):
                 worker_id=worker_id,
             )
         )
+
+
+class _Retry:
+    """Backoff between attempts of a change that did not land, within one budget per call."""
+
+    __slots__ = ("_backoff", "_deadline")
+
+    def __init__(self, budget_s: float) -> None:
+        self._deadline = time.monotonic() + budget_s
+        self._backoff = _FIRST_BACKOFF_S
+
+    def wait_or_raise(self) -> None:
+        """Sleeps before the next attempt; re-raises the current exception when the budget is spent."""
+        if time.monotonic() + self._backoff >= self._deadline:
+            raise  # noqa: PLE0704 - called from an except block: the error that ends the retries
+        time.sleep(self._backoff)
+        self._backoff = min(self._backoff * 2, _MAX_BACKOFF_S)

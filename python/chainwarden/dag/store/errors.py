@@ -1,4 +1,5 @@
-"""Errors of the durable store: a bad URL, an unreachable or lost database, an unknown schema version."""
+"""Errors of the durable store: a bad URL, an unreachable or lost database, a commit whose outcome was lost,
+an unknown schema version."""
 
 from __future__ import annotations
 
@@ -18,9 +19,18 @@ class StoreUrlError(StoreError, ValueError):
 
 
 class StoreConnectionError(StoreError, ConnectionError):
-    """The database is unreachable, or the connection was lost mid-call (nothing was committed)."""
+    """The database is unreachable, or the connection was lost mid-call and the change did not land (it was
+    not committed; running it again applies it once)."""
 
     code = "dag.store.connection"
+
+
+class StoreCommitUnknownError(StoreConnectionError):
+    """The connection broke while a change was being committed and the database could not be reached again
+    to find out whether it landed (docs/design.md §33). The graph object reloads before its next call; look at
+    the graph (`refresh()`) before doing the change again."""
+
+    code = "dag.store.commit_unknown"
 
 
 class StoreSchemaError(StoreError):

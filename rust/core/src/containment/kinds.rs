@@ -1,4 +1,4 @@
-//! What containment does for each kind of contained call (docs/design.md §37,
+//! What containment does for each kind of contained call (docs/design.md §47,
 //! docs/containment.md "Memory calls and memory governance").
 
 use crate::recorder::Kind;

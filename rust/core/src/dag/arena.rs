@@ -246,6 +246,8 @@ pub struct Dag {
     pub(crate) doomed: BTreeSet<Arc<str>>,
     pub(crate) leaf_set: BTreeSet<Arc<str>>,
     pub(crate) bad_leaves: BTreeSet<Arc<str>>,
+    /// Active running nodes: where a store looks for leases (docs/dag.md "Workers").
+    pub(crate) running: BTreeSet<Arc<str>>,
     pub(crate) events: Vec<Event>,
     pub(crate) txn: Txn,
     pub(crate) dirty: Vec<u32>,
@@ -281,6 +283,7 @@ impl Dag {
             doomed: BTreeSet::new(),
             leaf_set: BTreeSet::new(),
             bad_leaves: BTreeSet::new(),
+            running: BTreeSet::new(),
             events: Vec::new(),
             txn: Txn::default(),
             dirty: Vec::new(),

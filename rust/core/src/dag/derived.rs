@@ -67,8 +67,12 @@ impl Dag {
         let doomed = schedulable && node.failed_deps > 0;
         let leaf = active && node.out_blocking == 0;
         let bad_leaf = leaf && node.state.is_terminal() && node.node_type != NodeType::AgentMessage;
-        let want =
-            u8::from(ready) | u8::from(doomed) << 1 | u8::from(leaf) << 2 | u8::from(bad_leaf) << 3;
+        let running = active && node.state == State::Running;
+        let want = u8::from(ready)
+            | u8::from(doomed) << 1
+            | u8::from(leaf) << 2
+            | u8::from(bad_leaf) << 3
+            | u8::from(running) << 4;
         let changed = want ^ node.in_sets;
         if changed == 0 {
             return;
@@ -80,6 +84,7 @@ impl Dag {
             &mut self.doomed,
             &mut self.leaf_set,
             &mut self.bad_leaves,
+            &mut self.running,
         ];
         for (bit, set) in sets.into_iter().enumerate() {
             if changed & (1 << bit) == 0 {

@@ -101,12 +101,18 @@ impl Dag {
             .map(|n| (n.blockers, n.failed_deps, n.out_blocking))
             .collect();
         for node in &self.nodes {
-            let held = [&self.ready, &self.doomed, &self.leaf_set, &self.bad_leaves]
-                .iter()
-                .enumerate()
-                .fold(0u8, |bits, (i, set)| {
-                    bits | u8::from(set.contains(&node.id)) << i
-                });
+            let held = [
+                &self.ready,
+                &self.doomed,
+                &self.leaf_set,
+                &self.bad_leaves,
+                &self.running,
+            ]
+            .iter()
+            .enumerate()
+            .fold(0u8, |bits, (i, set)| {
+                bits | u8::from(set.contains(&node.id)) << i
+            });
             if held != node.in_sets {
                 return Err(format!("set membership bits are stale on {}", node.id));
             }
@@ -116,6 +122,7 @@ impl Dag {
             self.doomed.clone(),
             self.leaf_set.clone(),
             self.bad_leaves.clone(),
+            self.running.clone(),
         );
         for n in 0..self.nodes.len() as u32 {
             self.refresh(n);
@@ -145,7 +152,8 @@ impl Dag {
                 && n.state.is_terminal()
                 && n.node_type != NodeType::AgentMessage
         });
-        if sets != (want_ready, want_doomed, want_leaves, want_bad) {
+        let want_running = expect(&|n| n.is_active() && n.state == State::Running);
+        if sets != (want_ready, want_doomed, want_leaves, want_bad, want_running) {
             return Err("derived sets differ from a recomputation".into());
         }
         Ok(())

@@ -15,6 +15,14 @@ pub const CLAIMED_BY: &str = "claimed_by";
 pub const LEASE_EXPIRES_AT: &str = "lease_expires_at";
 pub const ATTEMPT: &str = "attempt";
 
+/// A graph's work at a glance (`Dag::work`), kept beside its row by a store so workers find work by index.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Work {
+    pub claimable: usize,
+    pub running: usize,
+    pub lease_due: Option<f64>,
+}
+
 impl Dag {
     fn lease_of(&self, n: u32) -> (Option<&str>, Option<f64>) {
         let meta = &self.nodes[n as usize].metadata;
@@ -140,6 +148,62 @@ impl Dag {
         }
         self.flush();
         out
+    }
+
+    /// Gives back, unfinished, the nodes among `ids` that `worker_id` still holds (a worker stopping
+    /// gracefully): each goes back to `pending` with its lease cleared and its attempt NOT counted, and a
+    /// `node_lease_released` event is recorded. Ids it does not hold are left alone; unknown ids are an error
+    /// and change nothing.
+    pub fn release(&mut self, ids: &[String], worker_id: &str) -> DagResult<Vec<String>> {
+        let mut idx: Vec<u32> = ids
+            .iter()
+            .map(|id| self.idx(id))
+            .collect::<DagResult<_>>()?;
+        self.flush();
+        idx.sort_by(|a, b| self.nodes[*a as usize].id.cmp(&self.nodes[*b as usize].id));
+        idx.dedup();
+        let stamp = now();
+        let mut out = Vec::new();
+        for n in idx {
+            let node = &self.nodes[n as usize];
+            if !(node.is_active()
+                && node.state == State::Running
+                && self.lease_of(n).0 == Some(worker_id))
+            {
+                continue;
+            }
+            self.save_node(n);
+            {
+                let node = &mut self.nodes[n as usize];
+                node.metadata.remove(CLAIMED_BY);
+                node.metadata.remove(LEASE_EXPIRES_AT);
+                node.started_at = crate::clock::OptTime::NONE;
+            }
+            let id = self.nodes[n as usize].id.clone();
+            let p = obj(vec![("worker_id", Value::Str(worker_id.to_owned()))]);
+            self.record("node_lease_released", &id, p, stamp);
+            // Running -> pending, like a lapsed lease (docs/dag-rules.md §2.3): only the holder gives it back.
+            self.set_state(n, State::Pending, stamp);
+            out.push(id.to_string());
+        }
+        self.flush();
+        Ok(out)
+    }
+
+    /// What a pool needs to know about this graph's work: how many nodes are claimable now, and the earliest
+    /// `lease_expires_at` among running nodes (None when no running node has a lease).
+    pub fn work(&mut self) -> Work {
+        self.flush();
+        let lease_due = self
+            .running
+            .iter()
+            .filter_map(|id| self.lease_of(self.node_index[id]).1)
+            .reduce(f64::min);
+        Work {
+            claimable: self.ready.len(),
+            running: self.running.len(),
+            lease_due,
+        }
     }
 
     /// Refuses a result from `worker_id` for a node it no longer holds (reclaimed, or claimed by another).

@@ -135,3 +135,62 @@ fn fan_out_counts_by_delta_and_rolls_back() {
     assert_eq!(g.propagate_failures().len(), 300);
     g.check_invariants().unwrap();
 }
+
+#[test]
+fn work_counts_claimable_nodes_and_the_earliest_lease() {
+    let mut g = Dag::new(None);
+    g.set_leaf_repair(false);
+    for id in ["a", "b", "c"] {
+        task(&mut g, id);
+    }
+    g.create_edge("a", "c", "dependency", None, None).unwrap();
+    let idle = g.work();
+    assert_eq!((idle.claimable, idle.running, idle.lease_due), (2, 0, None));
+    g.claim_leased(1, Some("w1"), Some(40.0));
+    g.claim_leased(1, Some("w2"), Some(30.0));
+    let busy = g.work();
+    assert_eq!(
+        (busy.claimable, busy.running, busy.lease_due),
+        (0, 2, Some(30.0))
+    );
+    g.heartbeat(&["b".into()], "w2", 50.0).unwrap();
+    assert_eq!(g.work().lease_due, Some(40.0));
+    g.check_invariants().unwrap();
+}
+
+#[test]
+fn release_gives_back_only_what_the_worker_holds_without_counting_an_attempt() {
+    let mut g = Dag::new(None);
+    g.set_leaf_repair(false);
+    for id in ["a", "b", "c"] {
+        task(&mut g, id);
+    }
+    g.claim_leased(2, Some("w1"), Some(10.0));
+    g.claim_leased(1, Some("w2"), Some(10.0));
+    assert!(g.release(&["zz".into()], "w1").is_err());
+    let ids = vec![
+        "c".to_string(),
+        "a".to_string(),
+        "b".to_string(),
+        "a".to_string(),
+    ];
+    assert_eq!(g.release(&ids, "w1").unwrap(), vec!["a", "b"]);
+    for id in ["a", "b"] {
+        let node = g.node(id).unwrap();
+        assert_eq!(node.state, State::Pending);
+        assert!(node.metadata.get(lease::ATTEMPT).is_none());
+        assert!(node.metadata.get(lease::CLAIMED_BY).is_none());
+        assert!(node.started_at.is_none());
+    }
+    assert_eq!(g.node("c").unwrap().state, State::Running);
+    let last = g.events.len() - 1;
+    assert_eq!(g.events[last - 1].event_type(), "node_lease_released");
+    assert_eq!(g.work().claimable, 2);
+    // Released inside a block that is rolled back: nothing of it stays, sets included.
+    g.begin();
+    g.release(&["c".into()], "w2").unwrap();
+    g.rollback();
+    assert_eq!(g.node("c").unwrap().state, State::Running);
+    assert_eq!(g.work().running, 1);
+    g.check_invariants().unwrap();
+}

@@ -155,6 +155,7 @@ impl Dag {
                         &mut self.doomed,
                         &mut self.leaf_set,
                         &mut self.bad_leaves,
+                        &mut self.running,
                     ] {
                         set.remove(&node.id);
                     }

@@ -62,14 +62,17 @@ fn borrowed<A: ArgName>(rows: &Rows<A>) -> Vec<(usize, &str)> {
     rows.0.iter().map(|(seq, text)| (*seq, &**text)).collect()
 }
 
-/// An engine built from stored `(seq, record)` rows (any order), validated like `from_json`.
+/// An engine built from stored `(seq, record)` rows (any order), validated like `from_json`; `leaf_repair`
+/// is the graph's flag, kept by the store beside its rows.
 #[pyfunction]
+#[pyo3(signature = (graph_id, nodes, edges, events, *, leaf_repair=true))]
 pub fn dag_from_records(
     py: Python<'_>,
     graph_id: &str,
     nodes: Rows<name::Nodes>,
     edges: Rows<name::Edges>,
     events: Rows<name::Events>,
+    leaf_repair: bool,
 ) -> PyResult<DagEngine> {
     if graph_id.is_empty() {
         return Err(invalid(py, "graph_id must be a non-empty string"));
@@ -84,6 +87,8 @@ pub fn dag_from_records(
             )
         })
         .map_err(|e| PyErr::from(Error::from(e)))?;
+    let mut dag = dag;
+    dag.set_leaf_repair(leaf_repair);
     Ok(DagEngine {
         inner: Mutex::new(dag),
     })
@@ -149,6 +154,25 @@ pub fn dag_reclaim_expired(
     Ok(with(py, engine, |g| g.reclaim_expired(now, max)))
 }
 
+/// Gives back, unfinished and without counting an attempt, the nodes among `node_ids` that `worker_id` holds.
+#[pyfunction]
+pub fn dag_release(
+    py: Python<'_>,
+    engine: &Bound<'_, DagEngine>,
+    node_ids: Vec<String>,
+    worker_id: String,
+) -> PyResult<Vec<String>> {
+    with(py, engine, |g| g.release(&node_ids, &worker_id)).map_err(|e| PyErr::from(Error::from(e)))
+}
+
+/// `(claimable, running, lease_due)`: how many nodes are claimable now, how many run, and the earliest lease
+/// end among the running ones (None without leases).
+#[pyfunction]
+pub fn dag_work(py: Python<'_>, engine: &Bound<'_, DagEngine>) -> (usize, usize, Option<f64>) {
+    let w = with(py, engine, |g| g.work());
+    (w.claimable, w.running, w.lease_due)
+}
+
 /// Raises `DagPreconditionError` (`dag.claim.lease_lost`) unless `worker_id` still holds `node_id`.
 #[pyfunction]
 pub fn dag_check_lease(
@@ -170,5 +194,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dag_heartbeat, m)?)?;
     m.add_function(wrap_pyfunction!(dag_reclaim_expired, m)?)?;
     m.add_function(wrap_pyfunction!(dag_check_lease, m)?)?;
+    m.add_function(wrap_pyfunction!(dag_release, m)?)?;
+    m.add_function(wrap_pyfunction!(dag_work, m)?)?;
     Ok(())
 }

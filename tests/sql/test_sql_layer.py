@@ -1,0 +1,116 @@
+"""The one SQL layer (chainwarden._sql): secrets masked, errors classified, one parameter style, schema
+versions — checked on real SQLite files and the real PostgreSQL server."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from postgres_server import postgres_dsn
+
+from chainwarden._secrets import mask_secrets as masked
+from chainwarden._sql import Fault, Schema, Unreachable, classify, ensure, qmark
+from chainwarden._sql.pg import Pool
+from chainwarden._sql.sqlite import connect
+
+
+@pytest.mark.parametrize(
+    ("target", "shown"),
+    [
+        ("postgresql://app:s3cret@db:5432/chat", "postgresql://app:***@db:5432/chat"),
+        ("postgres://app:p%40ss@db/chat?sslmode=require", "postgres://app:***@db/chat?sslmode=require"),
+        (
+            "postgresql://app@db/chat?password=s3cret&sslmode=x",
+            "postgresql://app@db/chat?password=***&sslmode=x",
+        ),
+        ("host=db user=app password=s3cret dbname=chat", "host=db user=app password=*** dbname=chat"),
+        ("host=db password = 'a b\\' c' dbname=chat", "host=db password = *** dbname=chat"),
+        ("redis://:s3cret@127.0.0.1:6379/0", "redis://:***@127.0.0.1:6379/0"),
+        ("sqlite:///tmp/x.db", "sqlite:///tmp/x.db"),
+        ("postgresql://app@db/chat", "postgresql://app@db/chat"),
+    ],
+)
+def test_passwords_are_masked(target: str, shown: str) -> None:
+    assert masked(target) == shown
+    assert "s3cret" not in masked(target)
+
+
+def test_errors_are_classified() -> None:
+    assert classify(sqlite3.OperationalError("database is locked")) is Fault.LOCK
+    assert classify(sqlite3.IntegrityError("UNIQUE constraint failed")) is Fault.PERMANENT
+    assert classify(Unreachable("down")) is Fault.CONNECTION
+    assert classify(ValueError("x")) is Fault.PERMANENT
+    lost = psycopg.OperationalError("server closed the connection unexpectedly")
+    assert classify(lost) is Fault.CONNECTION
+    assert classify(lost, committing=True) is Fault.AMBIGUOUS
+    assert classify(psycopg.errors.DeadlockDetected("x")) is Fault.LOCK
+    assert classify(psycopg.errors.SerializationFailure("x"), committing=True) is Fault.LOCK
+    assert classify(psycopg.errors.UniqueViolation("x"), committing=True) is Fault.PERMANENT
+    assert Fault.LOCK.transient and Fault.CONNECTION.transient
+    assert not Fault.AMBIGUOUS.transient and not Fault.PERMANENT.transient
+    with psycopg.connect(postgres_dsn(), autocommit=True) as conn:
+        with pytest.raises(psycopg.Error) as info:
+            conn.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+        assert classify(info.value) is Fault.CONNECTION
+
+
+def test_one_parameter_style() -> None:
+    assert qmark("SELECT %s, %s FROM t WHERE a = %s") == "SELECT ?, ? FROM t WHERE a = ?"
+    conn = connect(":memory:", timeout_s=1)
+    conn.execute("CREATE TABLE t (a, b)")
+    conn.executemany("INSERT INTO t VALUES (%s, %s)", [(1, "x"), (2, "y")])
+    assert conn.execute("SELECT b FROM t WHERE a = %s", (2,)).fetchall() == [("y",)]
+    assert conn.cursor().execute("SELECT count(*) FROM t WHERE a > %s", (0,)).fetchone() == (2,)
+
+
+STEPS = (
+    ["CREATE TABLE IF NOT EXISTS thing (id INTEGER PRIMARY KEY)"],
+    ["ALTER TABLE thing ADD COLUMN name TEXT"],
+)
+
+
+def too_new(found: int) -> Exception:
+    return RuntimeError(f"version {found} is too new")
+
+
+def test_schema_versions_on_sqlite(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.db")
+    conn = connect(path, timeout_s=1)
+    assert ensure(conn, Schema("thing", STEPS[:1]), too_new=too_new) == 0
+    conn.execute("INSERT INTO thing (id) VALUES (1)")
+    # An upgrade runs only the missing step, keeps the data, records the version.
+    assert ensure(conn, Schema("thing", STEPS), too_new=too_new) == 1
+    assert conn.execute("SELECT id, name FROM thing").fetchall() == [(1, None)]
+    assert ensure(conn, Schema("thing", STEPS), too_new=too_new) == 2  # current: nothing to do
+    # An older chainwarden refuses a newer database and changes nothing.
+    with pytest.raises(RuntimeError, match="version 2 is too new"):
+        ensure(conn, Schema("thing", STEPS[:1]), too_new=too_new)
+    rows = conn.execute("SELECT component, version FROM chainwarden_schema").fetchall()
+    assert rows == [("thing", 2)]
+
+
+def test_schema_versions_on_postgres_and_a_legacy_database() -> None:
+    schema = f"sv_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(postgres_dsn(), autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+        conn.execute(f'SET search_path TO "{schema}"')
+        conn.execute("CREATE TABLE thing (id INTEGER PRIMARY KEY)")  # made before versions were kept
+        legacy = Schema("thing", STEPS, legacy=lambda cur: 1)
+        assert ensure(conn, legacy, too_new=too_new) == 1
+        assert conn.execute("SELECT name FROM thing").fetchall() == []
+        assert conn.execute("SELECT version FROM chainwarden_schema").fetchone() == (2,)
+
+
+def test_a_pool_names_the_server_without_its_password(tmp_path: Path) -> None:
+    with pytest.raises(Unreachable) as info:
+        Pool(
+            f"postgresql://app:s3cret@/db?host={tmp_path}",
+            name="t",
+            max_size=1,
+            connect_timeout_s=1,
+            what="test",
+        )
+    assert "app:***@" in str(info.value) and "s3cret" not in str(info.value)
