@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import uuid
+from contextlib import closing
 from pathlib import Path
 
 import psycopg
@@ -59,11 +60,12 @@ def test_errors_are_classified() -> None:
 
 def test_one_parameter_style() -> None:
     assert qmark("SELECT %s, %s FROM t WHERE a = %s") == "SELECT ?, ? FROM t WHERE a = ?"
-    conn = connect(":memory:", timeout_s=1)
-    conn.execute("CREATE TABLE t (a, b)")
-    conn.executemany("INSERT INTO t VALUES (%s, %s)", [(1, "x"), (2, "y")])
-    assert conn.execute("SELECT b FROM t WHERE a = %s", (2,)).fetchall() == [("y",)]
-    assert conn.cursor().execute("SELECT count(*) FROM t WHERE a > %s", (0,)).fetchone() == (2,)
+    # Closed when done: Python 3.13 warns of a connection collected open.
+    with closing(connect(":memory:", timeout_s=1)) as conn:
+        conn.execute("CREATE TABLE t (a, b)")
+        conn.executemany("INSERT INTO t VALUES (%s, %s)", [(1, "x"), (2, "y")])
+        assert conn.execute("SELECT b FROM t WHERE a = %s", (2,)).fetchall() == [("y",)]
+        assert conn.cursor().execute("SELECT count(*) FROM t WHERE a > %s", (0,)).fetchone() == (2,)
 
 
 STEPS = (
@@ -78,18 +80,19 @@ def too_new(found: int) -> Exception:
 
 def test_schema_versions_on_sqlite(tmp_path: Path) -> None:
     path = str(tmp_path / "s.db")
-    conn = connect(path, timeout_s=1)
-    assert ensure(conn, Schema("thing", STEPS[:1]), too_new=too_new) == 0
-    conn.execute("INSERT INTO thing (id) VALUES (1)")
-    # An upgrade runs only the missing step, keeps the data, records the version.
-    assert ensure(conn, Schema("thing", STEPS), too_new=too_new) == 1
-    assert conn.execute("SELECT id, name FROM thing").fetchall() == [(1, None)]
-    assert ensure(conn, Schema("thing", STEPS), too_new=too_new) == 2  # current: nothing to do
-    # An older chainwarden refuses a newer database and changes nothing.
-    with pytest.raises(RuntimeError, match="version 2 is too new"):
-        ensure(conn, Schema("thing", STEPS[:1]), too_new=too_new)
-    rows = conn.execute("SELECT component, version FROM chainwarden_schema").fetchall()
-    assert rows == [("thing", 2)]
+    # Closed when done: Python 3.13 warns of a connection collected open.
+    with closing(connect(path, timeout_s=1)) as conn:
+        assert ensure(conn, Schema("thing", STEPS[:1]), too_new=too_new) == 0
+        conn.execute("INSERT INTO thing (id) VALUES (1)")
+        # An upgrade runs only the missing step, keeps the data, records the version.
+        assert ensure(conn, Schema("thing", STEPS), too_new=too_new) == 1
+        assert conn.execute("SELECT id, name FROM thing").fetchall() == [(1, None)]
+        assert ensure(conn, Schema("thing", STEPS), too_new=too_new) == 2  # current: nothing to do
+        # An older chainwarden refuses a newer database and changes nothing.
+        with pytest.raises(RuntimeError, match="version 2 is too new"):
+            ensure(conn, Schema("thing", STEPS[:1]), too_new=too_new)
+        rows = conn.execute("SELECT component, version FROM chainwarden_schema").fetchall()
+        assert rows == [("thing", 2)]
 
 
 def test_schema_versions_on_postgres_and_a_legacy_database() -> None:
