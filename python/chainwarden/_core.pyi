@@ -7,6 +7,7 @@ from typing_extensions import disjoint_base
 
 __all__ = [
     "DAG_ERROR_CODES",
+    "MAX_RECORDS",
     "STOP_REASONS",
     "CallKind",
     "CallRecord",
@@ -333,6 +334,7 @@ class DagEngine:
 # --- containment ---
 
 STOP_REASONS: tuple[str, ...]
+MAX_RECORDS: int
 
 def open_sync_calls() -> tuple[int, tuple[ChainCore, int] | None]:
     """(depth, (core, node) of the innermost) of the sync wrapped calls open on this thread."""
@@ -343,6 +345,14 @@ class CallKind:
 
     LLM: ClassVar[CallKind]
     TOOL: ClassVar[CallKind]
+    MEMORY_READ: ClassVar[CallKind]
+    MEMORY_WRITE: ClassVar[CallKind]
+    @property
+    def value(self) -> str: ...
+    @property
+    def consults_pipeline(self) -> bool: ...
+    @property
+    def is_llm(self) -> bool: ...
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...
     def __int__(self) -> int: ...
@@ -456,6 +466,7 @@ class ChainCore:
         nest: bool,
     ) -> int | StopCause: ...
     def last_refused(self) -> int | None: ...
+    def is_open(self, node: int) -> bool: ...
     def dispatch(self, node: int) -> None: ...
     def flag(self, node: int, key: str) -> None: ...
     def report(

@@ -1,7 +1,8 @@
 """What code written against veronica-core 3.10 reads beyond the public API, compared with the reference
 itself (installed as the test oracle): ``_root_id``, ``_observers`` / ``_subscribers`` of an
-ExecutionGraph, ``_aborted`` / ``_retries_used`` of an ExecutionContext, the divergence signature, the
-validation wording (docs/recorder.md and docs/containment.md, "Differences from veronica-core")."""
+ExecutionGraph, ``_aborted`` / ``_retries_used`` / ``_step_count`` / ``_config`` of an ExecutionContext, the
+divergence signature, the validation wording (docs/recorder.md "Differences from veronica-core 3.10",
+docs/containment.md "Migrating from veronica-core")."""
 
 from __future__ import annotations
 
@@ -57,9 +58,11 @@ def test_context_private_reads_and_divergence_signature(config: Any, context: An
         raise ConnectionError("down")
 
     ctx.wrap_llm_call(boom)
-    assert (ctx._aborted, ctx._retries_used) == (False, 1)
+    assert (ctx._aborted, ctx._retries_used, ctx._step_count) == (False, 1, 0)
+    assert ctx._config.max_steps == 10
     for _ in range(3):
         ctx.wrap_tool_call(lambda: None, options(operation_name="call_api"))
+    assert ctx._step_count == 3
     [event] = [e for e in ctx.get_snapshot().events if e.event_type == "divergence_suspected"]
     assert event.metadata["signature"] == ["tool", "call_api"]
     ctx.close()

@@ -33,6 +33,9 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if value is None or isinstance(value, str | int | bool):
         return value
+    to_dict = getattr(value, "to_dict", None)  # a PartialResultBuffer: its text, chunk count, completeness
+    if callable(to_dict):
+        return _plain(to_dict())
     return repr(value)
 
 

@@ -25,6 +25,7 @@ from typing import Any, Final
 from chainwarden._core import CallKind, CallStatus, open_sync_calls
 from chainwarden.containment._outcomes import capture_call, failed, gate, refuse, spent, succeeded
 from chainwarden.containment._report import CURRENT_CALL, Binding, enclosing
+from chainwarden.containment._rich import bind as bind_options
 from chainwarden.containment._state import ChainState
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.types import Decision
@@ -125,6 +126,9 @@ async def wrap_async(
     if core.cancel_cause is not None:
         # An abort raced with admission: the call must not start unsupervised.
         return failed(s, asyncio.CancelledError(), node, opts)
+    rich = opts._rich
+    if rich:
+        bind_options(s, node, opts)
     call = _InFlight(task)
     tasks = s.tasks
     tasks[call] = loop  # ChainState.track, inlined: this runs on every async call
@@ -201,7 +205,7 @@ async def wrap_async(
         capture_call(s, node, fn, result, has_output=error is None)
     if error is not None:
         return failed(s, error, node, opts)
-    if s.plain:
+    if s.plain and not rich:
         # Nothing to consult or notify: one native call settles it, as on the sync fast path.
         core.settle(node, opts.operation_name != "", opts.cost_estimate_hint)
         return _ALLOW

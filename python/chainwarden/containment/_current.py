@@ -33,7 +33,7 @@ from chainwarden.containment.types import WrapOptions
 if TYPE_CHECKING:
     from chainwarden.containment.context import ExecutionContext
 
-__all__ = ["contained", "current_context", "enter", "leave", "register"]
+__all__ = ["contained", "current_context", "enter", "leave", "owner", "register"]
 
 _log = logging.getLogger("chainwarden.containment")
 
@@ -71,7 +71,8 @@ def leave(ctx: ExecutionContext) -> None:
         _ENTERED.set(entered.previous)
 
 
-def _owner(core: ChainCore) -> ExecutionContext | None:
+def owner(core: ChainCore) -> ExecutionContext | None:
+    """The context whose chain core ``core`` is, while that context lives."""
     ctx = _BY_CORE.get(id(core))
     return ctx if ctx is not None and ctx._s.core is core else None
 
@@ -98,7 +99,7 @@ def current_context() -> ExecutionContext | None:
         )
         if inside:
             return entered.ctx
-    return _owner(call_core) or (entered.ctx if entered is not None else None)
+    return owner(call_core) or (entered.ctx if entered is not None else None)
 
 
 Kind = Literal["llm", "tool"]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Final
 from chainwarden._core import CallKind
 from chainwarden.containment._outcomes import capture_call, failed, gate, not_sync, refuse, succeeded
 from chainwarden.containment._report import enclosing
+from chainwarden.containment._rich import bind as bind_options
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.types import Decision
 
@@ -53,6 +54,9 @@ def sync_wrap(
             verdict = gate(s, node, kind, opts)
             if verdict is not None:
                 return verdict
+        rich = opts._rich
+        if rich:
+            bind_options(s, node, opts)
         # report_cost finds this call through the core's per-thread stack of open sync calls.
         try:
             result = fn()
@@ -62,19 +66,19 @@ def sync_wrap(
             return failed(s, exc, node, opts)
         if result is not None and hasattr(result, "__await__"):
             raise not_sync(s, node, opts, result)
-        if s.plain:
+        if s.plain and not rich:
             core.settle(node, name != "", opts.cost_estimate_hint)
             return _ALLOW
         if s.capture is not None:
             capture_call(s, node, fn, result, has_output=True)
         return succeeded(s, node, kind, opts, result)
 
-    wrap.__name__ = "wrap_llm_call" if is_llm else "wrap_tool_call"
+    wrap.__name__ = f"wrap_{kind.value}_call"
     wrap.__qualname__ = f"ExecutionContext.{wrap.__name__}"
     wrap.__doc__ = (
         "Runs ``fn`` as one LLM call of the chain; returns ALLOW, RETRY, HALT or a pipeline verdict."
         if is_llm
-        else "As ``wrap_llm_call`` for a tool call (tool hooks, no ``before_charge``)."
+        else f"As ``wrap_llm_call`` for a {kind.value} call (no ``before_charge``)."
     )
     return wrap
 

@@ -12,6 +12,8 @@ from decimal import Decimal
 from typing import Any, Final
 
 from chainwarden._core import CallKind, CallStatus, ClosedCall, StopCause
+from chainwarden.containment import _governance as governance
+from chainwarden.containment import _rich as rich
 from chainwarden.containment._capture import SELF_CAPTURED, input_of, keep
 from chainwarden.containment._state import ChainState
 from chainwarden.containment.types import WrapOptions
@@ -117,7 +119,7 @@ def gate(s: ChainState, node_id: int, kind: CallKind, opts: WrapOptions) -> Deci
     """Pipeline, then circuit breaker. Returns the refusing decision, or None to dispatch."""
     try:
         pipeline = s.pipeline
-        if pipeline is not None:
+        if pipeline is not None and kind.consults_pipeline:  # memory calls skip these hooks
             tctx = tool_ctx(s, node_id, opts)
             raw = pipeline.before_llm_call(tctx) if kind == CallKind.LLM else pipeline.before_tool_call(tctx)
             if raw != Decision.ALLOW:
@@ -143,6 +145,12 @@ def gate(s: ChainState, node_id: int, kind: CallKind, opts: WrapOptions) -> Deci
             if not decision.allowed:
                 s.forced_stop("circuit_open", f"circuit breaker denied: {decision.reason}")
                 halt_admitted(s, node_id, opts, "circuit_open")
+                return Decision.HALT
+        if s.governor is not None:
+            denied = governance.admit(s, node_id, kind, opts)
+            if denied is not None:
+                s.emit(governance.DENIED, denied)
+                halt_admitted(s, node_id, opts, governance.DENIED)
                 return Decision.HALT
     except Exception as err:
         return hook_raised(s, node_id, opts, err)
@@ -210,11 +218,18 @@ def succeeded(s: ChainState, node_id: int, kind: CallKind, opts: WrapOptions, re
     estimate = opts.cost_estimate_hint
     named = opts.operation_name != ""
     reported = core.take_report(node_id)
+    governed = governance.take(s, node_id) if s.governor is not None else None
+    hinted = None
     if reported is not None:
         actual: float | None
         actual, tokens_in, tokens_out = reported
     else:
         actual, tokens_in, tokens_out = _priced(s, result, opts), None, None
+        if actual is None and opts._rich:
+            # Third source of an actual cost (docs/design.md §20): the response's usage, priced.
+            hinted = rich.priced_hint(s, kind, opts)
+            if hinted is not None:
+                actual, tokens_in, tokens_out = hinted
     cost = estimate if actual is None else actual
     if kind == CallKind.LLM and cost > 0.0 and s.pipeline is not None:
         try:
@@ -228,7 +243,13 @@ def succeeded(s: ChainState, node_id: int, kind: CallKind, opts: WrapOptions, re
             s.mirror_pipeline()
             halt_admitted(s, node_id, opts, "before_charge_halt")
             return Decision(str(getattr(raw, "value", raw)))
+    if actual is None and tokens_in is not None:
+        actual = estimate  # priced usage of an unknown model: the estimate, with the tokens recorded
     cost = core.succeed(node_id, named, estimate, actual, tokens_in, tokens_out)
+    if governed is not None:
+        governance.notify(s, governed)
+    if opts._rich:
+        rich.reconcile(s, opts, cost, None if hinted is None else (hinted[1], hinted[2]))
     if s.breaker is not None:
         s.breaker.record_success()
     if cost > 0.0 and s.parent is not None:
@@ -262,6 +283,8 @@ def _message(exc: BaseException) -> str:
 
 def failed(s: ChainState, exc: BaseException, node_id: int, opts: WrapOptions) -> Decision:
     core = s.core
+    if s.governor is not None:
+        governance.take(s, node_id)  # a failed call is not reported to the governor
     named = opts.operation_name != ""
     estimate = opts.cost_estimate_hint
     if logger.isEnabledFor(logging.DEBUG):

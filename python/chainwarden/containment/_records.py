@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any, overload
 
 from chainwarden._core import CallRecord, ChainCore
+from chainwarden.containment._partials import PartialBuffers
 from chainwarden.containment.types import NodeRecord
 
 __all__ = ["NodeRecordView"]
@@ -19,7 +20,7 @@ __all__ = ["NodeRecordView"]
 _CHUNK = 1024
 
 
-def _build_all(rows: list[CallRecord]) -> list[NodeRecord]:
+def _build_all(rows: list[CallRecord], partials: PartialBuffers) -> list[NodeRecord]:
     # Timestamps have millisecond resolution, so neighbouring records mostly share them.
     stamps: dict[float, datetime] = {}
 
@@ -29,6 +30,7 @@ def _build_all(rows: list[CallRecord]) -> list[NodeRecord]:
             found = stamps[seconds] = datetime.fromtimestamp(seconds, UTC)
         return found
 
+    kept = partials.get if partials else None  # one check per batch: most chains keep no buffer
     return [
         NodeRecord(
             r.node_id,
@@ -40,6 +42,7 @@ def _build_all(rows: list[CallRecord]) -> list[NodeRecord]:
             r.status,  # type: ignore[arg-type]  # the core only emits NodeStatus values
             r.cost_usd,
             r.retries_used,
+            None if kept is None else kept(r.node_id),
             r.error_message,
             r.tokens_in,
             r.tokens_out,
@@ -52,11 +55,12 @@ def _build_all(rows: list[CallRecord]) -> list[NodeRecord]:
 
 
 class NodeRecordView(Sequence[NodeRecord]):
-    __slots__ = ("_core", "_len")
+    __slots__ = ("_core", "_len", "_partials")
 
-    def __init__(self, core: ChainCore, length: int) -> None:
+    def __init__(self, core: ChainCore, length: int, partials: PartialBuffers) -> None:
         self._core = core
         self._len = length
+        self._partials = partials
 
     def __len__(self) -> int:
         return self._len
@@ -69,18 +73,18 @@ class NodeRecordView(Sequence[NodeRecord]):
         if isinstance(index, slice):
             start, stop, step = index.indices(self._len)
             if step == 1:
-                return tuple(_build_all(self._core.records(start, max(start, stop))))
+                return tuple(_build_all(self._core.records(start, max(start, stop)), self._partials))
             return tuple(self[i] for i in range(start, stop, step))
         if isinstance(index, bool) or not isinstance(index, int):
             raise TypeError(f"indices must be integers or slices, not {type(index).__name__}")
         position = index + self._len if index < 0 else index
         if not 0 <= position < self._len:
             raise IndexError("node record index out of range")
-        return _build_all(self._core.records(position, position + 1))[0]
+        return _build_all(self._core.records(position, position + 1), self._partials)[0]
 
     def __iter__(self) -> Iterator[NodeRecord]:
         for start in range(0, self._len, _CHUNK):
-            yield from _build_all(self._core.records(start, min(start + _CHUNK, self._len)))
+            yield from _build_all(self._core.records(start, min(start + _CHUNK, self._len)), self._partials)
 
     def __eq__(self, other: Any) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, str | bytes):

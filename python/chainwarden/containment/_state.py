@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Protocol, cast
 
@@ -19,8 +19,10 @@ from chainwarden._chain_context import root_metadata
 from chainwarden._core import ChainCore, StopCause
 from chainwarden.containment._capture import Capture
 from chainwarden.containment._events import EventLog, stop_event
+from chainwarden.containment._partials import PartialBuffers
 from chainwarden.containment._records import NodeRecordView
 from chainwarden.containment.budget._gate import BudgetedCore, SharedBudget
+from chainwarden.containment.budget._redis import RedisBudgetBackend
 from chainwarden.containment.types import CancellationToken, ChainMetadata, ContextSnapshot, ExecutionConfig
 from chainwarden.shield.event import SafetyEvent
 from chainwarden.shield.types import Decision
@@ -49,6 +51,7 @@ class ChainState:
     # Slots: the fast path reads a handful of these per call, and slot reads are the cheapest.
     __slots__ = (
         "__weakref__",
+        "agent_identity",
         "async_used",
         "breaker",
         "budget",
@@ -60,14 +63,19 @@ class ChainState:
         "events",
         "first_stop",
         "gated",
+        "governed",
+        "governor",
         "llm_model",
         "lock",
         "metadata",
         "metrics",
         "note",
+        "owns_budget",
         "parent",
+        "partials",
         "pipeline",
         "plain",
+        "policy_views",
         "stop_snapshot",
         "tasks",
         "timeout_reported",
@@ -84,6 +92,10 @@ class ChainState:
         parent: ChainState | None,
         cost_of: Callable[[Any], Any] | None,
         max_nodes: int,
+        *,
+        governor: Any = None,
+        policy_views: Any = None,
+        agent_identity: Any = None,
     ) -> None:
         self.config = config
         self.metadata = metadata
@@ -99,9 +111,15 @@ class ChainState:
             config.timeout_ms,
             metadata.chain_id,
             max_nodes,
-            root_metadata(metadata),
+            {**root_metadata(metadata), **(identity_metadata(agent_identity) or {})},
         )
-        self.budget = _shared_budget(config, parent)
+        self.governor = governor
+        # node -> (operation, decision) of admitted calls the memory governor hears of when they succeed.
+        self.governed: dict[int, tuple[Any, Any]] = {}
+        self.policy_views = policy_views
+        self.agent_identity = agent_identity
+        self.partials = PartialBuffers(self.core)
+        self.budget, self.owns_budget = _shared_budget(config, metadata, parent)
         if self.budget is not None:
             # The shared budget gates every call besides the core's own limits (docs/design.md §20).
             self.core = cast(ChainCore, BudgetedCore(self.core, self.budget, self._let_through))
@@ -109,7 +127,7 @@ class ChainState:
         self.events = EventLog()
         self.llm_model = metadata.model
         # Nothing to consult or notify besides the core: the fast path may finish the call inline.
-        self.gated = pipeline is not None or breaker is not None
+        self.gated = pipeline is not None or breaker is not None or governor is not None
         self.dispatch = not self.gated
         # Content capture (docs/containment.md, "Content capture"): None when off, so a wrap tests one slot.
         self.capture = Capture(config.max_content_chars, config.mask) if config.capture_content else None
@@ -147,7 +165,7 @@ class ChainState:
             # the reader's thread, if no call of the chain reported it yet.
             self.report_timeout()
         steps, cost, retries, aborted, abort_reason, elapsed_ms, records = core.counters()
-        nodes = NodeRecordView(core, records)
+        nodes = NodeRecordView(core, records, self.partials)
         self.drain_graph_events()
         return ContextSnapshot(
             chain_id=self.metadata.chain_id,
@@ -162,13 +180,40 @@ class ChainState:
             events=self.events.snapshot(),
             graph_summary=MappingProxyType(core.aggregates()),
             parent_chain_id=self.parent.metadata.chain_id if self.parent is not None else None,
+            agent_identity=self.agent_identity,
+            policy_metadata=self.policy_metadata(),
             metadata=self.metadata,
         )
 
     # -- events ----------------------------------------------------------------------------
 
     def emit(self, stop_reason: str, detail: str, **metadata: Any) -> None:
+        if self.policy_views is not None:
+            policy = self.policy_metadata()
+            if policy is not None:
+                metadata["policy"] = policy  # which policy was in force when the chain stopped
         self.events.append(stop_event(stop_reason, detail, self.metadata.request_id, **metadata))
+
+    def policy_metadata(self) -> MappingProxyType[str, Any] | None:
+        """The active policy view's audit dict, read-only; None without a holder or a view. A holder
+        or view that raises is logged, never raised (docs/design.md §22)."""
+        holder = self.policy_views
+        if holder is None:
+            return None
+        try:
+            view = holder.current
+            audit = None if view is None else view.to_audit_dict()
+        except Exception:
+            _log.warning(
+                "policy_view_holder.current.to_audit_dict() raised; no policy metadata", exc_info=True
+            )
+            return None
+        if audit is None:
+            return None
+        if not isinstance(audit, Mapping):
+            _log.warning("policy view's to_audit_dict() returned %s, not a mapping", type(audit).__name__)
+            return None
+        return MappingProxyType(dict(audit))
 
     def forced_stop(self, stop_reason: str, detail: str, **metadata: Any) -> None:
         """Keeps the partial-result snapshot of the first forced stop, then logs the stop."""
@@ -279,8 +324,29 @@ class ChainState:
         return max(0.0, self.config.max_cost_usd - self.core.counters()[1])
 
 
-def _shared_budget(config: ExecutionConfig, parent: ChainState | None) -> SharedBudget | None:
-    """The config's backend against its own ceiling; else the parent's, so a child spends from it too."""
-    if config.budget_backend is not None:
-        return SharedBudget(config.budget_backend, config.max_cost_usd, config.budget_backend_fail_open)
-    return parent.budget if parent is not None else None
+def _shared_budget(
+    config: ExecutionConfig, metadata: ChainMetadata, parent: ChainState | None
+) -> tuple[SharedBudget | None, bool]:
+    """The config's backend against its own ceiling (one this context builds from ``redis_url`` and so
+    owns); else the parent's, so a child spends from it too. Returns (budget, owned)."""
+    backend = config.budget_backend
+    owned = False
+    if backend is None and config.redis_url is not None:
+        # The reference's convenience: one Redis counter per chain id.
+        backend, owned = RedisBudgetBackend(config.redis_url, key=metadata.chain_id), True
+    if backend is not None:
+        return SharedBudget(backend, config.max_cost_usd, config.budget_backend_fail_open), owned
+    return (parent.budget if parent is not None else None), False
+
+
+def identity_metadata(identity: Any) -> dict[str, Any] | None:
+    """The root node's metadata for an agent identity: its id, origin and trust level as text (the
+    graph snapshot and OpenTelemetry export read them there)."""
+    if identity is None:
+        return None
+    fields: dict[str, Any] = {"agent_id": identity.agent_id}
+    for name in ("origin", "trust_level"):
+        value = getattr(identity, name, None)
+        if value is not None:
+            fields[name] = str(getattr(value, "value", value))
+    return {"agent_identity": fields}

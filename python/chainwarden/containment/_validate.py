@@ -17,12 +17,14 @@ from chainwarden.shield._validate import MAX_INT64
 
 __all__ = [
     "BREAKER_METHODS",
+    "GOVERNOR_METHODS",
     "MAX_COUNT",
     "MAX_TIMEOUT_MS",
     "METRICS_METHODS",
     "PIPELINE_METHODS",
     "LoggedMetrics",
     "check_collaborators",
+    "check_identity",
     "require_methods",
 ]
 
@@ -38,6 +40,7 @@ MAX_TIMEOUT_MS: Final = 365 * 24 * 3600 * 1000
 PIPELINE_METHODS: Final = ("before_llm_call", "before_tool_call", "before_charge", "on_error", "get_events")
 BREAKER_METHODS: Final = ("check", "record_success", "record_failure")
 METRICS_METHODS: Final = ("record_cost", "record_decision")
+GOVERNOR_METHODS: Final = ("evaluate", "notify_after")
 
 
 def require_methods(value: object, name: str, methods: tuple[str, ...]) -> None:
@@ -89,6 +92,23 @@ class LoggedMetrics:
 
     def __repr__(self) -> str:
         return f"LoggedMetrics({self._inner!r})"
+
+
+def check_identity(agent_identity: object, memory_governor: object, policy_view_holder: object) -> None:
+    """The reference's optional collaborators of an ExecutionContext, checked by what is read of them."""
+    if agent_identity is not None:
+        agent_id = getattr(agent_identity, "agent_id", None)
+        if not isinstance(agent_id, str) or not agent_id:
+            raise TypeError(
+                "agent_identity must have a non-empty str agent_id (e.g. veronica-core's AgentIdentity), "
+                f"got {type(agent_identity).__name__}"
+            )
+    if memory_governor is not None:
+        require_methods(memory_governor, "memory_governor", GOVERNOR_METHODS)
+    if policy_view_holder is not None and not hasattr(policy_view_holder, "current"):
+        raise TypeError(
+            f"policy_view_holder must have a current attribute, got {type(policy_view_holder).__name__}"
+        )
 
 
 def check_collaborators(pipeline: object, circuit_breaker: object, metrics: object) -> LoggedMetrics | None:

@@ -25,9 +25,11 @@ from chainwarden.containment._async import wrap_async
 from chainwarden.containment._current import enter, leave, register
 from chainwarden.containment._decorators import Contained, contained
 from chainwarden.containment._fast import sync_wrap
+from chainwarden.containment._memory_calls import MemoryKind, memory_kind, memory_wrap
 from chainwarden.containment._state import ChainState
 from chainwarden.containment._timeouts import timeouts
-from chainwarden.containment._validate import check_collaborators
+from chainwarden.containment._validate import check_collaborators, check_identity
+from chainwarden.containment.budget_allocator import FairShareAllocator
 from chainwarden.containment.types import (
     CancellationToken,
     ChainMetadata,
@@ -70,6 +72,9 @@ class ExecutionContext:
         circuit_breaker: Any = None,
         parent: ExecutionContext | None = None,
         metrics: Any = None,
+        agent_identity: Any = None,
+        memory_governor: Any = None,
+        policy_view_holder: Any = None,
         *,
         cost_of: Callable[[Any], Any] | None = None,
         max_nodes: int = DEFAULT_MAX_NODES,
@@ -81,6 +86,7 @@ class ExecutionContext:
         if parent is not None and not isinstance(parent, ExecutionContext):
             raise TypeError(f"parent must be an ExecutionContext, got {type(parent).__name__}")
         metrics = check_collaborators(pipeline, circuit_breaker, metrics)
+        check_identity(agent_identity, memory_governor, policy_view_holder)
         if cost_of is not None and not callable(cost_of):
             raise TypeError(f"cost_of must be callable or None, got {type(cost_of).__name__}")
         cap = _max_nodes(max_nodes)
@@ -88,7 +94,19 @@ class ExecutionContext:
         if circuit_breaker is not None and hasattr(circuit_breaker, "bind_to_context"):
             circuit_breaker.bind_to_context(metadata.chain_id)
         parent_state = parent._s if parent is not None else None
-        self._s = ChainState(config, metadata, pipeline, circuit_breaker, metrics, parent_state, cost_of, cap)
+        self._s = ChainState(
+            config,
+            metadata,
+            pipeline,
+            circuit_breaker,
+            metrics,
+            parent_state,
+            cost_of,
+            cap,
+            governor=memory_governor,
+            policy_views=policy_view_holder,
+            agent_identity=agent_identity,
+        )
         register(self, self._s.core)  # current_context() inside its wrapped calls
         self._closed = False
         self._parent = parent
@@ -141,6 +159,14 @@ class ExecutionContext:
             if self._closed:
                 return
             self._closed = True
+        running = s.core.in_flight
+        if running:
+            # Their results will still be accounted for; later calls are refused.
+            _log.warning(
+                "ExecutionContext.close(): %d call(s) of chain %s still running (non-terminal)",
+                running,
+                s.metadata.chain_id,
+            )
         cause = s.core.cancel_cause
         stop = s.first_stop or (cause.reason if cause is not None else None)
         s.core.close_root(stop, None if exc is None else type(exc).__name__)
@@ -148,12 +174,18 @@ class ExecutionContext:
         s.cancel_all()
         if self._timer is not None:
             timeouts.cancel(self._timer)
+        s.partials.clear()
+        if s.owns_budget and s.budget is not None:
+            try:
+                s.budget.backend.close()  # the backend built from ExecutionConfig.redis_url
+            except Exception:
+                _log.warning("budget_backend.close() raised; the context is closed", exc_info=True)
         close = getattr(s.breaker, "close", None)
         if callable(close):
             try:
                 close()
             except Exception:  # docs/design.md §22: a user callback never stops the caller
-                _log.warning("circuit breaker close() raised; the context is closed", exc_info=True)
+                _log.warning("circuit_breaker.close() raised; the context is closed", exc_info=True)
 
     def abort(self, reason: str) -> None:
         """Stops the chain from any thread: in-flight async calls are cancelled, sync callables see
@@ -183,6 +215,11 @@ class ExecutionContext:
         return self._parent
 
     @property
+    def agent_identity(self) -> Any:
+        """The identity of the agent running this chain (in snapshots and on its OpenTelemetry root span)."""
+        return self._s.agent_identity
+
+    @property
     def cost_of(self) -> Callable[[Any], Any] | None:
         """The callable that prices a call's result when the call reported no cost (docs/design.md §20)."""
         return self._s.cost_of
@@ -209,6 +246,21 @@ class ExecutionContext:
         return self._s.core.counters()[2]
 
     @property
+    def _step_count(self) -> int:
+        """Read-only: the chain's successful calls (veronica-core's private counter)."""
+        return self._s.core.counters()[0]
+
+    @property
+    def _config(self) -> ExecutionConfig:
+        """Read-only: ``config`` (veronica-core's private attribute)."""
+        return self._s.config
+
+    @property
+    def _partial_buffers(self) -> dict[str, Any]:
+        """A copy of the partial buffers kept, by node id (veronica-core's private dict)."""
+        return self._s.partials.by_node_id()
+
+    @property
     def reserved_usd(self) -> float:
         """Cost estimates reserved by the calls in flight (docs/design.md §20)."""
         return self._s.core.reserved_usd
@@ -233,6 +285,14 @@ class ExecutionContext:
         """``get_graph_snapshot()`` as JSON bytes, encoded natively (the cheap way to export it)."""
         return self._s.core.graph_snapshot_json()
 
+    def get_partial_result(self, node_id: str) -> Any:
+        """The partial-result buffer of the call ``node_id`` (``NodeRecord.node_id``), or None when it
+        had none or the context no longer keeps it (docs/containment.md "Streamed calls, response usage
+        and reconciliation")."""
+        if not isinstance(node_id, str):
+            raise TypeError(f"node_id must be a str, got {type(node_id).__name__}")
+        return self._s.partials.get(node_id)
+
     def record_event(self, event: SafetyEvent) -> None:
         """Adds an application-emitted event to the chain log (deduplicated by content)."""
         for name in ("event_type", "decision", "reason", "hook", "request_id"):
@@ -256,6 +316,14 @@ class ExecutionContext:
         wrap_llm_call = sync_wrap(CallKind.LLM)
         wrap_tool_call = sync_wrap(CallKind.TOOL)
 
+    def wrap_memory_call(
+        self, fn: Callable[[], Any], kind: MemoryKind, options: WrapOptions | None = None
+    ) -> Decision:
+        """Runs ``fn`` as one memory read or write of the chain (``kind``: ``"memory_read"`` /
+        ``"memory_write"``): a step under every chain limit, the circuit breaker and the memory governor,
+        but no pipeline ``before_*`` hook (docs/containment.md "Memory calls and memory governance")."""
+        return memory_wrap(kind)(self, fn, options)
+
     @property
     def last_stop_reason(self) -> str | None:
         """Why the latest refused, stopped or failed call on this thread did not return ALLOW
@@ -277,6 +345,15 @@ class ExecutionContext:
         self, fn: Callable[[], Awaitable[Any]] | Callable[[], Any], options: WrapOptions | None = None
     ) -> Decision:
         return await wrap_async(self._s, fn, CallKind.TOOL, options)
+
+    async def wrap_memory_call_async(
+        self,
+        fn: Callable[[], Awaitable[Any]] | Callable[[], Any],
+        kind: MemoryKind,
+        options: WrapOptions | None = None,
+    ) -> Decision:
+        """As ``wrap_memory_call`` for a coroutine function (cancelled like ``wrap_llm_call_async``)."""
+        return await wrap_async(self._s, fn, memory_kind(kind), options)
 
     # -- decorators ------------------------------------------------------------------------
 
@@ -326,7 +403,14 @@ class ExecutionContext:
             max_retries_total=cfg.max_retries_total if max_retries_total is None else max_retries_total,
             timeout_ms=timeout_ms,
         )
-        return ExecutionContext(config=child, pipeline=pipeline, parent=self)
+        s = self._s
+        return ExecutionContext(
+            config=child,
+            pipeline=pipeline,
+            parent=self,
+            memory_governor=s.governor,
+            policy_view_holder=s.policy_views,
+        )
 
     def create_child(  # noqa: PLR0917  (positional order of the reference API)
         self,
@@ -339,16 +423,15 @@ class ExecutionContext:
         timeout_ms: int = 0,
         pipeline: Any = None,
     ) -> ExecutionContext:
-        """A child for ``agent_name`` whose ceiling is its share of the remaining budget: equal
-        shares by default, or ``allocator.allocate(total_budget, agent_names, current_usage)``."""
+        """A child for ``agent_name`` whose ceiling is its share of the remaining budget:
+        ``allocator.allocate(total_budget, agent_names, current_usage)``, by default a
+        ``FairShareAllocator`` (equal shares)."""
         if agent_name not in agent_names:
-            raise ValueError(f"agent_name {agent_name!r} must be one of {agent_names!r}")
+            raise ValueError(f"agent_name {agent_name!r} must be present in agent_names {agent_names!r}")
         remaining = self._s.remaining_budget()
-        if allocator is None:
-            share = remaining / len(agent_names)
-        else:
-            result = allocator.allocate(
-                total_budget=remaining, agent_names=agent_names, current_usage=current_usage or {}
-            )
-            share = float(result.allocations.get(agent_name, 0.0))
+        chosen = FairShareAllocator() if allocator is None else allocator
+        result = chosen.allocate(
+            total_budget=remaining, agent_names=agent_names, current_usage=current_usage or {}
+        )
+        share = float(result.allocations.get(agent_name, 0.0))
         return self.spawn_child(share, max_steps, max_retries_total, timeout_ms, pipeline)

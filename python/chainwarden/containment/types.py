@@ -25,7 +25,7 @@ __all__ = [
     "WrapOptions",
 ]
 
-NodeKind = Literal["llm", "tool"]
+NodeKind = Literal["llm", "tool", "memory_read", "memory_write"]
 
 #: The largest ``max_content_chars``: 16 Mi characters per captured text.
 MAX_CONTENT_CHARS = 1 << 24
@@ -77,9 +77,13 @@ class ChainMetadata:
     service: str = ""
     user_id: str | None = None
     model: str | None = None
-    tags: Tags = ()
+    # Empty by default as in veronica-core (a mapping), or labels: a list or tuple of str.
+    tags: Tags = field(default_factory=dict)
     session_id: str | None = field(default=None, kw_only=True)
     attributes: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    # Who originated the chain's actions (veronica-core's ``AuthorityClaim`` or any object): carried,
+    # never interpreted here (docs/containment.md "Agent identity and policy views").
+    authority: Any = None
 
     def __post_init__(self) -> None:
         for name in ("request_id", "chain_id", "org_id", "team", "service"):
@@ -101,7 +105,9 @@ class ExecutionConfig:
 
     ``budget_backend`` shares the ceiling with every chain using the same backend (docs/containment.md,
     "Shared budgets"); when it is unreachable calls are refused (``budget_backend_unavailable``) unless
-    ``budget_backend_fail_open`` lets them run on the local limits alone.
+    ``budget_backend_fail_open`` lets them run on the local limits alone. ``redis_url`` instead makes
+    each context build its own ``RedisBudgetBackend(redis_url, key=<its chain_id>)`` (and close it);
+    it is not shown in the repr (it may hold a password).
 
     ``capture_content`` keeps each call's input and output on its node, passed through ``mask`` (a
     ``str -> str`` callable) and cut to ``max_content_chars`` (an int in [0, 2**24]); keyword-only."""
@@ -111,6 +117,7 @@ class ExecutionConfig:
     max_retries_total: int
     timeout_ms: int = 0
     budget_backend: Any = None
+    redis_url: str | None = field(default=None, repr=False)
     budget_backend_fail_open: bool = False
     # Content capture (docs/containment.md, "Content capture"): off by default.
     capture_content: bool = field(default=False, kw_only=True)
@@ -124,6 +131,13 @@ class ExecutionConfig:
         strict_int(self.timeout_ms, "timeout_ms", maximum=MAX_TIMEOUT_MS)
         if self.budget_backend is not None:
             check_backend(self.budget_backend)
+        if self.redis_url is not None:
+            if not isinstance(self.redis_url, str):
+                raise TypeError(f"redis_url must be a str or None, got {type(self.redis_url).__name__}")
+            if not self.redis_url:
+                raise ValueError("redis_url must not be empty")
+            if self.budget_backend is not None:
+                raise ValueError("give budget_backend or redis_url, not both")
         if not isinstance(self.budget_backend_fail_open, bool):
             name = type(self.budget_backend_fail_open).__name__
             raise TypeError(f"budget_backend_fail_open must be a bool, got {name}")
@@ -136,16 +150,28 @@ class ExecutionConfig:
 
 @dataclass(frozen=True, slots=True)
 class WrapOptions:
-    """Per-call options. ``cost_estimate_hint`` is both the pre-flight estimate and the cost charged
-    on success; ``timeout_ms`` bounds one async call (sync callables are cooperative). Bounds as in
-    ``ExecutionConfig``: ``cost_estimate_hint`` finite and >= 0, ``timeout_ms`` in [0, MAX_TIMEOUT_MS],
-    ``retry_policy_override`` in [0, 2**63 - 1]."""
+    """Per-call options. ``cost_estimate_hint`` is the pre-flight estimate, and the cost charged on
+    success when no actual cost is known (docs/design.md §20); ``timeout_ms`` bounds one async call
+    (sync callables are cooperative). Bounds as in ``ExecutionConfig``: ``cost_estimate_hint`` finite
+    and >= 0, ``timeout_ms`` in [0, MAX_TIMEOUT_MS], ``retry_policy_override`` in [0, 2**63 - 1].
+
+    ``response_hint``: the provider's response (or a dict with its ``usage``), priced by its token
+    usage when the call reported no cost; ``partial_buffer``: a ``PartialResultBuffer`` kept for the
+    call (``get_partial_result``, ``NodeRecord.partial_buffer``) and marked complete when it succeeds;
+    ``reconciliation_callback``: an object whose ``on_reconcile(estimated_usd, actual_usd)`` hears what
+    a successful call was charged against its estimate (docs/containment.md "Streamed calls, response
+    usage and reconciliation")."""
 
     operation_name: str = ""
     cost_estimate_hint: float = 0.0
     timeout_ms: int | None = None
     retry_policy_override: int | None = None
     model: str | None = None
+    response_hint: Any = None
+    partial_buffer: Any = None
+    reconciliation_callback: Any = None
+    # Whether any of the three above is set: the wrap's fast path reads this one flag.
+    _rich: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _required_str(self.operation_name, "operation_name")
@@ -156,6 +182,17 @@ class WrapOptions:
         if self.retry_policy_override is not None:
             strict_int(self.retry_policy_override, "retry_policy_override", maximum=MAX_COUNT)
         _optional_str(self.model, "model")
+        if self.partial_buffer is not None:
+            for method in ("append", "mark_complete", "get_partial"):
+                if not callable(getattr(self.partial_buffer, method, None)):
+                    name = type(self.partial_buffer).__name__
+                    raise TypeError(f"partial_buffer must provide a callable {method}(), got {name}")
+        callback = self.reconciliation_callback
+        if callback is not None and not callable(getattr(callback, "on_reconcile", None)):
+            name = type(callback).__name__
+            raise TypeError(f"reconciliation_callback must provide a callable on_reconcile(), got {name}")
+        rich = not (self.response_hint is None and self.partial_buffer is None and callback is None)
+        object.__setattr__(self, "_rich", rich)
 
 
 @dataclass(slots=True)
@@ -173,6 +210,7 @@ class NodeRecord:
     status: NodeStatus
     cost_usd: float
     retries_used: int
+    partial_buffer: Any = None  # the call's PartialResultBuffer, while the context keeps it
     error_message: str | None = None  # docs/design.md §22: str(exception), at most 1,000 code points
     # What the call's graph node says besides (a saved chain loses nothing its graph knew).
     tokens_in: int | None = None
@@ -198,6 +236,9 @@ class ContextSnapshot:
     events: tuple[SafetyEvent, ...]
     graph_summary: Mapping[str, Any] | None = None
     parent_chain_id: str | None = None
+    agent_identity: Any = None
+    # The active policy view's audit dict (``policy_view_holder.current.to_audit_dict()``), read-only.
+    policy_metadata: Mapping[str, Any] | None = None
     # The chain's ChainMetadata (its context: user, session, tags, attributes), so a saved snapshot
     # keeps it (docs/containment.md, "Context that travels").
     metadata: ChainMetadata | None = field(default=None, kw_only=True)

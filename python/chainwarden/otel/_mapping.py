@@ -43,6 +43,7 @@ TOOL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
 TOOL_RESULT: Final = "gen_ai.tool.call.result"
 TOOL_NAME: Final = "gen_ai.tool.name"
 AGENT_NAME: Final = "gen_ai.agent.name"
+AGENT_ID: Final = "gen_ai.agent.id"
 ERROR_TYPE: Final = "error.type"
 COST: Final = "chainwarden.cost_usd"
 
@@ -103,6 +104,10 @@ def shape(
     elif is_agent or kind == "system":
         attrs[OPERATION] = "invoke_agent"
         attrs[AGENT_NAME] = name
+        identity = metadata.get("agent_identity") if metadata else None
+        if isinstance(identity, Mapping) and isinstance(identity.get("agent_id"), str):
+            # An ExecutionContext's agent identity, kept on its root (docs/containment.md).
+            attrs[AGENT_ID] = identity["agent_id"]
         span_name, span_kind = f"invoke_agent {name}", INTERNAL
     else:
         # memory_read / memory_write: no GenAI operation describes them; keep chainwarden's own vocabulary.

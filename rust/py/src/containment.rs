@@ -6,7 +6,7 @@
 //! Everything else serves snapshots and cancellation.
 
 use chainwarden_core::containment::{
-    Contained, Failure, GraphEnd, Limits, Reported, Status, Stop, STOP_REASONS,
+    kinds, Contained, Failure, GraphEnd, Limits, Reported, Status, Stop, MAX_RECORDS, STOP_REASONS,
 };
 use chainwarden_core::ids::{id_string, NodeId};
 use chainwarden_core::recorder::Kind;
@@ -44,7 +44,7 @@ pub struct CallRecord {
     stop_reason: Option<String>,
 }
 
-/// The kind of a contained call (the graph has more kinds; a wrap is one of these two).
+/// The kind of a contained call (the graph's `system` kind is only its root).
 #[pyclass(eq, eq_int, frozen, from_py_object, module = "chainwarden._core")]
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum CallKind {
@@ -52,6 +52,10 @@ pub enum CallKind {
     Llm,
     #[pyo3(name = "TOOL")]
     Tool,
+    #[pyo3(name = "MEMORY_READ")]
+    MemoryRead,
+    #[pyo3(name = "MEMORY_WRITE")]
+    MemoryWrite,
 }
 
 impl From<CallKind> for Kind {
@@ -59,7 +63,30 @@ impl From<CallKind> for Kind {
         match k {
             CallKind::Llm => Kind::Llm,
             CallKind::Tool => Kind::Tool,
+            CallKind::MemoryRead => Kind::MemoryRead,
+            CallKind::MemoryWrite => Kind::MemoryWrite,
         }
+    }
+}
+
+#[pymethods]
+impl CallKind {
+    /// The node's kind string ("llm", "tool", "memory_read", "memory_write").
+    #[getter]
+    fn value(&self) -> &'static str {
+        Kind::from(*self).as_str()
+    }
+
+    /// Whether the pipeline's per-call hooks see calls of this kind (memory calls skip them).
+    #[getter]
+    fn consults_pipeline(&self) -> bool {
+        kinds::consults_pipeline((*self).into())
+    }
+
+    /// Whether this is an LLM call (`before_charge` and pricing by token usage apply).
+    #[getter]
+    fn is_llm(&self) -> bool {
+        kinds::is_llm((*self).into())
     }
 }
 
@@ -289,6 +316,7 @@ fn tokens(v: Option<u64>) -> Option<i64> {
 #[pymethods]
 impl ChainCore {
     #[new]
+    /// `root_metadata`: a dict kept on the chain's root node (its context and agent identity), or None.
     #[pyo3(signature = (max_cost_usd, max_steps, max_retries_total, timeout_ms, chain_id, max_nodes=0, root_metadata=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -378,6 +406,11 @@ impl ChainCore {
             .get()
             .filter(|&(core, _)| core == self as *const ChainCore as usize)
             .map(|(_, node)| node)
+    }
+
+    /// Whether `node` is a call of this chain that has not ended yet.
+    fn is_open(&self, node: NodeId) -> bool {
+        self.inner.is_open(node)
     }
 
     /// Sets `metadata[key] = True` on the node of call `node` (KeyError-like error when the node
@@ -607,5 +640,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CallStatus>()?;
     m.add_class::<StopCause>()?;
     m.add_function(wrap_pyfunction!(open_sync_calls, m)?)?;
+    m.add("MAX_RECORDS", MAX_RECORDS)?;
     m.add("STOP_REASONS", PyTuple::new(m.py(), STOP_REASONS)?)
 }

@@ -168,7 +168,9 @@ def test_a_url_that_is_not_one_is_named() -> None:
 
 
 def test_execution_config_names_a_bad_backend() -> None:
-    with pytest.raises(TypeError, match=r"budget_backend.*lacks.*reserve"):
+    with pytest.raises(
+        TypeError, match=r"budget_backend must provide at least add\(\) and get\(\).*lacks add, get"
+    ):
         ExecutionConfig(1.0, 10, 1, budget_backend=object())
     with pytest.raises(TypeError, match="budget_backend_fail_open"):
         ExecutionConfig(1.0, 10, 1, budget_backend=LocalBudgetBackend(), budget_backend_fail_open=1)  # type: ignore[arg-type]

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, Final
 
 from chainwarden._core import CallKind, CallStatus, ChainCore, ClosedCall, StopCause
 from chainwarden._secrets import mask_secrets
+from chainwarden.containment.budget._protocol import EPSILON, reserves
 
 __all__ = ["BackendStop", "BudgetedCore", "SharedBudget"]
 
@@ -36,21 +38,78 @@ class BackendStop:
         return f"BackendStop({self.reason!r}, {self.detail!r})"
 
 
+class HeldHere:
+    """The estimates of this process's calls in flight on one backend without reservations."""
+
+    __slots__ = ("__weakref__", "calls", "held", "lock")
+
+    def __init__(self) -> None:
+        self.held = 0.0
+        self.calls = 0
+        self.lock = threading.Lock()
+
+
+# One HeldHere per backend object, shared by every context of this process that uses it (kept while a
+# SharedBudget refers to it; the backend outlives it, so its id is not reused meanwhile).
+_HELD: weakref.WeakValueDictionary[int, HeldHere] = weakref.WeakValueDictionary()
+_HELD_LOCK = threading.Lock()
+
+
+def _held_here(backend: object) -> HeldHere:
+    with _HELD_LOCK:
+        found = _HELD.get(id(backend))
+        if found is None:
+            found = _HELD[id(backend)] = HeldHere()
+        return found
+
+
 class SharedBudget:
     """One backend and the ceiling every chain sharing it reserves against. A child chain uses its
-    parent's, so its spending counts in the shared budget too."""
+    parent's, so its spending counts in the shared budget too.
 
-    __slots__ = ("backend", "ceiling", "fail_open", "settles")
+    A backend with only ``add`` and ``get`` holds nothing itself: the estimates of this process's calls in
+    flight on it are held here (``HeldHere``), and a call is admitted while ``get() + held + estimate`` fits
+    under the ceiling. Other processes do not see these holds: the weaker bound of docs/design.md §45 and
+    docs/containment.md "Shared budgets"."""
+
+    __slots__ = ("backend", "ceiling", "fail_open", "here", "reserves", "settles")
 
     def __init__(self, backend: Any, ceiling: float, fail_open: bool) -> None:
         self.backend = backend
         self.ceiling = ceiling
         self.fail_open = fail_open
         self.settles = callable(getattr(backend, "settle", None))
+        self.reserves = reserves(backend)
+        self.here = None if self.reserves else _held_here(backend)
+
+    def hold_here(self, estimate: float) -> None:
+        """Holds ``estimate`` in this process if the backend's spent total, the holds here and the
+        estimate fit under the ceiling; else ``OverflowError``. Check and hold are one step for this
+        process's threads."""
+        here = self.here
+        assert here is not None
+        with here.lock:
+            spent = float(self.backend.get())
+            if spent + EPSILON >= self.ceiling or spent + here.held + estimate > self.ceiling + EPSILON:
+                raise OverflowError(
+                    f"shared budget spent ${spent:.6f} with ${here.held:.6f} held in this process: "
+                    f"${estimate:.6f} more would exceed the ceiling ${self.ceiling:.6f}"
+                )
+            here.held += estimate
+            here.calls += 1
+
+    def release_here(self, estimate: float) -> None:
+        here = self.here
+        assert here is not None
+        with here.lock:
+            here.calls -= 1
+            # With nothing in flight the exact answer is 0; this also drops float residue.
+            here.held = max(0.0, here.held - estimate) if here.calls else 0.0
 
 
-# A node's hold: the backend's reservation id (None when nothing was reserved) and the amount held.
-_Hold = tuple[str | None, float]
+# A node's hold: the backend's reservation id (None when the backend reserved nothing), the amount held,
+# and whether it is held in this process (a backend without reservations).
+_Hold = tuple[str | None, float, bool]
 
 
 class BudgetedCore:
@@ -108,12 +167,15 @@ class BudgetedCore:
 
     def _hold(self, node: int, estimate: float) -> BackendStop | None:
         b = self._budget
+        here = not b.reserves
         try:
-            if estimate > 0.0:
-                rid: str | None = b.backend.reserve(estimate, b.ceiling)
+            rid: str | None = None
+            if here:
+                b.hold_here(estimate)
+            elif estimate > 0.0:
+                rid = b.backend.reserve(estimate, b.ceiling)
             else:
                 # veronica's backends refuse to reserve 0: a free call only needs budget left.
-                rid = None
                 spent = float(b.backend.get())
                 if spent >= b.ceiling:
                     raise OverflowError(f"shared budget spent ${spent:.6f} >= ceiling ${b.ceiling:.6f}")
@@ -131,9 +193,9 @@ class BudgetedCore:
                 return BackendStop(UNAVAILABLE, detail)
             logger.warning("%s; the call runs without a shared hold (budget_backend_fail_open)", detail)
             self._on_open(detail)
-            rid = None
+            rid, here = None, False
         with self._lock:
-            self._holds[node] = (rid, estimate)
+            self._holds[node] = (rid, estimate, here)
         return None
 
     # -- settlement --------------------------------------------------------------------------
@@ -186,7 +248,9 @@ class BudgetedCore:
             hold = self._holds.pop(node, None)
         if hold is None:
             return
-        rid, estimate = hold
+        rid, estimate, here = hold
+        if here:
+            self._budget.release_here(estimate)
         backend = self._budget.backend
         try:
             if rid is None:

@@ -16,6 +16,7 @@ __all__ = [
     "check_backend",
     "check_reservation_id",
     "check_ttl",
+    "reserves",
 ]
 
 # A killed process never settles: its hold is released by the backend after this long.
@@ -23,6 +24,11 @@ DEFAULT_RESERVATION_TTL_S: Final = 60.0
 # Float totals against a ceiling: 9.999999999999998 must not slip under 10.0, nor an exact sum be refused.
 EPSILON: Final = 1e-9
 _METHODS: Final = ("add", "get", "reset", "close", "reserve", "commit", "rollback", "get_reserved")
+# What a backend must have at least (the reference accepts such backends too), and the reservation methods
+# that come together or not at all (without them holds are kept in this process: docs/containment.md,
+# "Shared budgets").
+_REQUIRED: Final = ("add", "get")
+_RESERVATION: Final = ("reserve", "commit", "rollback")
 
 
 class BudgetBackendUnavailable(ConnectionError):
@@ -51,12 +57,27 @@ class SettlingBudgetBackend(BudgetBackend, Protocol):
 
 
 def check_backend(value: object) -> None:
-    missing = [name for name in _METHODS if not callable(getattr(value, name, None))]
+    """``TypeError`` unless ``value`` has a callable ``add`` and ``get``, and either all of ``reserve``,
+    ``commit``, ``rollback`` or none of them."""
+    name = type(value).__name__
+    missing = [m for m in _REQUIRED if not callable(getattr(value, m, None))]
     if missing:
         raise TypeError(
-            f"budget_backend must implement the budget backend protocol ({', '.join(_METHODS)}); "
-            f"{type(value).__name__} lacks {', '.join(missing)}"
+            "budget_backend must provide at least add() and get() "
+            f"(the full protocol: {', '.join(_METHODS)}); {name} lacks {', '.join(missing)}"
         )
+    present = [m for m in _RESERVATION if callable(getattr(value, m, None))]
+    if present and len(present) != len(_RESERVATION):
+        lacking = [m for m in _RESERVATION if m not in present]
+        raise TypeError(
+            f"budget_backend has {', '.join(present)} but lacks {', '.join(lacking)}: reserve, commit and "
+            "rollback come together (or none, and holds are kept in this process)"
+        )
+
+
+def reserves(value: object) -> bool:
+    """Whether a checked backend holds reservations itself."""
+    return callable(getattr(value, "reserve", None))
 
 
 def check_amount(value: object, name: str) -> float:

@@ -72,7 +72,8 @@ fn not_open(node: NodeId) -> ContainmentError {
 
 impl Contained {
     /// `max_nodes` caps the chain's graph (0 = unbounded); pruning is the graph's.
-    /// `root_metadata` is the chain's context (who and what it belongs to), kept on its root.
+    /// `root_metadata` is kept on the chain's root: its context (who and what it belongs to) and
+    /// who runs it (its agent identity, docs/containment.md "Agent identity and policy views").
     pub fn new(
         limits: Limits,
         chain_id: &str,

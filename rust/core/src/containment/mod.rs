@@ -5,6 +5,7 @@
 mod chain;
 mod contained;
 mod error;
+pub mod kinds;
 mod nesting;
 mod record;
 

@@ -550,6 +550,51 @@ fn the_root_keeps_the_chain_context_and_calls_take_annotations() {
 }
 
 #[test]
+fn memory_calls_are_steps_with_their_own_kind() {
+    let c = contained(1.0, 2, 1);
+    for kind in [Kind::MemoryRead, Kind::MemoryWrite] {
+        let node = c
+            .begin(None, kind, "recall", None, 0.0, true, false)
+            .expect("graph accepts the node")
+            .expect("admitted");
+        c.succeed(node, true, 0.0, None).expect("closes");
+    }
+    let refused = c
+        .begin(None, Kind::MemoryRead, "recall", None, 0.0, true, false)
+        .expect("graph accepts the node");
+    assert_eq!(refused.map_err(|r| r.stop), Err(Stop::Steps));
+    let kinds: Vec<Kind> = c.records(0, 3).iter().map(|r| r.kind).collect();
+    assert_eq!(
+        kinds,
+        [Kind::MemoryRead, Kind::MemoryWrite, Kind::MemoryRead]
+    );
+    assert_eq!(c.counters().steps, 2);
+    let aggregates = c.aggregates();
+    assert_eq!(
+        (aggregates.total_llm_calls, aggregates.total_tool_calls),
+        (0, 0)
+    );
+}
+
+#[test]
+fn the_root_keeps_its_metadata() {
+    let limits = Limits {
+        max_cost_usd: 1.0,
+        max_steps: 1,
+        max_retries_total: 1,
+        timeout_ms: 0,
+    };
+    let meta = vec![(
+        "agent_id".into(),
+        crate::value::Value::Str("planner".into()),
+    )];
+    let c = Contained::new(limits, "chain", 0, Some(crate::value::Value::Object(meta)))
+        .expect("valid chain");
+    let json = String::from_utf8(c.graph().snapshot_json()).expect("utf-8");
+    assert!(json.contains(r#""agent_id": "planner""#), "{json}");
+}
+
+#[test]
 fn flag_sets_metadata_on_open_and_settled_calls() {
     let c = contained(1.0, 10, 1);
     let open = begin(&c, 0.0).expect("admitted");
