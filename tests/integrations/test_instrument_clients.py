@@ -4,6 +4,7 @@ make contained ``llm`` calls whose actual cost is priced from the reply's usage 
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -35,12 +36,28 @@ def context(max_cost_usd: float = 10.0, max_steps: int = 50, retries: int = 3) -
     )
 
 
+# Clients a test made, closed after it: a client left to the collector leaves its sockets open (a
+# ResourceWarning that Python reports against whichever later test collects it).
+_OPENED: list[openai.OpenAI | anthropic.Anthropic] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    while _OPENED:
+        _OPENED.pop().close()
+
+
 def openai_client(fake: FakeProvider) -> openai.OpenAI:
-    return openai.OpenAI(base_url=fake.openai_base_url, api_key="k", max_retries=0, timeout=10.0)
+    client = openai.OpenAI(base_url=fake.openai_base_url, api_key="k", max_retries=0, timeout=10.0)
+    _OPENED.append(client)
+    return client
 
 
 def anthropic_client(fake: FakeProvider) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=fake.anthropic_base_url, api_key="k", max_retries=0, timeout=10.0)
+    client = anthropic.Anthropic(base_url=fake.anthropic_base_url, api_key="k", max_retries=0, timeout=10.0)
+    _OPENED.append(client)
+    return client
 
 
 def llm_nodes(ctx: ExecutionContext) -> list[dict[str, Any]]:
