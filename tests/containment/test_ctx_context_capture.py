@@ -31,7 +31,7 @@ def test_tags_are_a_list_or_a_dict_and_are_frozen() -> None:
     assert meta.tags == ("beta", "eu")
     assert _meta(tags=("a",)).tags == ("a",)
     assert dict(_meta(tags={"env": "prod"}).tags) == {"env": "prod"}
-    assert _meta().tags == {}  # empty, a mapping as in veronica-core
+    assert _meta().tags == ()
     assert meta.attributes is not None and meta.attributes["seats"] == [1, 2]
     with pytest.raises(TypeError):
         meta.attributes["plan"] = "free"  # type: ignore[index]

@@ -77,8 +77,7 @@ class ChainMetadata:
     service: str = ""
     user_id: str | None = None
     model: str | None = None
-    # Empty by default as in veronica-core (a mapping), or labels: a list or tuple of str.
-    tags: Tags = field(default_factory=dict)
+    tags: Tags = ()
     session_id: str | None = field(default=None, kw_only=True)
     attributes: Mapping[str, Any] | None = field(default=None, kw_only=True)
     # Who originated the chain's actions (veronica-core's ``AuthorityClaim`` or any object): carried,
