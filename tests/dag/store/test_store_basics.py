@@ -211,6 +211,26 @@ def test_a_lost_connection_is_replaced_and_the_change_lands_once() -> None:
         assert [e["event_type"] for e in g.events()].count("node_state_changed") == 1
 
 
+def test_reads_on_connections_the_server_dropped_are_run_again() -> None:
+    """Every pooled connection killed while idle: each read (load, the graph list, the workers' index, a
+    refresh) fails on its first round trip and is run again on a fresh connection, within the retry budget."""
+    url = postgres_url("dag_lost_conn_reads")
+    with Store.open(url, pool_size=2) as store:
+        g = store.create_graph()
+        with g.mutate() as m:
+            m.create_node("task", node_id="a")
+        for read in (
+            lambda: store.load(g.graph_id).node("a")["state"],
+            lambda: g.graph_id in store.graph_ids(),
+            lambda: [w.graph_id for w in store._work(None, 10).graphs] == [g.graph_id],
+            g.refresh,
+        ):
+            store.load(g.graph_id)  # the pool's connections are open and idle
+            store.graph_ids()
+            _kill_idle_connections()
+            assert read() in ("pending", True, 1)
+
+
 def test_without_a_retry_budget_a_lost_connection_raises_then_reconnects() -> None:
     url = postgres_url("dag_lost_conn_no_retry")
     with Store.open(url, retry_timeout_s=0) as store:

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+from chainwarden.dag.store.errors import StoreConnectionError
 
 Row = tuple[int, str, str]
 EventRow = tuple[int, str]
@@ -19,6 +22,9 @@ Delta = tuple[list[Row], list[Row], list[EventRow]]
 #: (seq, record) rows of nodes, edges and events.
 Rows = tuple[list[tuple[int, str]], list[tuple[int, str]], list[tuple[int, str]]]
 NO_ROWS: Rows = ([], [], [])
+T = TypeVar("T")
+_FIRST_BACKOFF_S = 0.05
+_MAX_BACKOFF_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +99,24 @@ class Tx:
         self.notify = notify
 
 
+class Retry:
+    """Backoff between attempts that did not land (a change) or did not answer (a read), within one budget
+    per call."""
+
+    __slots__ = ("_backoff", "_deadline")
+
+    def __init__(self, budget_s: float) -> None:
+        self._deadline = time.monotonic() + budget_s
+        self._backoff = _FIRST_BACKOFF_S
+
+    def wait_or_raise(self) -> None:
+        """Sleeps before the next attempt; re-raises the current exception when the budget is spent."""
+        if time.monotonic() + self._backoff >= self._deadline:
+            raise  # noqa: PLE0704 - called from an except block: the error that ends the retries
+        time.sleep(self._backoff)
+        self._backoff = min(self._backoff * 2, _MAX_BACKOFF_S)
+
+
 class Backend(ABC):
     """A store's database: a change is a transaction on one graph's row; reads see one committed version."""
 
@@ -100,6 +124,17 @@ class Backend(ABC):
         self._target = target
         self.retry_timeout_s = retry_timeout_s
         self._pool_size = pool_size
+
+    def reading(self, read: Callable[[], T]) -> T:
+        """`read()`, run again on a fresh connection while its connection is lost (a pooled connection the
+        server dropped, a restart), within `retry_timeout_s`: a read changes nothing, so running it again
+        is always safe (docs/dag.md "Stores and workers")."""
+        retry = Retry(self.retry_timeout_s)
+        while True:
+            try:
+                return read()
+            except StoreConnectionError:
+                retry.wait_or_raise()
 
     @abstractmethod
     def close(self) -> None: ...

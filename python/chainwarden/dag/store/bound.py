@@ -27,7 +27,7 @@ from chainwarden._core import (
     dag_work,
 )
 from chainwarden.dag.graph import Graph, JSONDict
-from chainwarden.dag.store.backend import Backend, Loaded, Rows, Tx, Work
+from chainwarden.dag.store.backend import Backend, Loaded, Retry, Rows, Tx, Work
 from chainwarden.dag.store.errors import StoreCommitUnknownError, StoreConnectionError
 
 if TYPE_CHECKING:
@@ -37,8 +37,6 @@ T = TypeVar("T")
 
 #: The version of a graph object that must reload everything (a change the database did not commit).
 STALE = -1
-_FIRST_BACKOFF_S = 0.05
-_MAX_BACKOFF_S = 1.0
 
 
 class StoredGraph(Graph):
@@ -79,13 +77,16 @@ class StoredGraph(Graph):
         """Catches up with changes committed elsewhere, read from one snapshot; returns the version now
         seen."""
         with self._lock:
+            backend = self._backend
             if self._version == STALE:
-                loaded = self._backend.load(self.graph_id)
+                loaded = backend.reading(lambda: backend.load(self.graph_id))
                 self._rebuild(loaded.version, loaded.rows, leaf_repair=loaded.leaf_repair)
             else:
-                version, rows = self._backend.read_since(self.graph_id, self._version)
+                version, rows = backend.reading(lambda: backend.read_since(self.graph_id, self._version))
                 if version != self._version:
-                    self._apply_rows(version, rows, lambda: self._backend.load(self.graph_id))
+                    self._apply_rows(
+                        version, rows, lambda: backend.reading(lambda: backend.load(self.graph_id))
+                    )
             return self._version
 
     def _now(self) -> float:
@@ -139,7 +140,7 @@ class StoredGraph(Graph):
         with self._lock:
             if self._engine.txn_depth:
                 return op()  # inside this graph's mutate() block: that block commits
-            retry = _Retry(self._backend.retry_timeout_s)
+            retry = Retry(self._backend.retry_timeout_s)
             while True:
                 applied = False
                 try:
@@ -176,7 +177,7 @@ class StoredGraph(Graph):
                 with super().mutate() as handle:
                     yield handle
                 return
-            retry = _Retry(self._backend.retry_timeout_s)
+            retry = Retry(self._backend.retry_timeout_s)
             entered = applied = False
             while True:
                 try:
@@ -330,20 +331,3 @@ class StoredGraph(Graph):
                 worker_id=worker_id,
             )
         )
-
-
-class _Retry:
-    """Backoff between attempts of a change that did not land, within one budget per call."""
-
-    __slots__ = ("_backoff", "_deadline")
-
-    def __init__(self, budget_s: float) -> None:
-        self._deadline = time.monotonic() + budget_s
-        self._backoff = _FIRST_BACKOFF_S
-
-    def wait_or_raise(self) -> None:
-        """Sleeps before the next attempt; re-raises the current exception when the budget is spent."""
-        if time.monotonic() + self._backoff >= self._deadline:
-            raise  # noqa: PLE0704 - called from an except block: the error that ends the retries
-        time.sleep(self._backoff)
-        self._backoff = min(self._backoff * 2, _MAX_BACKOFF_S)

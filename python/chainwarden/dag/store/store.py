@@ -91,14 +91,15 @@ class Store:
         unknown id."""
         if not isinstance(graph_id, str) or not graph_id:
             raise invalid_argument("graph_id must be a non-empty string")
-        return StoredGraph._bind(self, self._backend, graph_id, self._backend.load(graph_id))
+        backend = self._backend
+        return StoredGraph._bind(self, backend, graph_id, backend.reading(lambda: backend.load(graph_id)))
 
     def graph_ids(self) -> list[str]:
-        return self._backend.graph_ids()
+        return self._backend.reading(self._backend.graph_ids)
 
     def _work(self, graph_ids: Sequence[str] | None, limit: int) -> WorkIndex:
         """Graphs with claimable nodes or run-out leases (the workers' index, docs/dag.md "Workers")."""
-        return self._backend.work(graph_ids, limit)
+        return self._backend.reading(lambda: self._backend.work(graph_ids, limit))
 
     def _listen(self) -> Any:
         return self._backend.listen()
