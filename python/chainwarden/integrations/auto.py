@@ -26,13 +26,13 @@ from typing import Any, Final
 from chainwarden._default_recorder import default_recorder
 from chainwarden.containment._capture import Capture
 from chainwarden.containment._current import current_context
-from chainwarden.containment.types import MAX_CONTENT_CHARS, WrapOptions
+from chainwarden.containment.types import MAX_CONTENT_CHARS
 from chainwarden.integrations._anthropic import MESSAGES
 from chainwarden.integrations._calls import Dialect, Setup, acall, call
 from chainwarden.integrations._openai import CHAT, RESPONSES
+from chainwarden.integrations._options import checked_hint, checked_overrides
 from chainwarden.integrations._recorded import Destination, Recording, arecord, record
 from chainwarden.integrations._usage import PriceOverrides
-from chainwarden.pricing import _overrides
 from chainwarden.shield._validate import strict_int
 
 __all__ = ["KNOWN", "ORIGINAL", "instrument_all", "instrumented", "uninstrument_all"]
@@ -114,22 +114,15 @@ def _settings_of(
     max_content_chars: int,
     mask: Callable[[str], str] | None,
 ) -> Recording:
-    estimate = (
-        None
-        if cost_estimate_hint is None
-        else WrapOptions(cost_estimate_hint=cost_estimate_hint).cost_estimate_hint
-    )
-    try:
-        table = _overrides(price_overrides)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"price_overrides: {exc}") from None
+    estimate = checked_hint(cost_estimate_hint)
+    table = checked_overrides(price_overrides)
     if not isinstance(capture_content, bool):
         raise TypeError(f"capture_content must be a bool, got {type(capture_content).__name__}")
     strict_int(max_content_chars, "max_content_chars", maximum=MAX_CONTENT_CHARS)
     if mask is not None and not callable(mask):
         raise TypeError(f"mask must be callable or None, got {type(mask).__name__}")
     capture = Capture(max_content_chars, mask) if capture_content else None
-    return Recording(estimate, table or None, capture)
+    return Recording(estimate, table, capture)
 
 
 def instrument_all(

@@ -15,13 +15,12 @@ from typing import Any, Final, TypeVar
 
 from chainwarden._extras import require
 from chainwarden.containment.context import ExecutionContext
-from chainwarden.containment.types import WrapOptions
 from chainwarden.integrations._anthropic import MESSAGES
 from chainwarden.integrations._calls import Dialect, Setup, acall, call
 from chainwarden.integrations._openai import CHAT, RESPONSES
+from chainwarden.integrations._options import checked_hint, checked_overrides, checked_provider
 from chainwarden.integrations._usage import PriceOverrides
 from chainwarden.integrations.auto import class_original
-from chainwarden.pricing import _overrides
 
 __all__ = ["instrument", "uninstrument"]
 
@@ -96,19 +95,11 @@ def instrument(
     ``TypeError`` / ``ValueError`` naming the argument, with the client unchanged."""
     if not isinstance(ctx, ExecutionContext):
         raise TypeError(f"ctx must be an ExecutionContext, got {type(ctx).__name__}")
-    if provider is not None and (not isinstance(provider, str) or not provider):
-        raise TypeError(f"provider must be a non-empty str or None, got {provider!r}")
-    hint = (
-        None
-        if cost_estimate_hint is None
-        else WrapOptions(cost_estimate_hint=cost_estimate_hint).cost_estimate_hint
-    )
-    try:
-        table = _overrides(price_overrides)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"price_overrides: {exc}") from None
+    checked_provider(provider)
+    hint = checked_hint(cost_estimate_hint)
+    table = checked_overrides(price_overrides)
     is_async, targets = _targets(client)
-    setup = Setup(ctx, provider or _family(client) or "", hint, table or None)
+    setup = Setup(ctx, provider or _family(client) or "", hint, table)
     for resource, dialect in targets:
         current = resource.create
         # The client's own method: never a wrapper of ours (this one's, or instrument()'s class patch), so

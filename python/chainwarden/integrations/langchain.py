@@ -32,6 +32,7 @@ from chainwarden.containment.context import ExecutionContext
 from chainwarden.containment.types import WrapOptions
 from chainwarden.integrations._estimate import Estimate, estimate, output_limit, prompt_tokens
 from chainwarden.integrations._facts import request_facts, response_facts
+from chainwarden.integrations._options import checked_hint, checked_overrides, checked_provider
 from chainwarden.integrations._recorded import GraphCall, Recording
 from chainwarden.integrations._streams import Held, settle_failure
 from chainwarden.integrations._usage import (
@@ -43,7 +44,6 @@ from chainwarden.integrations._usage import (
     count,
     note_usage_missing,
 )
-from chainwarden.pricing import _overrides
 from chainwarden.shield.types import Decision
 
 if TYPE_CHECKING:
@@ -180,20 +180,12 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
     def _setup(
         self, provider: str | None, cost_estimate_hint: float | None, price_overrides: PriceOverrides | None
     ) -> None:
-        if provider is not None and (not isinstance(provider, str) or not provider):
-            raise TypeError(f"provider must be a non-empty str or None, got {provider!r}")
-        self._hint: float | None = (
-            None
-            if cost_estimate_hint is None
-            else WrapOptions(cost_estimate_hint=cost_estimate_hint).cost_estimate_hint
-        )
-        try:
-            table = _overrides(price_overrides)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"price_overrides: {exc}") from None
+        checked_provider(provider)
+        self._hint: float | None = checked_hint(cost_estimate_hint)
+        table = checked_overrides(price_overrides)
         BaseCallbackHandler.__init__(self)
         self._provider = provider
-        self._overrides = table or None
+        self._overrides = table
         self._lock = threading.Lock()
         self._open: dict[UUID, _Open] = {}
 
