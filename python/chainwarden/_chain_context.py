@@ -26,6 +26,7 @@ __all__ = [
     "Tags",
     "checked_attributes",
     "checked_tags",
+    "context_of",
     "otel_attributes",
     "read_labels",
     "root_metadata",
@@ -103,14 +104,24 @@ def root_metadata(meta: ChainMetadata) -> dict[str, Any]:
         value = getattr(meta, name)
         if value:
             out[name] = value
-    if meta.user_id is not None:
-        out["user_id"] = meta.user_id
-    if meta.session_id is not None:
-        out["session_id"] = meta.session_id
-    if meta.tags:
-        out["tags"] = dict(meta.tags) if isinstance(meta.tags, Mapping) else list(meta.tags)
-    if meta.attributes:
-        out["attributes"] = json.loads(json.dumps(dict(meta.attributes)))
+    out.update(context_of(meta.user_id, meta.session_id, meta.tags, meta.attributes))
+    return out
+
+
+def context_of(
+    user_id: str | None, session_id: str | None, tags: Tags, attributes: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """A run's context (``CONTEXT_KEYS``) as plain JSON values, only what was set: what a chain's root
+    node and a run's record keep."""
+    out: dict[str, Any] = {}
+    if user_id is not None:
+        out["user_id"] = user_id
+    if session_id is not None:
+        out["session_id"] = session_id
+    if tags:
+        out["tags"] = dict(tags) if isinstance(tags, Mapping) else list(tags)
+    if attributes:
+        out["attributes"] = json.loads(json.dumps(dict(attributes)))
     return out
 
 

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from chainwarden._chain_context import Tags, checked_attributes, checked_tags
+from chainwarden._chain_context import Tags, checked_attributes, checked_tags, context_of
 from chainwarden.billing.facts import check_run_id
 from chainwarden.runtime.events import AiEvent
 
@@ -39,16 +39,7 @@ class GraphRunRequest:
 
     def context(self) -> dict[str, Any] | None:
         """The run's context as plain JSON values (what its run record keeps), None when it has none."""
-        out: dict[str, Any] = {}
-        if self.user_id is not None:
-            out["user_id"] = self.user_id
-        if self.session_id is not None:
-            out["session_id"] = self.session_id
-        if self.tags:
-            out["tags"] = dict(self.tags) if isinstance(self.tags, Mapping) else list(self.tags)
-        if self.attributes:
-            out["attributes"] = dict(self.attributes)
-        return out or None
+        return context_of(self.user_id, self.session_id, self.tags, self.attributes) or None
 
     def __post_init__(self) -> None:
         _check_str("user_id", self.user_id, optional=True)
