@@ -121,7 +121,7 @@ def context_of(
     if tags:
         out["tags"] = dict(tags) if isinstance(tags, Mapping) else list(tags)
     if attributes:
-        out["attributes"] = json.loads(json.dumps(dict(attributes)))
+        out["attributes"] = dict(attributes)  # already a JSON copy (checked_attributes)
     return out
 
 

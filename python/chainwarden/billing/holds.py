@@ -57,7 +57,7 @@ class CreditHolds:
             raise TypeError(f"ledger must be a Ledger, got {type(ledger).__name__}")
         self.ledger = ledger
         now = ledger._NOW_EPOCH
-        self._postgres = now.startswith("extract")
+        self._postgres = ledger._POSTGRES
         self._expire = _EXPIRE.format(now=now)
         self._held_live = _HELD_LIVE.format(now=now)
         self._insert = _INSERT.format(now=now)

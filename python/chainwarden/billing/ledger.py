@@ -385,6 +385,8 @@ class Ledger(abc.ABC):
 
     #: The database's clock as epoch seconds, in SQL (leases are timed by it: docs/design.md §33).
     _NOW_EPOCH = ""
+    # Whether the database is PostgreSQL (its advisory locks, its JSON functions); SQLite otherwise.
+    _POSTGRES = False
 
     def _listener(self, channel: str) -> Any:
         """A `chainwarden._sql.pg.Listener` on `channel` for a store whose commits notify (PostgreSQL);

@@ -229,6 +229,7 @@ class PostgresLedger(Ledger):
         return cursor
 
     _NOW_EPOCH = "extract(epoch FROM clock_timestamp())::float8"
+    _POSTGRES = True
 
     def _listener(self, channel: str) -> Listener:
         return Listener(self._dsn, channel, what="PostgresLedger")

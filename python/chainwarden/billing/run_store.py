@@ -224,7 +224,7 @@ class RunStore:
             raise TypeError(f"ledger must be a Ledger, got {type(ledger).__name__}")
         self.ledger = ledger
         now = ledger._NOW_EPOCH
-        self._postgres = now.startswith("extract")
+        self._postgres = ledger._POSTGRES
         self._start = _START.format(now=now)
         self._renew_runs = _RENEW_RUNS.format(now=now)
         self._renew_holds = _RENEW_HOLDS.format(now=now)

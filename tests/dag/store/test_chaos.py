@@ -144,12 +144,12 @@ def test_four_workers_survive_kills_restarts_and_skewed_clocks(
         for slot in range(4):
             workers.spawn(slot)
         deadline = time.monotonic() + 200
+        # The first kill waits until each of the four first workers has had work, so the sharing checked
+        # below is the pool's, not how fast a process starts on a loaded machine.
+        first_four = {f"w{i}-slot{i}" for i in range(4)}
         while time.monotonic() < deadline:
             ran_so_far = executions(log)
             done = len(ran_so_far)
-            # The first kill waits until each of the four first workers has had work, so the sharing checked
-            # below is the pool's, not how fast a process starts on a loaded machine.
-            first_four = {f"w{i}-slot{i}" for i in range(4)}
             started = first_four <= {w for _, _, w, _ in ran_so_far}
             while plan and done >= plan[0][0] * total and (started or plan[0][1] != "kill"):
                 _, step = plan.pop(0)
