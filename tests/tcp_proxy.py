@@ -55,36 +55,79 @@ class CommitCutter:
                 client.close()
                 continue
             self._sockets += [client, server]
-            threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
+            pair = _Pair(client, server)
+            threading.Thread(target=self._pump, args=(pair, client, server, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(pair, server, client, False), daemon=True).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket, from_client: bool) -> None:
+    def _pump(self, pair: _Pair, source: socket.socket, sink: socket.socket, from_client: bool) -> None:
         try:
             while True:
                 chunk = source.recv(65536)
                 if not chunk:
                     break
-                mode = self._take(chunk) if from_client else None
+                if not from_client:
+                    if not pair.forward(sink, chunk):
+                        break
+                    continue
+                mode = self._take(chunk)
                 if mode == "before_commit":
                     self.cuts.append(mode)
                     break
+                if mode == "after_commit":
+                    # Muted first: the server's answer must not reach the client even when this thread is
+                    # descheduled between forwarding the COMMIT and cutting (under load it was, and the
+                    # client heard "committed" before the cut).
+                    pair.mute()
+                    self.cuts.append(mode)
                 sink.sendall(chunk)
                 if mode == "after_commit":
-                    self.cuts.append(mode)
                     break
         except OSError:
             pass
         finally:
-            for sock in (source, sink):
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-                with contextlib.suppress(OSError):
-                    sock.close()
+            pair.done()
 
     def close(self) -> None:
         self._closed = True
         with contextlib.suppress(OSError):
             self._listener.close()
         for sock in self._sockets:
+            # shutdown wakes a pump blocked in recv (its pair then closes both sockets); a close from here
+            # could free a descriptor number a pump is about to use.
             with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+class _Pair:
+    """The two sockets of one proxied connection. The first pump to stop shuts both down (which wakes the
+    other); only the last one closes them: a socket closed while the other pump still held its descriptor
+    number let that pump shut down whichever new connection was given the number next."""
+
+    def __init__(self, client: socket.socket, server: socket.socket) -> None:
+        self._sockets = (client, server)
+        self._running = 2
+        self._muted = False
+        self._lock = threading.Lock()
+
+    def mute(self) -> None:
+        """Nothing more from the server reaches the client."""
+        with self._lock:
+            self._muted = True
+
+    def forward(self, client: socket.socket, chunk: bytes) -> bool:
+        with self._lock:
+            if self._muted:
+                return False
+            client.sendall(chunk)
+            return True
+
+    def done(self) -> None:
+        for sock in self._sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        with self._lock:
+            self._running -= 1
+            last = self._running == 0
+        if last:
+            for sock in self._sockets:
                 sock.close()
