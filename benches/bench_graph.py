@@ -65,6 +65,53 @@ def test_per_node_lifecycle(benchmark: Any, impl: str) -> None:
     benchmark.pedantic(lambda g, root: lifecycle_loop(g, root, N_NODES), setup=setup, rounds=5, iterations=1)
 
 
+def record_loop(g: Any, root: str, n: int) -> None:
+    record = g.record_call
+    for _ in range(n):
+        record(root, "llm", "step", cost_usd=0.001, tokens_in=10, tokens_out=20)
+
+
+# The same finished call, recorded four ways (docs/recorder.md "Recording finished calls"): `chainwarden` is
+# `record_call`, the one-call form, and every other row is compared with it.
+FINISHED_CALL_FORMS = [
+    "chainwarden",
+    "veronica begin+running+success",
+    "chainwarden begin+running+success",
+    "rows",
+]
+
+
+@pytest.mark.benchmark(group="graph: one finished call x 100k (record_call vs three calls vs record_calls)")
+@pytest.mark.parametrize("impl", FINISHED_CALL_FORMS)
+def test_finished_call(benchmark: Any, impl: str) -> None:
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        g = (VeronicaGraph if impl.startswith("veronica") else ExecutionGraph)()
+        root = g.create_root("run")
+        if impl == "rows":
+            # What log ingestion holds: one dict per call, built before the batch is recorded.
+            row = {
+                "parent": root,
+                "kind": "llm",
+                "name": "step",
+                "cost_usd": 0.001,
+                "tokens_in": 10,
+                "tokens_out": 20,
+            }
+            return (g, [dict(row) for _ in range(N_NODES)]), {}
+        return (g, root), {}
+
+    def run(g: Any, arg: Any) -> None:
+        if impl == "chainwarden":
+            record_loop(g, arg, N_NODES)
+        elif impl == "rows":
+            g.record_calls(arg)
+        else:
+            lifecycle_loop(g, arg, N_NODES)
+
+    benchmark.extra_info["nodes"] = N_NODES
+    benchmark.pedantic(run, setup=setup, rounds=5, iterations=1)
+
+
 @pytest.mark.benchmark(group="graph: snapshot() at 10k nodes")
 @pytest.mark.parametrize("impl", ["chainwarden", "veronica"])
 def test_snapshot(benchmark: Any, impl: str) -> None:

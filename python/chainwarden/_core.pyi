@@ -42,6 +42,7 @@ __version__: str
 
 _NodeKind = Literal["llm", "tool", "system", "memory_read", "memory_write"]
 _NodeStatus = Literal["created", "running", "success", "fail", "halt"]
+_FinishedStatus = Literal["success", "fail", "halt"]
 
 @final
 class NodeEvent:
@@ -159,6 +160,24 @@ class ExecutionGraph:
         *,
         running: bool = False,
     ) -> str: ...
+    def record_call(
+        self,
+        parent: str,
+        kind: _NodeKind,
+        name: str,
+        *,
+        cost_usd: float,
+        tokens_in: int | None = None,
+        tokens_out: int | None = None,
+        model: str | None = None,
+        status: _FinishedStatus = "success",
+        started_at: int | None = None,
+        ended_at: int | None = None,
+        metadata: dict[str, Any] | None = None,
+        error_class: str | None = None,
+        stop_reason: str | None = None,
+    ) -> str: ...
+    def record_calls(self, rows: Iterable[Mapping[str, Any]]) -> list[str]: ...
     def mark_running(self, node_id: str) -> None: ...
     def mark_success(
         self,

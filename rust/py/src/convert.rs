@@ -91,20 +91,25 @@ pub const MAX_DEPTH: usize = 256;
 pub fn metadata(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Value>> {
     match obj {
         None => Ok(None),
-        Some(o) if o.is_none() => Ok(None),
-        Some(o) => {
-            let dict = o.cast::<PyDict>().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "metadata must be a dict or None, not {}",
-                    type_name(o)
-                ))
-            })?;
-            if dict.is_empty() {
-                return Ok(None);
-            }
-            to_value(dict.as_any(), "metadata", &RECORDER).map(Some)
-        }
+        Some(o) => named_metadata(o, "metadata"),
     }
+}
+
+/// As [`metadata`], for an argument called `what` (a row's `rows[3].metadata`).
+pub fn named_metadata(o: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<Value>> {
+    if o.is_none() {
+        return Ok(None);
+    }
+    let dict = o.cast::<PyDict>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} must be a dict or None, not {}",
+            type_name(o)
+        ))
+    })?;
+    if dict.is_empty() {
+        return Ok(None);
+    }
+    to_value(dict.as_any(), what, &RECORDER).map(Some)
 }
 
 /// Lone surrogates cannot be stored as UTF-8: bad input under `rules`, not an encoding crash.
@@ -202,7 +207,7 @@ fn convert(obj: &Bound<'_, PyAny>, what: &str, rules: &Rules, depth: usize) -> P
     ))
 }
 
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
+pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type()
         .name()
         .map(|n| n.to_string())

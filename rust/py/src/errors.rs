@@ -87,7 +87,29 @@ fn recorder(e: RecorderError) -> PyErr {
         RecorderError::RootExists(_) => PyRuntimeError::new_err(e.to_string()),
         RecorderError::InvalidNumber { .. }
         | RecorderError::InvalidMetadata(_)
-        | RecorderError::InvalidSnapshot(_) => PyValueError::new_err(e.to_string()),
+        | RecorderError::InvalidSnapshot(_)
+        | RecorderError::InvalidArgument { .. } => PyValueError::new_err(e.to_string()),
+        // A batch's row raises what the same call alone would, its message naming the row.
+        RecorderError::Row { index, error } => match *error {
+            RecorderError::ParentNotFound(id) | RecorderError::NodeNotFound(id) => {
+                PyKeyError::new_err(format!(
+                    "rows[{index}].parent: Parent node not found: {}",
+                    py_repr(&id)
+                ))
+            }
+            inner => {
+                let message = RecorderError::Row {
+                    index,
+                    error: Box::new(inner.clone()),
+                }
+                .to_string();
+                let err = recorder(inner);
+                Python::attach(|py| {
+                    let ty = err.get_type(py);
+                    PyErr::from_type(ty, message)
+                })
+            }
+        },
     }
 }
 

@@ -2,6 +2,7 @@
 
 use pyo3::prelude::*;
 
+mod args;
 #[cfg(feature = "bench-floor")]
 mod bench_floor;
 mod containment;

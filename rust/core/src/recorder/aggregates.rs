@@ -61,34 +61,45 @@ fn add(a: &AtomicU64, v: u64) {
     );
 }
 
+/// `cur + cost`, or an error if the total would not be finite (docs/design.md §23).
+pub fn cost_total(cur: f64, cost: f64) -> Result<f64, RecorderError> {
+    let total = cur + cost;
+    if total.is_finite() {
+        Ok(total)
+    } else {
+        Err(RecorderError::InvalidNumber {
+            field: "cost_usd",
+            reason: format!(
+                "would make total_cost_usd non-finite ({cur:e} + {cost:e}); the call is rejected"
+            ),
+        })
+    }
+}
+
+/// `cur + n`, or an error beyond [`MAX_TOKENS_TOTAL`] (docs/design.md §23).
+pub fn tokens_out_total(cur: u64, n: u64) -> Result<u64, RecorderError> {
+    match cur.checked_add(n).filter(|&t| t <= MAX_TOKENS_TOTAL) {
+        Some(t) => Ok(t),
+        None => Err(RecorderError::InvalidNumber {
+            field: "tokens_out",
+            reason: format!(
+                "would make total_tokens_out exceed 2**63-1 ({cur} + {n}); the call is rejected"
+            ),
+        }),
+    }
+}
+
 impl Aggregates {
     /// The cost total after adding `cost`, or an error if it would not be finite.
     pub fn cost_after(&self, cost: f64) -> Result<f64, RecorderError> {
-        let cur = f64::from_bits(self.total_cost_bits.load(Ordering::Relaxed));
-        let total = cur + cost;
-        if total.is_finite() {
-            Ok(total)
-        } else {
-            Err(RecorderError::InvalidNumber {
-                field: "cost_usd",
-                reason: format!(
-                    "would make total_cost_usd non-finite ({cur:e} + {cost:e}); the call is rejected"
-                ),
-            })
-        }
+        cost_total(
+            f64::from_bits(self.total_cost_bits.load(Ordering::Relaxed)),
+            cost,
+        )
     }
     /// The output-token total after adding `n`, or an error beyond [`MAX_TOKENS_TOTAL`].
     pub fn tokens_out_after(&self, n: u64) -> Result<u64, RecorderError> {
-        let cur = self.tokens_out.load(Ordering::Relaxed);
-        match cur.checked_add(n).filter(|&t| t <= MAX_TOKENS_TOTAL) {
-            Some(t) => Ok(t),
-            None => Err(RecorderError::InvalidNumber {
-                field: "tokens_out",
-                reason: format!(
-                    "would make total_tokens_out exceed 2**63-1 ({cur} + {n}); the call is rejected"
-                ),
-            }),
-        }
+        tokens_out_total(self.tokens_out.load(Ordering::Relaxed), n)
     }
     /// Stores a total computed by [`Self::cost_after`].
     pub fn set_cost(&self, total: f64) {

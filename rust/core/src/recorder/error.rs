@@ -22,6 +22,17 @@ pub enum RecorderError {
     InvalidMetadata(String),
     /// A snapshot given to `from_snapshot` that is not one this recorder wrote.
     InvalidSnapshot(String),
+    /// An argument of the right type whose value does not fit the others (a recorded call's
+    /// status, its error class, its end before its start).
+    InvalidArgument {
+        field: &'static str,
+        reason: String,
+    },
+    /// The error of row `index` of a batch (`record_calls`); the batch changed nothing.
+    Row {
+        index: usize,
+        error: Box<RecorderError>,
+    },
 }
 
 impl RecorderError {
@@ -33,17 +44,29 @@ impl RecorderError {
         "recorder.invalid_number",
         "recorder.invalid_metadata",
         "recorder.from_snapshot.invalid_snapshot",
+        "recorder.invalid_argument",
     ];
 
     pub fn code(&self) -> &'static str {
         Self::CODES[match self {
+            // A row's error is the error of that row's field.
+            RecorderError::Row { error, .. } => return error.code(),
             RecorderError::NodeNotFound(_) => 0,
             RecorderError::ParentNotFound(_) => 1,
             RecorderError::RootExists(_) => 2,
             RecorderError::InvalidNumber { .. } => 3,
             RecorderError::InvalidMetadata(_) => 4,
             RecorderError::InvalidSnapshot(_) => 5,
+            RecorderError::InvalidArgument { .. } => 6,
         }]
+    }
+
+    /// This error as the error of row `index` of a batch.
+    pub fn in_row(self, index: usize) -> RecorderError {
+        RecorderError::Row {
+            index,
+            error: Box::new(self),
+        }
     }
 }
 
@@ -59,6 +82,14 @@ impl fmt::Display for RecorderError {
             RecorderError::InvalidNumber { field, reason } => write!(f, "{field} {reason}"),
             RecorderError::InvalidMetadata(why) => write!(f, "metadata {why}"),
             RecorderError::InvalidSnapshot(why) => write!(f, "invalid snapshot: {why}"),
+            RecorderError::InvalidArgument { field, reason } => write!(f, "{field} {reason}"),
+            // Field errors start with the field's name: `rows[3].cost_usd must be ...`.
+            RecorderError::Row { index, error } => match **error {
+                RecorderError::ParentNotFound(_) | RecorderError::NodeNotFound(_) => {
+                    write!(f, "rows[{index}].parent: {error}")
+                }
+                _ => write!(f, "rows[{index}].{error}"),
+            },
         }
     }
 }

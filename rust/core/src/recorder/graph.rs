@@ -61,7 +61,7 @@ impl State {
 
     /// Records a dispatch for divergence detection, keeping the interner's count of the
     /// symbols the detector holds (window slots, reported signatures) exact.
-    fn dispatch(&mut self, kind: Kind, name: Sym) {
+    pub(super) fn dispatch(&mut self, kind: Kind, name: Sym) {
         let refs = self.divergence.observe_dispatch(kind, name);
         // A loop repeating one label swaps a slot for the same symbol: no count changes.
         if refs.left_window != Some(name) {
@@ -127,13 +127,20 @@ impl Spent {
     };
 }
 
-struct Terminal<'a> {
-    status: Status,
-    cost_usd: f64,
-    tokens_in: Option<u64>,
-    tokens_out: Option<u64>,
-    error_class: Option<&'a str>,
-    stop_reason: Option<&'a str>,
+pub(super) struct Terminal<'a> {
+    pub status: Status,
+    pub cost_usd: f64,
+    pub tokens_in: Option<u64>,
+    pub tokens_out: Option<u64>,
+    pub error_class: Option<&'a str>,
+    pub stop_reason: Option<&'a str>,
+}
+
+/// Where a new node goes: under `parent` (0 for the root) at `depth`, started at `start_ms`.
+pub(super) struct Placed {
+    pub parent: NodeId,
+    pub depth: u32,
+    pub start_ms: i64,
 }
 
 impl Graph {
@@ -227,12 +234,15 @@ impl Graph {
         if let Some(root) = st.root {
             return Err(RecorderError::RootExists(id_string(root)));
         }
-        self.make_room(&mut st, None);
+        self.make_room(&mut st, |_| false);
         let name = st.names.intern(name);
         let id = self.insert(
             &mut st,
-            0,
-            0,
+            Placed {
+                parent: 0,
+                depth: 0,
+                start_ms: now_ms(),
+            },
             Kind::System,
             name,
             None,
@@ -263,7 +273,7 @@ impl Graph {
             return Err(RecorderError::ParentNotFound(parent_id.to_owned()));
         };
         // The parent is never the node evicted here, so its depth still holds.
-        self.make_room(&mut st, Some(parent));
+        self.make_room(&mut st, |id| id == parent);
         let depth = parent_depth.saturating_add(1);
         let name = st.names.intern(name);
         let model = model.map(|m| st.names.intern(m));
@@ -272,7 +282,12 @@ impl Graph {
         } else {
             Status::Created
         };
-        let id = self.insert(&mut st, parent, depth, kind, name, model, metadata, status);
+        let at = Placed {
+            parent,
+            depth,
+            start_ms: now_ms(),
+        };
+        let id = self.insert(&mut st, at, kind, name, model, metadata, status);
         self.agg.raise_max_depth(depth);
         let mut started = None;
         if running {
@@ -287,11 +302,10 @@ impl Graph {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn insert(
+    pub(super) fn insert(
         &self,
         st: &mut State,
-        parent: NodeId,
-        depth: u32,
+        at: Placed,
         kind: Kind,
         name: Sym,
         model: Option<Sym>,
@@ -301,8 +315,8 @@ impl Graph {
         st.counter += 1;
         let id = st.counter;
         let metadata = metadata.filter(|m| !matches!(m, Value::Object(d) if d.is_empty()));
-        let mut node = Node::new(id, parent, now_ms(), kind, name, model);
-        node.depth = depth;
+        let mut node = Node::new(id, at.parent, at.start_ms, kind, name, model);
+        node.depth = at.depth;
         node.status = status;
         st.arena.push(node, metadata);
         self.agg.set_live_nodes(st.arena.len());
@@ -310,16 +324,17 @@ impl Graph {
     }
 
     /// With `max_nodes` reached, evicts the oldest terminal node, never the root and never
-    /// the parent about to receive a child. If every node is in flight the graph grows past
-    /// the limit rather than block live work.
-    fn make_room(&self, st: &mut State, keep: Option<NodeId>) {
+    /// a node `keep` names (the parent about to receive a child; in a batch, every parent
+    /// the batch still needs). If every node is in flight the graph grows past the limit
+    /// rather than block live work.
+    pub(super) fn make_room(&self, st: &mut State, keep: impl Fn(NodeId) -> bool) {
         if self.config.max_nodes == 0 || st.arena.len() < self.config.max_nodes {
             return;
         }
-        let mut kept = None;
+        let mut kept = Vec::new();
         while let Some(Reverse(id)) = st.evictable.pop() {
-            if Some(id) == keep {
-                kept = Some(id);
+            if keep(id) {
+                kept.push(id);
                 continue;
             }
             st.evict(id);
@@ -327,9 +342,7 @@ impl Graph {
             self.agg.set_live_nodes(st.arena.len());
             break;
         }
-        if let Some(id) = kept {
-            st.evictable.push(Reverse(id));
-        }
+        st.evictable.extend(kept.into_iter().map(Reverse));
     }
 
     fn node_mut<'a>(arena: &'a mut Arena, node_id: &str) -> Result<&'a mut Node, RecorderError> {
@@ -338,7 +351,7 @@ impl Graph {
             .ok_or_else(|| RecorderError::NodeNotFound(node_id.to_owned()))
     }
 
-    fn started(st: &State, id: NodeId) -> Box<Started> {
+    pub(super) fn started(st: &State, id: NodeId) -> Box<Started> {
         let node = st.arena.get(id).expect("node exists under the lock");
         Box::new(Started {
             id,
@@ -403,7 +416,7 @@ impl Graph {
             error_class: None,
             stop_reason: None,
         };
-        self.finish(node_id, t, want_event)
+        self.finish(node_id, &t, want_event)
     }
 
     pub fn mark_failure(
@@ -434,7 +447,7 @@ impl Graph {
             error_class: Some(error_class),
             stop_reason,
         };
-        self.finish(node_id, t, want_event)
+        self.finish(node_id, &t, want_event)
     }
 
     pub fn mark_halt(
@@ -466,22 +479,22 @@ impl Graph {
             error_class,
             stop_reason: Some(reason),
         };
-        self.finish(node_id, t, want_event)
+        self.finish(node_id, &t, want_event)
     }
 
     fn finish(
         &self,
         node_id: &str,
-        t: Terminal<'_>,
+        t: &Terminal<'_>,
         want_event: bool,
     ) -> Result<Finished, RecorderError> {
         let mut guard = self.lock();
         let st = &mut *guard;
-        let State { arena, names, .. } = st;
-        let node = Self::node_mut(arena, node_id)?;
+        let node = Self::node_mut(&mut st.arena, node_id)?;
         if node.status.is_terminal() {
             return Ok(Finished::default());
         }
+        let id = node.id;
         // Totals that would overflow reject the call before anything changes
         // (docs/design.md §23).
         let totals = if t.status == Status::Success {
@@ -494,10 +507,27 @@ impl Graph {
         } else {
             None
         };
+        Ok(self.settle(st, id, t, totals, now_ms(), want_event))
+    }
+
+    /// The terminal transition of open node `id`, with the totals already checked: the one
+    /// place a node ends, whether marked or recorded finished (docs/recorder.md).
+    pub(super) fn settle(
+        &self,
+        st: &mut State,
+        id: NodeId,
+        t: &Terminal<'_>,
+        totals: Option<(f64, Option<u64>)>,
+        end: i64,
+        want_event: bool,
+    ) -> Finished {
+        let State { arena, names, .. } = st;
+        let node = arena
+            .get_mut(id)
+            .expect("an open node exists under the lock");
         // Interned only once the transition is certain: a rejected or no-op call must not
         // leave a reference behind.
         let error_class = t.error_class.map(|e| names.intern(e));
-        let end = now_ms();
         node.status = t.status;
         node.set_end_ms(end);
         node.set_error_class(error_class);
@@ -505,7 +535,7 @@ impl Graph {
         // success adds to the aggregates (§2).
         node.cost_usd = t.cost_usd;
         node.set_tokens(t.tokens_in, t.tokens_out);
-        let (id, kind, retries) = (node.id, node.kind, node.retries);
+        let (kind, retries) = (node.kind, node.retries);
         // Saturating: a loaded snapshot may carry any start time.
         let duration_ms = end.saturating_sub(node.start_ms).max(1);
         if let Some(reason) = t.stop_reason {
@@ -538,12 +568,12 @@ impl Graph {
             st.evictable.push(Reverse(id));
         }
         let event = want_event.then(|| Box::new(Self::event(st, id)));
-        Ok(Finished {
+        Finished {
             applied: true,
             duration_ms,
             reason: t.stop_reason.map(Into::into),
             event,
-        })
+        }
     }
 
     fn event(st: &State, id: NodeId) -> NodeEvent {

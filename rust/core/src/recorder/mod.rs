@@ -11,12 +11,16 @@ pub mod intern;
 pub mod kind;
 mod load;
 pub mod node;
+pub mod record;
 pub mod snapshot_json;
 
 pub use aggregates::AggregatesView;
 pub use error::RecorderError;
 pub use graph::{Config, Graph, Spent};
 pub use kind::{Kind, Status};
+pub use record::{FinishedCall, Recorded};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_record;

@@ -3,8 +3,6 @@
 //! "Events and export"), before the engine is touched. The name is a type parameter (`Text<name::NodeId>`)
 //! because PyO3 does not pass the argument's name to `FromPyObject`.
 
-use std::marker::PhantomData;
-
 use chainwarden_core::dag::{FinishPayload, NodeSpec, Value};
 use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
@@ -13,25 +11,12 @@ use pyo3::types::{PyBool, PyBytes, PyList, PyString};
 use super::convert::{count, optional_dict, text, text_backed, to_value, utf8};
 use super::errors::invalid;
 
-/// An argument's name, as the caller wrote it.
-pub trait ArgName {
-    const NAME: &'static str;
-}
+use crate::args::typed_arg;
+pub use crate::args::ArgName;
 
 /// Marker types naming the arguments.
 pub mod name {
-    macro_rules! names {
-        ($($ty:ident = $name:literal),* $(,)?) => {
-            $(
-                pub enum $ty {}
-                impl super::ArgName for $ty {
-                    const NAME: &'static str = $name;
-                }
-            )*
-        };
-    }
-
-    names! {
+    crate::args::arg_names! {
         Content = "content", Data = "data", EdgeId = "edge_id", EdgeType = "edge_type", Edges = "edges",
         Events = "events", FromId = "from_id",
         GraphId = "graph_id", IncludeCompressed = "include_compressed", Input = "input", LeafRepair = "leaf_repair",
@@ -41,23 +26,6 @@ pub mod name {
         Outcome = "outcome", Output = "output", State = "state", SummaryContent = "summary_content",
         ToId = "to_id",
     }
-}
-
-/// Implements `FromPyObject` for a `Wrapper<A>` from a function of the object and the argument's name.
-macro_rules! typed_arg {
-    ($(#[$doc:meta])* $ty:ident($inner:ty) $(, const $c:ident: $ct:ty)? => $conv:expr) => {
-        $(#[$doc])*
-        pub struct $ty<A: ArgName $(, const $c: $ct)?>(pub $inner, PhantomData<A>);
-
-        impl<'a, 'py, A: ArgName $(, const $c: $ct)?> FromPyObject<'a, 'py> for $ty<A $(, $c)?> {
-            type Error = PyErr;
-
-            fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-                let f: fn(&Bound<'py, PyAny>, &'static str $(, $ct)?) -> PyResult<$inner> = $conv;
-                f(&obj, A::NAME $(, $c)?).map(|v| $ty(v, PhantomData))
-            }
-        }
-    };
 }
 
 typed_arg! {

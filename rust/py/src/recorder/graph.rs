@@ -2,12 +2,14 @@
 //! object creation only; the graph itself is `chainwarden_core::recorder::Graph`.
 
 use chainwarden_core::ids::parse_id;
-use chainwarden_core::recorder::{Config, Graph, Kind};
+use chainwarden_core::recorder::events::{Finished, Started};
+use chainwarden_core::recorder::{Config, FinishedCall, Graph, Kind, Recorded, Status};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use pyo3::{PyTraverseError, PyVisit};
 
+use super::args::{self as record_args, name as arg, Int, KindArg, Number, StatusArg};
 use super::hooks::{check_observer, fire, notify, observer_list, HookList};
 use super::node_event::NodeEvent;
 use super::snapshot::{self, id_str};
@@ -78,22 +80,84 @@ impl ExecutionGraph {
         &self.graph
     }
 
-    /// Observers first, then subscribers, and only if the transition happened.
-    fn after_finish(
+    /// `on_node_start`, when a node entered `running` and an observer listens.
+    fn started(
         &self,
         py: Python<'_>,
-        finished: chainwarden_core::recorder::events::Finished,
-        observer_call: impl FnOnce(&Self, Python<'_>) -> PyResult<()>,
+        node_id: &Bound<'_, PyString>,
+        started: Option<Box<Started>>,
+    ) -> PyResult<()> {
+        let Some(s) = started else {
+            return Ok(());
+        };
+        notify(py, &self.observers, "on_node_start", || {
+            (
+                node_id,
+                s.name.as_str(),
+                metadata_to_py(py, s.metadata.as_ref())?,
+            )
+                .into_pyobject(py)
+        })
+    }
+
+    /// The hooks of a terminal transition, only if it happened: the observers' method for
+    /// `status`, then the subscribers. The one place that says which hooks a node's end fires,
+    /// whether it was marked or recorded finished.
+    fn ended(
+        &self,
+        py: Python<'_>,
+        node_id: &Bound<'_, PyString>,
+        status: Status,
+        cost_usd: f64,
+        error_class: Option<&str>,
+        finished: Finished,
     ) -> PyResult<()> {
         if !finished.applied {
             return Ok(());
         }
-        observer_call(self, py)?;
+        match status {
+            Status::Success => {
+                let duration = finished.duration_ms as f64;
+                notify(py, &self.observers, "on_node_complete", || {
+                    (node_id, cost_usd, duration).into_pyobject(py)
+                })?;
+            }
+            Status::Fail => {
+                let class = error_class.unwrap_or_default();
+                notify(py, &self.observers, "on_node_failed", || {
+                    (node_id, class).into_pyobject(py)
+                })?;
+            }
+            _ => {
+                let reason = finished.reason.as_deref().unwrap_or_default();
+                notify(py, &self.observers, "on_node_failed", || {
+                    (node_id, reason).into_pyobject(py)
+                })?;
+                notify(py, &self.observers, "on_decision", || {
+                    (node_id, "HALT", reason).into_pyobject(py)
+                })?;
+            }
+        }
         if let Some(event) = finished.event {
             let event = Bound::new(py, NodeEvent::from_core(*event, self.graph.chain_id()))?;
             fire(py, &self.subscribers, event.as_any())?;
         }
         Ok(())
+    }
+
+    /// A recorded call's id, after the hooks its start and its end fire.
+    fn recorded<'py>(
+        &self,
+        py: Python<'py>,
+        r: Recorded,
+        status: Status,
+        cost_usd: f64,
+        error_class: Option<&str>,
+    ) -> PyResult<Bound<'py, PyString>> {
+        let node_id = id_str(py, r.id);
+        self.started(py, &node_id, r.started)?;
+        self.ended(py, &node_id, status, cost_usd, error_class, r.finished)?;
+        Ok(node_id)
     }
 }
 
@@ -289,33 +353,14 @@ impl ExecutionGraph {
             .graph
             .begin_node(parent_id, kind, name, model, meta, running, want_start)?;
         let node_id = id_str(py, id);
-        if let Some(s) = started {
-            notify(py, &self.observers, "on_node_start", || {
-                (
-                    node_id.clone(),
-                    s.name.as_str(),
-                    metadata_to_py(py, s.metadata.as_ref())?,
-                )
-                    .into_pyobject(py)
-            })?;
-        }
+        self.started(py, &node_id, started)?;
         Ok(node_id)
     }
 
     fn mark_running(&self, py: Python<'_>, node_id: &Bound<'_, PyString>) -> errors::Result<()> {
         let want_start = self.observers.any();
         let started = self.graph.mark_running(node_id.to_str()?, want_start)?;
-        if let Some(s) = started {
-            notify(py, &self.observers, "on_node_start", || {
-                (
-                    node_id,
-                    s.name.as_str(),
-                    metadata_to_py(py, s.metadata.as_ref())?,
-                )
-                    .into_pyobject(py)
-            })?;
-        }
-        Ok(())
+        Ok(self.started(py, node_id, started)?)
     }
 
     #[pyo3(signature = (node_id, cost_usd, tokens_in=None, tokens_out=None))]
@@ -337,12 +382,7 @@ impl ExecutionGraph {
             tokens_out,
             self.subscribers.any(),
         )?;
-        let duration = finished.duration_ms as f64;
-        Ok(self.after_finish(py, finished, |s, py| {
-            notify(py, &s.observers, "on_node_complete", || {
-                (node_id, cost, duration).into_pyobject(py)
-            })
-        })?)
+        Ok(self.ended(py, node_id, Status::Success, cost, None, finished)?)
     }
 
     #[pyo3(signature = (node_id, error_class, stop_reason=None))]
@@ -359,11 +399,8 @@ impl ExecutionGraph {
             stop_reason,
             self.subscribers.any(),
         )?;
-        Ok(self.after_finish(py, finished, |s, py| {
-            notify(py, &s.observers, "on_node_failed", || {
-                (node_id, error_class).into_pyobject(py)
-            })
-        })?)
+        let class = Some(error_class);
+        Ok(self.ended(py, node_id, Status::Fail, 0.0, class, finished)?)
     }
 
     #[pyo3(signature = (node_id, stop_reason=None))]
@@ -376,15 +413,79 @@ impl ExecutionGraph {
         let finished =
             self.graph
                 .mark_halt(node_id.to_str()?, stop_reason, self.subscribers.any())?;
-        let reason = finished.reason.clone().unwrap_or_default();
-        Ok(self.after_finish(py, finished, |s, py| {
-            notify(py, &s.observers, "on_node_failed", || {
-                (node_id, reason.as_str()).into_pyobject(py)
-            })?;
-            notify(py, &s.observers, "on_decision", || {
-                (node_id, "HALT", reason.as_str()).into_pyobject(py)
-            })
-        })?)
+        Ok(self.ended(py, node_id, Status::Halt, 0.0, None, finished)?)
+    }
+
+    /// Records a call that already finished in one step, as `begin_node(running=True)` and
+    /// `mark_success` / `mark_failure` / `mark_halt` would, with the same hooks
+    /// (docs/recorder.md "Recording finished calls").
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(
+        signature = (parent, kind, name, *, cost_usd, tokens_in=None, tokens_out=None, model=None, status=record_args::success(), started_at=None, ended_at=None, metadata=None, error_class=None, stop_reason=None),
+        text_signature = "($self, parent, kind, name, *, cost_usd, tokens_in=None, tokens_out=None, model=None, status='success', started_at=None, ended_at=None, metadata=None, error_class=None, stop_reason=None)"
+    )]
+    fn record_call<'py>(
+        &self,
+        py: Python<'py>,
+        parent: &str,
+        kind: KindArg<arg::Kind>,
+        name: &str,
+        cost_usd: Number<arg::CostUsd>,
+        tokens_in: Option<Int<arg::TokensIn>>,
+        tokens_out: Option<Int<arg::TokensOut>>,
+        model: Option<&str>,
+        status: StatusArg<arg::Status>,
+        started_at: Option<Int<arg::StartedAt>>,
+        ended_at: Option<Int<arg::EndedAt>>,
+        metadata: Option<&Bound<'py, PyAny>>,
+        error_class: Option<&str>,
+        stop_reason: Option<&str>,
+    ) -> errors::Result<Bound<'py, PyString>> {
+        let call = FinishedCall {
+            parent: record_args::parent_id(parent)?,
+            kind: kind.0,
+            name,
+            model,
+            status: status.0,
+            cost_usd: cost_usd.0,
+            tokens_in: tokens_in.map(|t| t.0),
+            tokens_out: tokens_out.map(|t| t.0),
+            started_ms: started_at.map(|t| t.0),
+            ended_ms: ended_at.map(|t| t.0),
+            error_class,
+            stop_reason,
+            metadata: crate::convert::metadata(metadata)?,
+        };
+        let recorded =
+            self.graph
+                .record_call(call, self.observers.any(), self.subscribers.any())?;
+        Ok(self.recorded(py, recorded, status.0, cost_usd.0, error_class)?)
+    }
+
+    /// Records finished calls in bulk (log ingestion): `rows` is an iterable of mappings of
+    /// `record_call`'s arguments, recorded in order in one step. The whole batch is checked
+    /// first: a bad row raises naming its index and field (`rows[3].cost_usd`) and changes
+    /// nothing. Returns the new ids, in row order (docs/recorder.md "Recording finished calls").
+    fn record_calls<'py>(
+        &self,
+        py: Python<'py>,
+        rows: &Bound<'py, PyAny>,
+    ) -> errors::Result<Bound<'py, PyList>> {
+        let mut rows = record_args::rows(rows)?;
+        let calls = rows
+            .iter_mut()
+            .enumerate()
+            .map(|(i, row)| row.call(i))
+            .collect::<errors::Result<Vec<_>>>()?;
+        let recorded =
+            self.graph
+                .record_calls(calls, self.observers.any(), self.subscribers.any())?;
+        let mut ids = Vec::with_capacity(recorded.len());
+        for (row, r) in rows.iter().zip(recorded) {
+            let class = row.error_class.as_deref();
+            ids.push(self.recorded(py, r, row.status, row.cost_usd, class)?);
+        }
+        Ok(PyList::new(py, ids)?)
     }
 
     /// Adds the keys of `metadata` to a node's metadata, at any status (docs/recorder.md

@@ -1,5 +1,6 @@
 //! Bindings for the call-graph recorder.
 
+mod args;
 mod graph;
 mod hooks;
 mod node_event;

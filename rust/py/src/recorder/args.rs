@@ -1,0 +1,267 @@
+//! Typed arguments of `ExecutionGraph.record_call` / `record_calls` (`crate::args`): a wrong type is
+//! a `TypeError` and a bad value a `ValueError` naming the argument — a row's field as
+//! `rows[3].cost_usd` — the built-in types the recorder raises everywhere (docs/recorder.md "Errors").
+
+use chainwarden_core::ids::{parse_id, NodeId};
+use chainwarden_core::recorder::{FinishedCall, Kind, RecorderError, Status};
+use chainwarden_core::value::Value;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyMapping, PyString};
+
+use crate::args::typed_arg;
+use crate::convert::{named_metadata, number, type_name};
+use crate::errors;
+
+pub mod name {
+    crate::args::arg_names! {
+        CostUsd = "cost_usd", EndedAt = "ended_at", Kind = "kind", StartedAt = "started_at",
+        Status = "status", TokensIn = "tokens_in", TokensOut = "tokens_out",
+    }
+}
+
+/// A word of the graph's vocabulary `T`.
+fn word<T>(
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+    parse: fn(&str) -> Result<T, chainwarden_core::vocab::Unknown>,
+    expected: &[&str],
+) -> PyResult<T> {
+    let s = obj.cast::<PyString>().map_err(|_| {
+        PyTypeError::new_err(format!("{what} must be a str, not {}", type_name(obj)))
+    })?;
+    parse(s.to_str()?).map_err(|u| {
+        let expected: Vec<String> = expected.iter().map(|t| format!("'{t}'")).collect();
+        PyValueError::new_err(format!(
+            "{what} must be one of {}; got {:?}",
+            expected.join(", "),
+            u.got
+        ))
+    })
+}
+
+fn kind(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Kind> {
+    word(obj, what, Kind::parse, Kind::TEXTS)
+}
+
+/// A recorded call has finished: `created` and `running` are refused by the core, which says why.
+fn status(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Status> {
+    word(obj, what, Status::parse, Status::TEXTS)
+}
+
+/// An `int` that is not a `bool`, within 64 bits (the core checks its range).
+fn int(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
+    if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be an int or None, not {}",
+            type_name(obj)
+        )));
+    }
+    obj.extract::<i64>()
+        .map_err(|_| PyValueError::new_err(format!("{what} is out of range: {obj}")))
+}
+
+fn text(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<PyBackedStr> {
+    let s = obj.cast::<PyString>().map_err(|_| {
+        PyTypeError::new_err(format!("{what} must be a str, not {}", type_name(obj)))
+    })?;
+    PyBackedStr::try_from(s.clone())
+        .map_err(|_| PyValueError::new_err(format!("{what} is not valid Unicode (lone surrogate)")))
+}
+
+typed_arg! {
+    /// A node kind (`llm`, `tool`, ...).
+    KindArg(Kind) => |o, w| kind(o, w)
+}
+
+typed_arg! {
+    /// A status word; the core accepts only the terminal ones here.
+    StatusArg(Status) => |o, w| status(o, w)
+}
+
+typed_arg! {
+    /// An `int` or `float` (not a `bool`).
+    Number(f64) => |o, w| number(o, w)
+}
+
+typed_arg! {
+    /// An `int` (not a `bool`); `None` is taken by `Option<Int<_>>`.
+    Int(i64) => |o, w| int(o, w)
+}
+
+/// `status`'s default.
+pub fn success() -> StatusArg<name::Status> {
+    StatusArg(Status::Success, std::marker::PhantomData)
+}
+
+/// A parent given as text: an id this graph could not have made is simply not found.
+pub fn parent_id(text: &str) -> Result<NodeId, RecorderError> {
+    parse_id(text).ok_or_else(|| RecorderError::ParentNotFound(text.to_owned()))
+}
+
+/// One row of `record_calls`, converted; its texts are borrowed from the caller's `str`s.
+pub struct Row {
+    parent: PyBackedStr,
+    kind: Kind,
+    name: PyBackedStr,
+    model: Option<PyBackedStr>,
+    pub status: Status,
+    pub cost_usd: f64,
+    tokens_in: Option<i64>,
+    tokens_out: Option<i64>,
+    started_at: Option<i64>,
+    ended_at: Option<i64>,
+    pub error_class: Option<PyBackedStr>,
+    stop_reason: Option<PyBackedStr>,
+    metadata: Option<Value>,
+}
+
+/// A row's fields, in `record_call`'s order (what an unknown field's error lists).
+const FIELDS: [&str; 13] = [
+    "parent",
+    "kind",
+    "name",
+    "cost_usd",
+    "tokens_in",
+    "tokens_out",
+    "model",
+    "status",
+    "started_at",
+    "ended_at",
+    "metadata",
+    "error_class",
+    "stop_reason",
+];
+
+#[derive(Default)]
+struct Fields<'py> {
+    values: [Option<Bound<'py, PyAny>>; FIELDS.len()],
+}
+
+impl<'py> Fields<'py> {
+    fn set(&mut self, at: &str, key: &Bound<'py, PyAny>, value: Bound<'py, PyAny>) -> PyResult<()> {
+        let k = key.cast::<PyString>().map_err(|_| {
+            PyTypeError::new_err(format!("{at} keys must be str, not {}", type_name(key)))
+        })?;
+        let k = k.to_str()?;
+        match FIELDS.iter().position(|f| *f == k) {
+            Some(i) => {
+                self.values[i] = Some(value);
+                Ok(())
+            }
+            None => Err(PyTypeError::new_err(format!(
+                "{at} has an unknown field {}; the fields are record_call's arguments: {}",
+                key.repr()?,
+                FIELDS.join(", ")
+            ))),
+        }
+    }
+
+    /// A required field, or an optional one (absent or `None`), converted by `f`.
+    fn get<T>(
+        &self,
+        at: &str,
+        i: usize,
+        required: bool,
+        f: impl Fn(&Bound<'py, PyAny>, &str) -> PyResult<T>,
+    ) -> PyResult<Option<T>> {
+        let what = || format!("{at}.{}", FIELDS[i]);
+        match &self.values[i] {
+            Some(v) if required || !v.is_none() => f(v, &what()).map(Some),
+            Some(_) => Ok(None),
+            None if required => Err(PyTypeError::new_err(format!(
+                "{at} is missing the required field '{}'",
+                FIELDS[i]
+            ))),
+            None => Ok(None),
+        }
+    }
+}
+
+/// The value of a field `Fields::get` was asked for as required (it raised otherwise).
+fn required<T>(v: Option<T>) -> T {
+    v.expect("a required field is present or an error was raised")
+}
+
+impl Row {
+    /// Converts `rows[index]`, a mapping of `record_call`'s arguments.
+    fn from_py(obj: &Bound<'_, PyAny>, index: usize) -> PyResult<Row> {
+        let at = format!("rows[{index}]");
+        let mut fields = Fields::default();
+        if let Ok(d) = obj.cast::<PyDict>() {
+            for (k, v) in d.iter() {
+                fields.set(&at, &k, v)?;
+            }
+        } else if let Ok(m) = obj.cast::<PyMapping>() {
+            for item in m.items()?.iter() {
+                let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
+                fields.set(&at, &k, v)?;
+            }
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "{at} must be a mapping of record_call's arguments (a dict), not {}",
+                type_name(obj)
+            )));
+        }
+        Ok(Row {
+            parent: required(fields.get(&at, 0, true, text)?),
+            kind: required(fields.get(&at, 1, true, kind)?),
+            name: required(fields.get(&at, 2, true, text)?),
+            cost_usd: required(fields.get(&at, 3, true, number)?),
+            tokens_in: fields.get(&at, 4, false, int)?,
+            tokens_out: fields.get(&at, 5, false, int)?,
+            model: fields.get(&at, 6, false, text)?,
+            // Absent means `success`, as `record_call`'s default; `None` is refused there too.
+            status: match fields.values[7] {
+                Some(_) => required(fields.get(&at, 7, true, status)?),
+                None => Status::Success,
+            },
+            started_at: fields.get(&at, 8, false, int)?,
+            ended_at: fields.get(&at, 9, false, int)?,
+            metadata: fields.get(&at, 10, false, named_metadata)?.flatten(),
+            error_class: fields.get(&at, 11, false, text)?,
+            stop_reason: fields.get(&at, 12, false, text)?,
+        })
+    }
+
+    /// The call for the core; the metadata moves out of the row.
+    pub fn call(&mut self, index: usize) -> errors::Result<FinishedCall<'_>> {
+        let parent = parent_id(&self.parent).map_err(|e| e.in_row(index))?;
+        Ok(FinishedCall {
+            parent,
+            kind: self.kind,
+            name: &self.name,
+            model: self.model.as_deref(),
+            status: self.status,
+            cost_usd: self.cost_usd,
+            tokens_in: self.tokens_in,
+            tokens_out: self.tokens_out,
+            started_ms: self.started_at,
+            ended_ms: self.ended_at,
+            error_class: self.error_class.as_deref(),
+            stop_reason: self.stop_reason.as_deref(),
+            metadata: self.metadata.take(),
+        })
+    }
+}
+
+/// `record_calls`'s `rows`: any iterable of mappings but a `str`, `bytes` or a single mapping.
+pub fn rows(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Row>> {
+    let not_rows = || {
+        PyTypeError::new_err(format!(
+            "rows must be an iterable of mappings (dicts of record_call's arguments), not {}",
+            type_name(obj)
+        ))
+    };
+    if obj.is_instance_of::<PyString>()
+        || obj.is_instance_of::<PyBytes>()
+        || obj.is_instance_of::<PyDict>()
+    {
+        return Err(not_rows());
+    }
+    let iter = obj.try_iter().map_err(|_| not_rows())?;
+    iter.enumerate()
+        .map(|(i, row)| Row::from_py(&row?, i))
+        .collect()
+}
