@@ -192,16 +192,15 @@ impl Graph {
         want_event: bool,
     ) -> Result<Vec<Recorded>, RecorderError> {
         let now = now_ms();
-        let checked = calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| c.check(now).map_err(|e| e.in_row(i)))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut planned = Vec::with_capacity(calls.len());
+        for (i, c) in calls.iter().enumerate() {
+            planned.push(c.check(now).map_err(|e| e.in_row(i))?);
+        }
         let mut st = self.lock();
         let view = self.agg().view();
         let (mut cost, mut tokens) = (view.total_cost_usd, view.total_tokens_out);
-        let mut planned = Vec::with_capacity(calls.len());
-        for (i, (call, c)) in calls.iter().zip(&checked).enumerate() {
+        let mut placed = Vec::with_capacity(calls.len());
+        for (i, (call, c)) in calls.iter().zip(&planned).enumerate() {
             let depth = parent_depth(&st, call.parent).map_err(|e| e.in_row(i))?;
             let totals = if c.terminal.status == Status::Success {
                 cost = cost_total(cost, c.terminal.cost_usd).map_err(|e| e.in_row(i))?;
@@ -216,7 +215,7 @@ impl Graph {
             } else {
                 None
             };
-            planned.push((depth, totals));
+            placed.push((depth, totals));
         }
         let parents: FxHashSet<NodeId> = if self.config().max_nodes > 0 {
             calls.iter().map(|c| c.parent).collect()
@@ -225,8 +224,8 @@ impl Graph {
         };
         let recorded = calls
             .into_iter()
-            .zip(&checked)
-            .zip(planned)
+            .zip(&planned)
+            .zip(placed)
             .map(|((call, c), (depth, totals))| {
                 let keep = |id: NodeId| parents.contains(&id);
                 self.apply(

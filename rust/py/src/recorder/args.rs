@@ -140,9 +140,17 @@ struct Fields<'py> {
 }
 
 impl<'py> Fields<'py> {
-    fn set(&mut self, at: &str, key: &Bound<'py, PyAny>, value: Bound<'py, PyAny>) -> PyResult<()> {
+    fn set(
+        &mut self,
+        at: usize,
+        key: &Bound<'py, PyAny>,
+        value: Bound<'py, PyAny>,
+    ) -> PyResult<()> {
         let k = key.cast::<PyString>().map_err(|_| {
-            PyTypeError::new_err(format!("{at} keys must be str, not {}", type_name(key)))
+            PyTypeError::new_err(format!(
+                "rows[{at}] keys must be str, not {}",
+                type_name(key)
+            ))
         })?;
         let k = k.to_str()?;
         match FIELDS.iter().position(|f| *f == k) {
@@ -151,7 +159,7 @@ impl<'py> Fields<'py> {
                 Ok(())
             }
             None => Err(PyTypeError::new_err(format!(
-                "{at} has an unknown field {}; the fields are record_call's arguments: {}",
+                "rows[{at}] has an unknown field {}; the fields are record_call's arguments: {}",
                 key.repr()?,
                 FIELDS.join(", ")
             ))),
@@ -159,24 +167,37 @@ impl<'py> Fields<'py> {
     }
 
     /// A required field, or an optional one (absent or `None`), converted by `f`.
+    /// The message names the field `rows[at].field`, written only on error: a batch converts
+    /// thousands of fields that are fine.
     fn get<T>(
         &self,
-        at: &str,
+        at: usize,
         i: usize,
         required: bool,
         f: impl Fn(&Bound<'py, PyAny>, &str) -> PyResult<T>,
     ) -> PyResult<Option<T>> {
-        let what = || format!("{at}.{}", FIELDS[i]);
         match &self.values[i] {
-            Some(v) if required || !v.is_none() => f(v, &what()).map(Some),
+            Some(v) if required || !v.is_none() => {
+                f(v, FIELDS[i]).map(Some).map_err(|e| in_row(v.py(), e, at))
+            }
             Some(_) => Ok(None),
             None if required => Err(PyTypeError::new_err(format!(
-                "{at} is missing the required field '{}'",
+                "rows[{at}] is missing the required field '{}'",
                 FIELDS[i]
             ))),
             None => Ok(None),
         }
     }
+}
+
+/// `err` (raised for a field) with its message naming the row: `rows[3].cost_usd must be ...`.
+fn in_row(py: Python<'_>, err: PyErr, index: usize) -> PyErr {
+    let message = err
+        .value(py)
+        .str()
+        .map(|m| m.to_string())
+        .unwrap_or_default();
+    PyErr::from_type(err.get_type(py), format!("rows[{index}].{message}"))
 }
 
 /// The value of a field `Fields::get` was asked for as required (it raised otherwise).
@@ -187,41 +208,41 @@ fn required<T>(v: Option<T>) -> T {
 impl Row {
     /// Converts `rows[index]`, a mapping of `record_call`'s arguments.
     fn from_py(obj: &Bound<'_, PyAny>, index: usize) -> PyResult<Row> {
-        let at = format!("rows[{index}]");
+        let at = index;
         let mut fields = Fields::default();
         if let Ok(d) = obj.cast::<PyDict>() {
             for (k, v) in d.iter() {
-                fields.set(&at, &k, v)?;
+                fields.set(at, &k, v)?;
             }
         } else if let Ok(m) = obj.cast::<PyMapping>() {
             for item in m.items()?.iter() {
                 let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
-                fields.set(&at, &k, v)?;
+                fields.set(at, &k, v)?;
             }
         } else {
             return Err(PyTypeError::new_err(format!(
-                "{at} must be a mapping of record_call's arguments (a dict), not {}",
+                "rows[{at}] must be a mapping of record_call's arguments (a dict), not {}",
                 type_name(obj)
             )));
         }
         Ok(Row {
-            parent: required(fields.get(&at, 0, true, text)?),
-            kind: required(fields.get(&at, 1, true, kind)?),
-            name: required(fields.get(&at, 2, true, text)?),
-            cost_usd: required(fields.get(&at, 3, true, number)?),
-            tokens_in: fields.get(&at, 4, false, int)?,
-            tokens_out: fields.get(&at, 5, false, int)?,
-            model: fields.get(&at, 6, false, text)?,
+            parent: required(fields.get(at, 0, true, text)?),
+            kind: required(fields.get(at, 1, true, kind)?),
+            name: required(fields.get(at, 2, true, text)?),
+            cost_usd: required(fields.get(at, 3, true, number)?),
+            tokens_in: fields.get(at, 4, false, int)?,
+            tokens_out: fields.get(at, 5, false, int)?,
+            model: fields.get(at, 6, false, text)?,
             // Absent means `success`, as `record_call`'s default; `None` is refused there too.
             status: match fields.values[7] {
-                Some(_) => required(fields.get(&at, 7, true, status)?),
+                Some(_) => required(fields.get(at, 7, true, status)?),
                 None => Status::Success,
             },
-            started_at: fields.get(&at, 8, false, int)?,
-            ended_at: fields.get(&at, 9, false, int)?,
-            metadata: fields.get(&at, 10, false, named_metadata)?.flatten(),
-            error_class: fields.get(&at, 11, false, text)?,
-            stop_reason: fields.get(&at, 12, false, text)?,
+            started_at: fields.get(at, 8, false, int)?,
+            ended_at: fields.get(at, 9, false, int)?,
+            metadata: fields.get(at, 10, false, named_metadata)?.flatten(),
+            error_class: fields.get(at, 11, false, text)?,
+            stop_reason: fields.get(at, 12, false, text)?,
         })
     }
 
@@ -261,7 +282,9 @@ pub fn rows(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Row>> {
         return Err(not_rows());
     }
     let iter = obj.try_iter().map_err(|_| not_rows())?;
-    iter.enumerate()
-        .map(|(i, row)| Row::from_py(&row?, i))
-        .collect()
+    let mut out = Vec::with_capacity(obj.len().unwrap_or(0));
+    for (i, row) in iter.enumerate() {
+        out.push(Row::from_py(&row?, i)?);
+    }
+    Ok(out)
 }
