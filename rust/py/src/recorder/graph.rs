@@ -472,11 +472,10 @@ impl ExecutionGraph {
         rows: &Bound<'py, PyAny>,
     ) -> errors::Result<Bound<'py, PyList>> {
         let mut rows = record_args::rows(rows)?;
-        let calls = rows
-            .iter_mut()
-            .enumerate()
-            .map(|(i, row)| row.call(i))
-            .collect::<errors::Result<Vec<_>>>()?;
+        let mut calls = Vec::with_capacity(rows.len());
+        for (i, row) in rows.iter_mut().enumerate() {
+            calls.push(row.call(i)?);
+        }
         let recorded =
             self.graph
                 .record_calls(calls, self.observers.any(), self.subscribers.any())?;
