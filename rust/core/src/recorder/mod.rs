@@ -18,7 +18,7 @@ pub use aggregates::AggregatesView;
 pub use error::RecorderError;
 pub use graph::{Config, Graph, Spent};
 pub use kind::{Kind, Status};
-pub use record::{FinishedCall, Recorded};
+pub use record::{Batch, FinishedCall, Recorded};
 
 #[cfg(test)]
 mod tests;

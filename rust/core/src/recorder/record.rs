@@ -145,104 +145,109 @@ fn parent_depth(st: &State, parent: NodeId) -> Result<u32, RecorderError> {
         .ok_or_else(|| RecorderError::ParentNotFound(id_string(parent)))
 }
 
+/// What `record_calls` recorded: the rows got the consecutive ids `first..first + len`, and
+/// `hooked` holds each row's hook data, in row order, when the caller asked for it.
+#[derive(Debug)]
+pub struct Batch {
+    pub first: NodeId,
+    pub len: usize,
+    pub hooked: Vec<Recorded>,
+}
+
 impl Graph {
+    /// The totals after a call ends with `t`, or the error that refuses it (docs/design.md §23).
+    fn totals_after(&self, t: &Terminal<'_>) -> Result<Option<(f64, Option<u64>)>, RecorderError> {
+        if t.status != Status::Success {
+            return Ok(None);
+        }
+        let cost = self.agg().cost_after(t.cost_usd)?;
+        let tokens = t
+            .tokens_out
+            .map(|n| self.agg().tokens_out_after(n))
+            .transpose()?;
+        Ok(Some((cost, tokens)))
+    }
+
     /// Records one finished call in one step; the graph is unchanged on error.
     pub fn record_call(
         &self,
-        call: FinishedCall<'_>,
+        mut call: FinishedCall<'_>,
         want_start: bool,
         want_event: bool,
     ) -> Result<Recorded, RecorderError> {
         let checked = call.check(now_ms())?;
         let mut st = self.lock();
         let depth = parent_depth(&st, call.parent)?;
-        // Totals that would overflow reject the call before anything changes (docs/design.md §23).
-        let totals = if checked.terminal.status == Status::Success {
-            let cost = self.agg().cost_after(checked.terminal.cost_usd)?;
-            let tokens = checked
-                .terminal
-                .tokens_out
-                .map(|n| self.agg().tokens_out_after(n))
-                .transpose()?;
-            Some((cost, tokens))
-        } else {
-            None
-        };
+        let totals = self.totals_after(&checked.terminal)?;
         let parent = call.parent;
+        let keep = |id: NodeId| id == parent;
         Ok(self.apply(
-            &mut st,
-            call,
-            depth,
-            &checked,
-            totals,
-            |id| id == parent,
-            want_start,
-            want_event,
+            &mut st, &mut call, depth, &checked, totals, keep, want_start, want_event,
         ))
     }
 
     /// Records a batch of finished calls under one lock, in order. Every row is checked (its
     /// fields, its parent, the totals it brings) before the first is recorded: a bad row is an
     /// error naming its index and changes nothing. Parents must exist before the batch; none
-    /// of them is evicted by `max_nodes` while the batch is recorded.
+    /// of them is evicted by `max_nodes` while the batch is recorded. Nothing is kept per row
+    /// between the two passes but the parent's depth: a batch of log lines should cost little
+    /// more memory than its rows.
     pub fn record_calls(
         &self,
-        calls: Vec<FinishedCall<'_>>,
+        calls: &mut [FinishedCall<'_>],
         want_start: bool,
         want_event: bool,
-    ) -> Result<Vec<Recorded>, RecorderError> {
+    ) -> Result<Batch, RecorderError> {
         let now = now_ms();
-        let mut planned = Vec::with_capacity(calls.len());
-        for (i, c) in calls.iter().enumerate() {
-            planned.push(c.check(now).map_err(|e| e.in_row(i))?);
-        }
         let mut st = self.lock();
         let view = self.agg().view();
         let (mut cost, mut tokens) = (view.total_cost_usd, view.total_tokens_out);
-        let mut placed = Vec::with_capacity(calls.len());
-        for (i, (call, c)) in calls.iter().zip(&planned).enumerate() {
-            let depth = parent_depth(&st, call.parent).map_err(|e| e.in_row(i))?;
-            let totals = if c.terminal.status == Status::Success {
+        let mut depths = Vec::with_capacity(calls.len());
+        for (i, call) in calls.iter().enumerate() {
+            let c = call.check(now).map_err(|e| e.in_row(i))?;
+            depths.push(parent_depth(&st, call.parent).map_err(|e| e.in_row(i))?);
+            if c.terminal.status == Status::Success {
                 cost = cost_total(cost, c.terminal.cost_usd).map_err(|e| e.in_row(i))?;
-                let out = match c.terminal.tokens_out {
-                    Some(n) => {
-                        tokens = tokens_out_total(tokens, n).map_err(|e| e.in_row(i))?;
-                        Some(tokens)
-                    }
-                    None => None,
-                };
-                Some((cost, out))
-            } else {
-                None
-            };
-            placed.push((depth, totals));
+                if let Some(n) = c.terminal.tokens_out {
+                    tokens = tokens_out_total(tokens, n).map_err(|e| e.in_row(i))?;
+                }
+            }
         }
         let parents: FxHashSet<NodeId> = if self.config().max_nodes > 0 {
             calls.iter().map(|c| c.parent).collect()
         } else {
             FxHashSet::default()
         };
-        let recorded = calls
-            .into_iter()
-            .zip(&planned)
-            .zip(placed)
-            .map(|((call, c), (depth, totals))| {
-                let keep = |id: NodeId| parents.contains(&id);
-                self.apply(
-                    &mut st, call, depth, c, totals, keep, want_start, want_event,
-                )
-            })
-            .collect();
-        Ok(recorded)
+        let keep = |id: NodeId| parents.contains(&id);
+        let hooks = want_start || want_event;
+        let mut hooked = Vec::with_capacity(if hooks { calls.len() } else { 0 });
+        let first = st.counter + 1;
+        for (i, (call, depth)) in calls.iter_mut().zip(depths).enumerate() {
+            // The same checks as above on an unchanged graph (the totals advance exactly as
+            // they were summed there): they pass.
+            let c = call.check(now).map_err(|e| e.in_row(i))?;
+            let totals = self.totals_after(&c.terminal).map_err(|e| e.in_row(i))?;
+            let r = self.apply(
+                &mut st, call, depth, &c, totals, keep, want_start, want_event,
+            );
+            if hooks {
+                hooked.push(r);
+            }
+        }
+        Ok(Batch {
+            first,
+            len: calls.len(),
+            hooked,
+        })
     }
 
     /// Creates, dispatches and ends one checked call: `begin_node(running=True)` and the
-    /// terminal `mark_*`, run back to back under the caller's lock.
+    /// terminal `mark_*`, run back to back under the caller's lock. The metadata moves out.
     #[allow(clippy::too_many_arguments)]
     fn apply(
         &self,
         st: &mut State,
-        call: FinishedCall<'_>,
+        call: &mut FinishedCall<'_>,
         depth: u32,
         checked: &Checked<'_>,
         totals: Option<(f64, Option<u64>)>,
@@ -259,15 +264,8 @@ impl Graph {
             depth,
             start_ms: checked.start,
         };
-        let id = self.insert(
-            st,
-            at,
-            call.kind,
-            name,
-            model,
-            call.metadata,
-            Status::Running,
-        );
+        let metadata = call.metadata.take();
+        let id = self.insert(st, at, call.kind, name, model, metadata, Status::Running);
         self.agg().raise_max_depth(depth);
         st.dispatch(call.kind, name);
         self.agg()

@@ -140,16 +140,18 @@ fn one_step_equals_begin_running_and_mark_for_every_status() {
         let r = b.record_call(call.clone(), false, false).unwrap();
         assert!(r.finished.applied);
     }
-    let ids: Vec<_> = c
-        .record_calls(calls.clone(), false, false)
-        .unwrap()
-        .iter()
-        .map(|r| r.id)
-        .collect();
-    assert_eq!(ids, [2, 3, 4, 5, 6]);
+    let batch = c.record_calls(&mut calls.clone(), false, false).unwrap();
+    assert_eq!((batch.first, batch.len, batch.hooked.len()), (2, 5, 0));
+    let hooked = a.record_calls(&mut calls.clone(), false, true).unwrap();
+    let ids: Vec<_> = hooked.hooked.iter().map(|r| r.id).collect();
+    assert_eq!(ids, [7, 8, 9, 10, 11]);
+    for call in &calls {
+        three_steps(&b, call);
+        three_steps(&c, call);
+    }
     assert_eq!(state(&a), state(&b));
     assert_eq!(state(&a), state(&c));
-    assert!(state(&a).ends_with(r#"[Some("CostRate"), Some("TokenVelocity")]"#));
+    assert!(state(&a).contains(r#"[Some("CostRate"), Some("TokenVelocity")"#));
     let st = b.lock();
     assert_eq!(st.arena.stop_reason(st.arena.get(6).unwrap()), Some("halt"));
 }
@@ -166,7 +168,7 @@ fn recorded_calls_feed_divergence_like_dispatched_ones() {
     for _ in 0..3 {
         three_steps(&a, &c);
     }
-    b.record_calls(vec![c.clone(), c.clone(), c.clone()], false, false)
+    b.record_calls(&mut [c.clone(), c.clone(), c.clone()], false, false)
         .unwrap();
     assert_eq!(b.aggregates().divergence_emitted_count, 1);
     assert_eq!(state(&a), state(&b));
@@ -246,7 +248,7 @@ fn bad_calls_name_the_argument_and_change_nothing() {
         let err = g.record_call(c.clone(), true, true).unwrap_err();
         assert_eq!(err.to_string(), message);
         let err = g
-            .record_calls(vec![call(1, Status::Success), c], true, true)
+            .record_calls(&mut [call(1, Status::Success), c], true, true)
             .unwrap_err();
         assert!(
             matches!(err, RecorderError::Row { index: 1, .. }),
@@ -269,7 +271,7 @@ fn a_batch_whose_totals_would_overflow_changes_nothing() {
     big.cost_usd = 1e308;
     let err = g
         .record_calls(
-            vec![big.clone(), call(1, Status::Success), big.clone()],
+            &mut [big.clone(), call(1, Status::Success), big.clone()],
             false,
             false,
         )
@@ -280,7 +282,7 @@ fn a_batch_whose_totals_would_overflow_changes_nothing() {
     let mut many = call(1, Status::Success);
     many.tokens_out = Some(i64::MAX);
     let err = g
-        .record_calls(vec![many.clone(), many], false, false)
+        .record_calls(&mut [many.clone(), many], false, false)
         .unwrap_err();
     assert!(
         err.to_string().starts_with("rows[1].tokens_out would make"),
@@ -291,7 +293,7 @@ fn a_batch_whose_totals_would_overflow_changes_nothing() {
     let mut failed = big.clone();
     failed.status = Status::Fail;
     failed.error_class = Some("E");
-    g.record_calls(vec![big, failed.clone(), failed], false, false)
+    g.record_calls(&mut [big, failed.clone(), failed], false, false)
         .unwrap();
     assert_eq!(g.aggregates().total_cost_usd, 1e308);
 }
@@ -340,14 +342,15 @@ fn max_nodes_prunes_as_the_three_steps_do_and_keeps_the_batch_parents() {
         g.record_call(call(1, Status::Success), false, false)
             .unwrap();
     }
-    let rows = vec![
+    let mut rows = vec![
         call(2, Status::Success),
         call(3, Status::Success),
         call(3, Status::Success),
     ];
     let ids: Vec<_> = g
-        .record_calls(rows, false, false)
+        .record_calls(&mut rows, true, false)
         .unwrap()
+        .hooked
         .iter()
         .map(|r| r.id)
         .collect();
@@ -363,7 +366,11 @@ fn max_nodes_prunes_as_the_three_steps_do_and_keeps_the_batch_parents() {
 fn an_empty_batch_records_nothing() {
     let g = graph(0);
     g.create_root("run", None).unwrap();
-    assert!(g.record_calls(Vec::new(), true, true).unwrap().is_empty());
+    assert!(g
+        .record_calls(&mut [], true, true)
+        .unwrap()
+        .hooked
+        .is_empty());
     assert_eq!(g.len(), 1);
 }
 

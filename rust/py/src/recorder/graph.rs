@@ -476,11 +476,16 @@ impl ExecutionGraph {
         for (i, row) in rows.iter_mut().enumerate() {
             calls.push(row.call(i)?);
         }
-        let recorded =
+        let batch =
             self.graph
-                .record_calls(calls, self.observers.any(), self.subscribers.any())?;
-        let mut ids = Vec::with_capacity(recorded.len());
-        for (row, r) in rows.iter().zip(recorded) {
+                .record_calls(&mut calls, self.observers.any(), self.subscribers.any())?;
+        drop(calls);
+        if batch.hooked.is_empty() {
+            let ids = (0..batch.len as u64).map(|i| id_str(py, batch.first + i));
+            return Ok(PyList::new(py, ids)?);
+        }
+        let mut ids = Vec::with_capacity(batch.len);
+        for (row, r) in rows.iter().zip(batch.hooked) {
             let class = row.error_class.as_deref();
             ids.push(self.recorded(py, r, row.status, row.cost_usd, class)?);
         }
