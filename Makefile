@@ -59,7 +59,8 @@ bench: venv
 		--benchmark-json=.benchmarks/latest.json
 	$(PY) benches/report.py .benchmarks/latest.json
 
-# One run of the speed goals of issues 10 and 11, with a met / not met table (benches/goals.py).
+# One run of the speed goals (benches/README.md "Goals at a glance"), with a met / not met table
+# (benches/goals.py).
 bench-goals: venv
 	$(VENV)/bin/maturin develop --release --quiet --extras cli --features bench-floor
 	scripts/bench-goals.sh

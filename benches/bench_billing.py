@@ -177,7 +177,7 @@ def test_write_ahead_alone(benchmark: Any, tmp_path: Path, batch: int) -> None:
     benchmark.extra_info["facts_per_second"] = round(FACTS_PER_ROUND / benchmark.stats.stats.mean)
 
 
-# -- the batch API and the per-fact floor (issue 10) -------------------------------------------------------
+# -- the batch API and the per-fact floor (benches/README.md "Batch commits and round trips") ---------------
 
 BATCH_FACTS = 1_000
 

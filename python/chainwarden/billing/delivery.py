@@ -331,8 +331,9 @@ class BillingDelivery:
 
         Entries with the same pricing and request id are committed together, in one ledger transaction
         (after an outage the outbox may hold thousands: one transaction each would drain ten times slower,
-        benches/README.md "Batch commits"); a group the ledger refuses for another reason than availability
-        is retried one entry at a time, so one fact it refuses does not hold back the others."""
+        benches/README.md "Batch commits and round trips"); a group the ledger refuses for another reason
+        than availability is retried one entry at a time, so one fact it refuses does not hold back the
+        others."""
         entries = self.outbox.due(self._identity, limit=_BATCH)
         groups: dict[tuple[Pricing, str | None], list[OutboxEntry]] = {}
         for entry in entries:

@@ -290,7 +290,7 @@ def with_usage_unit_id(fact: UsageFact, call_index: int) -> UsageFact:
         fact.attempt,
         fact.model,
         call_index,
-        # Structured fields a logging handler can read (docs/billing.md, "Metrics").
+        # Structured fields a logging handler can read (docs/billing.md, "Money follows what happened").
         extra={
             "chainwarden_metric": "billing.missing_usage_unit_id",
             "chainwarden_run_id": fact.run_id,

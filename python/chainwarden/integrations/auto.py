@@ -1,7 +1,7 @@
 """``chainwarden.instrument()`` / ``uninstrument()``: every installed SDK chainwarden knows, in one line.
 
-(docs/integrations.md, "One line: instrument()".) Instrumenting patches the SDKs' own classes, so every client
-of the process is covered, whenever it was made:
+(docs/integrations.md, "One line: chainwarden.instrument()".) Instrumenting patches the SDKs' own classes,
+so every client of the process is covered, whenever it was made:
 
 - OpenAI: ``chat.completions.create`` and ``responses.create`` (sync and async resource classes);
 - Anthropic: ``messages.create`` (sync and async);

@@ -3,7 +3,7 @@
 - ``instrument(client, ctx, ...)`` makes one OpenAI / Anthropic client's calls contained calls of ``ctx``
   (``integrations.clients``, docs/integrations.md "OpenAI and Anthropic clients");
 - ``instrument()`` instruments every installed SDK chainwarden knows (OpenAI, Anthropic, LangChain) for the
-  whole process (``integrations.auto``, docs/integrations.md "One line: instrument()").
+  whole process (``integrations.auto``, docs/integrations.md "One line: chainwarden.instrument()").
 
 ``uninstrument(client)`` / ``uninstrument()`` undo them.
 """

@@ -441,7 +441,7 @@ def _halted(decision: Decision, held: Held) -> ChainHalted:
 
 class _InstrumentedHandler(ChainwardenCallbackHandler):
     """The handler ``chainwarden.instrument()`` adds to every LangChain run (docs/integrations.md, "One
-    line: instrument()"): a run inside an ``ExecutionContext`` is a contained call of it, any other is
+    line: chainwarden.instrument()"): a run inside an ``ExecutionContext`` is a contained call of it, any other is
     recorded into ``chainwarden.default_recorder()``."""
 
     def __init__(self, settings: Callable[[], Recording | None]) -> None:

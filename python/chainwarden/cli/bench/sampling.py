@@ -1,5 +1,5 @@
 """Interleaved sampling: every round times the bare baseline and each implementation back to back, so a load
-spike on a shared machine hits all of them alike instead of one (docs/bench.md, "How it measures")."""
+spike on a shared machine hits all of them alike instead of one (docs/bench.md, "Reading the table")."""
 
 from __future__ import annotations
 
