@@ -14,7 +14,8 @@
 #   (tests/cli/test_report_browser.py, test_report_scale_browser.py, tests/ui/test_dashboard_browser.py: they
 #   need chromium and Playwright), tests/billing/test_one_ledger_writer.py (scans python/ in the tree),
 #   tests/cli/test_bench_agrees_with_benches.py (runs benches/ with pytest-benchmark), tests/test_architecture.py
-#   (reads ARCHITECTURE.md and the source tree it names) and tests/test_bench_results.py (reads benches/results/).
+#   (reads ARCHITECTURE.md and the source tree it names), tests/test_bench_results.py (reads benches/results/)
+#   and tests/test_source_hygiene.py (reads the comments of the source tree).
 # - musllinux wheels cannot be installed by a glibc CPython; they are listed as not installable here (their
 #   tag is confirmed by scripts/check-dist.py).
 set -euo pipefail
@@ -91,7 +92,7 @@ for whl in "${wheels[@]}"; do
         --ignore=tests/cli/test_report_browser.py --ignore=tests/cli/test_report_scale_browser.py \
         --ignore=tests/ui/test_dashboard_browser.py --ignore=tests/billing/test_one_ledger_writer.py \
         --ignore=tests/cli/test_bench_agrees_with_benches.py --ignore=tests/test_architecture.py \
-        --ignore=tests/test_bench_results.py \
+        --ignore=tests/test_bench_results.py --ignore=tests/test_source_hygiene.py \
         -o addopts="-ra --strict-markers" tests); then
         echo "wheels-check: $name: tests FAILED" >&2
         status=1
