@@ -441,8 +441,8 @@ def _halted(decision: Decision, held: Held) -> ChainHalted:
 
 class _InstrumentedHandler(ChainwardenCallbackHandler):
     """The handler ``chainwarden.instrument()`` adds to every LangChain run (docs/integrations.md, "One
-    line: chainwarden.instrument()"): a run inside an ``ExecutionContext`` is a contained call of it, any other is
-    recorded into ``chainwarden.default_recorder()``."""
+    line: chainwarden.instrument()"): a run inside an ``ExecutionContext`` is a contained call of it, any
+    other is recorded into ``chainwarden.default_recorder()``."""
 
     def __init__(self, settings: Callable[[], Recording | None]) -> None:
         self._settings = settings
