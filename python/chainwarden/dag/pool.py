@@ -32,6 +32,7 @@ from chainwarden.dag.heartbeat import Heartbeat
 from chainwarden.dag.result import ExecutionResult
 from chainwarden.dag.runner import default_worker_id
 from chainwarden.dag.store import Store, StoredGraph, StoreError
+from chainwarden.errors import InvalidArgumentType, InvalidState
 
 _log = logging.getLogger("chainwarden.dag")
 
@@ -102,7 +103,9 @@ class WorkerPool:
         wrap_options: WrapOptionsFactory | None = None,
     ) -> None:
         if not isinstance(store, Store):
-            raise TypeError(f"store must be a chainwarden.dag.Store, not {type(store).__name__}")
+            raise InvalidArgumentType(
+                f"store must be a chainwarden.dag.Store, not {type(store).__name__}", argument="store"
+            )
         if worker_id is not None and (not isinstance(worker_id, str) or not worker_id):
             raise invalid_argument("worker_id must be a non-empty string or None")
         if (
@@ -171,7 +174,7 @@ class WorkerPool:
             raise invalid_argument("until_idle must be a bool")
         with self._mutex:
             if self._running:
-                raise RuntimeError(f"worker pool {self.worker_id} is already running")
+                raise InvalidState(f"worker pool {self.worker_id} is already running")
             self._running = True
         _log.info(
             "worker pool %s started: concurrency=%d lease_s=%g graphs=%s",

@@ -2,9 +2,10 @@
 //! number extraction.
 
 use chainwarden_core::value::{Key, Value};
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+
+use crate::exceptions::{invalid_argument, invalid_argument_type};
 
 /// A Python str for `s`. ASCII text (ids, labels) is copied straight into a compact
 /// string, skipping CPython's UTF-8 decoder, which dominates when tens of thousands of
@@ -32,16 +33,22 @@ pub fn number(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<f64> {
         return Ok(f.value());
     }
     if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
-        return Err(PyTypeError::new_err(format!(
-            "{field} must be a number (int or float), not {}",
-            obj.get_type().name()?
-        )));
+        return Err(invalid_argument_type(
+            obj.py(),
+            Some(field),
+            format!(
+                "{field} must be a number (int or float), not {}",
+                obj.get_type().name()?
+            ),
+        ));
     }
     // An int beyond the float range is the caller's bad value, named as such.
     obj.extract::<f64>().map_err(|_| {
-        PyValueError::new_err(format!(
-            "{field} is out of range: an int beyond the float range"
-        ))
+        invalid_argument(
+            obj.py(),
+            Some(field),
+            format!("{field} is out of range: an int beyond the float range"),
+        )
     })
 }
 
@@ -51,14 +58,22 @@ pub fn opt_int(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<i
         return Ok(None);
     };
     if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
-        return Err(PyTypeError::new_err(format!(
-            "{field} must be an int or None, not {}",
-            obj.get_type().name()?
-        )));
+        return Err(invalid_argument_type(
+            obj.py(),
+            Some(field),
+            format!(
+                "{field} must be an int or None, not {}",
+                obj.get_type().name()?
+            ),
+        ));
     }
-    obj.extract::<i64>()
-        .map(Some)
-        .map_err(|_| PyValueError::new_err(format!("{field} is out of range: {obj}")))
+    obj.extract::<i64>().map(Some).map_err(|_| {
+        invalid_argument(
+            obj.py(),
+            Some(field),
+            format!("{field} is out of range: {obj}"),
+        )
+    })
 }
 
 /// How strict one engine's conversion is (docs/design.md §23). One converter serves both engines; what
@@ -80,8 +95,8 @@ pub struct Rules {
 pub const RECORDER: Rules = Rules {
     finite_only: false,
     keep_tuples: true,
-    type_error: |_, msg| PyTypeError::new_err(msg),
-    value_error: |_, msg| PyValueError::new_err(msg),
+    type_error: |py, msg| invalid_argument_type(py, Some("metadata"), msg),
+    value_error: |py, msg| invalid_argument(py, Some("metadata"), msg),
 };
 
 /// Deep enough for any real payload, shallow enough to stop a self-referencing dict.
@@ -94,10 +109,11 @@ pub fn metadata(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Value>> {
         Some(o) if o.is_none() => Ok(None),
         Some(o) => {
             let dict = o.cast::<PyDict>().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "metadata must be a dict or None, not {}",
-                    type_name(o)
-                ))
+                invalid_argument_type(
+                    o.py(),
+                    Some("metadata"),
+                    format!("metadata must be a dict or None, not {}", type_name(o)),
+                )
             })?;
             if dict.is_empty() {
                 return Ok(None);
