@@ -53,14 +53,16 @@ def _checked_executors(executors: object) -> dict[str, Executor]:
         )
     if not executors:
         raise invalid_argument(
-            "executors must register at least one executor (keys: 'agent_message', 'task')"
+            "executors must register at least one executor (keys: 'agent_message', 'task')",
+            argument="executors",
         )
     checked_map: dict[str, Executor] = {}
     for key, executor in executors.items():
         if key not in EXECUTABLE:
             raise invalid_argument(
                 f"executors key {key!r} is not a node type the runner executes "
-                "(expected 'agent_message' or 'task')"
+                "(expected 'agent_message' or 'task')",
+                argument="executors",
             )
         if not callable(executor):
             raise InvalidArgumentType(

@@ -85,18 +85,19 @@ pub struct Rules {
     /// Tuples come back as tuples (call-graph metadata is returned as given) or become arrays (DAG
     /// payloads survive a JSON round trip unchanged).
     pub keep_tuples: bool,
-    /// The exception for a value of the wrong type.
-    pub type_error: fn(Python<'_>, String) -> PyErr,
-    /// The exception for a value of the right type but a bad value (range, depth, encoding).
-    pub value_error: fn(Python<'_>, String) -> PyErr,
+    /// The exception for a value of the wrong type, given the argument's name and the message.
+    pub type_error: fn(Python<'_>, &str, String) -> PyErr,
+    /// The exception for a value of the right type but a bad value (range, depth, encoding), given the
+    /// argument's name and the message.
+    pub value_error: fn(Python<'_>, &str, String) -> PyErr,
 }
 
 /// The call graph's metadata: built-in `TypeError` / `ValueError` like the reference; tuples kept.
 pub const RECORDER: Rules = Rules {
     finite_only: false,
     keep_tuples: true,
-    type_error: |py, msg| invalid_argument_type(py, Some("metadata"), msg),
-    value_error: |py, msg| invalid_argument(py, Some("metadata"), msg),
+    type_error: |py, what, msg| invalid_argument_type(py, Some(what), msg),
+    value_error: |py, what, msg| invalid_argument(py, Some(what), msg),
 };
 
 /// Deep enough for any real payload, shallow enough to stop a self-referencing dict.
@@ -133,6 +134,7 @@ fn utf8_str<'a>(s: &'a Bound<'_, PyString>, what: &str, rules: &Rules) -> PyResu
     s.to_str().map_err(|_| {
         (rules.value_error)(
             s.py(),
+            what,
             format!("{what} is not valid Unicode (lone surrogate)"),
         )
     })
@@ -148,6 +150,7 @@ fn convert(obj: &Bound<'_, PyAny>, what: &str, rules: &Rules, depth: usize) -> P
     if depth > MAX_DEPTH {
         return Err((rules.value_error)(
             py,
+            what,
             format!("{what} is nested too deeply (or refers to itself)"),
         ));
     }
@@ -162,7 +165,7 @@ fn convert(obj: &Bound<'_, PyAny>, what: &str, rules: &Rules, depth: usize) -> P
     }
     if obj.is_instance_of::<PyInt>() {
         return obj.extract::<i64>().map(Value::Int).map_err(|_| {
-            (rules.value_error)(py, format!("{what}: integer out of the 64-bit range"))
+            (rules.value_error)(py, what, format!("{what}: integer out of the 64-bit range"))
         });
     }
     if let Ok(f) = obj.cast::<PyFloat>() {
@@ -170,6 +173,7 @@ fn convert(obj: &Bound<'_, PyAny>, what: &str, rules: &Rules, depth: usize) -> P
         if rules.finite_only && !v.is_finite() {
             return Err((rules.value_error)(
                 py,
+                what,
                 format!("{what}: NaN and infinities are not JSON"),
             ));
         }
@@ -181,6 +185,7 @@ fn convert(obj: &Bound<'_, PyAny>, what: &str, rules: &Rules, depth: usize) -> P
             let Ok(key) = k.cast::<PyString>() else {
                 return Err((rules.type_error)(
                     py,
+                    what,
                     format!("{what}: dict keys must be str, not {}", type_name(&k)),
                 ));
             };
@@ -211,6 +216,7 @@ fn convert(obj: &Bound<'_, PyAny>, what: &str, rules: &Rules, depth: usize) -> P
     }
     Err((rules.type_error)(
         py,
+        what,
         format!(
             "{what}: {} is not JSON data (dict, list, tuple, str, int, float, bool, None)",
             type_name(obj)

@@ -80,7 +80,8 @@ fn py_repr(id: &str) -> String {
 /// second base of the package's own (docs/errors.md): `NotFound` is a `KeyError`, `InvalidState` a
 /// `RuntimeError`, `InvalidArgument` a `ValueError`.
 fn recorder(py: Python<'_>, e: RecorderError) -> PyErr {
-    match e {
+    let code = e.code();
+    let err = match e {
         RecorderError::NodeNotFound(id) => {
             not_found(py, format!("Node not found: {}", py_repr(&id)))
         }
@@ -93,17 +94,28 @@ fn recorder(py: Python<'_>, e: RecorderError) -> PyErr {
         }
         RecorderError::InvalidMetadata(_) => invalid_argument(py, Some("metadata"), e.to_string()),
         RecorderError::InvalidSnapshot(_) => invalid_argument(py, Some("snapshot"), e.to_string()),
-    }
+    };
+    with_code(py, err, code)
 }
 
 /// Containment raises what the recorder would: `NotFound` (a `KeyError`) for a call that is not open,
 /// `InvalidArgument` (a `ValueError`) for a bad number (docs/containment.md).
 fn containment(py: Python<'_>, e: ContainmentError) -> PyErr {
-    match e {
+    let code = e.code();
+    let err = match e {
         ContainmentError::NotOpen(id) => not_found(py, format!("Node not found: {}", py_repr(&id))),
         ContainmentError::InvalidNumber { field, .. } => {
             invalid_argument(py, Some(field), e.to_string())
         }
-        ContainmentError::Graph(e) => recorder(py, e),
+        ContainmentError::Graph(e) => return recorder(py, e),
+    };
+    with_code(py, err, code)
+}
+
+/// The error carrying its registry code (`err.code`), as every `DagError` does (docs/design.md §28).
+fn with_code(py: Python<'_>, err: PyErr, code: &str) -> PyErr {
+    match err.value(py).setattr("code", code) {
+        Ok(()) => err,
+        Err(e) => e,
     }
 }

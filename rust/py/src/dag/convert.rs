@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyBool, PyInt, PyString};
 
-use super::errors::{invalid, invalid_arg};
+use super::errors::invalid_arg;
 use crate::convert::{self, Rules};
 pub use crate::convert::{to_py, to_py_list};
 
@@ -15,8 +15,8 @@ pub use crate::convert::{to_py, to_py_list};
 pub const DAG: Rules = Rules {
     finite_only: true,
     keep_tuples: false,
-    type_error: |py, msg| invalid(py, msg),
-    value_error: |py, msg| invalid(py, msg),
+    type_error: |py, what, msg| invalid_arg(py, what, msg),
+    value_error: |py, what, msg| invalid_arg(py, what, msg),
 };
 
 pub fn utf8(s: &Bound<'_, PyString>, what: &str) -> PyResult<String> {
