@@ -309,3 +309,24 @@ def test_a_closed_ledger_is_a_closed_error(tmp_path: Path) -> None:
         ledger.create_account("acct", balance_credits=10)
     assert isinstance(err.value, ClosedError)
     assert isinstance(err.value, InvalidState)
+
+
+def test_the_documented_hierarchy_is_the_one_in_chainwarden_errors() -> None:
+    # docs/errors.md draws the tree; every class it draws is in chainwarden.errors, with the parent drawn.
+    doc = (Path(__file__).parent.parent / "docs" / "errors.md").read_text(encoding="utf-8")
+    tree = doc.split("## The hierarchy", 1)[1].split("```", 2)[1]
+    parents: list[str] = []
+    drawn = 0
+    for line in tree.splitlines():
+        name_at = next((i for i, ch in enumerate(line) if ch.isalpha()), None)
+        if name_at is None:
+            continue
+        name = line[name_at:].split()[0]
+        depth = name_at // 4
+        cls = getattr(errors, name)
+        if depth:
+            assert issubclass(cls, getattr(errors, parents[depth - 1])), name
+        parents[depth:] = [name]
+        drawn += 1
+    assert drawn >= 25
+    assert set(errors.__all__) <= set(tree.split())
