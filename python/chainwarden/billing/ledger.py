@@ -38,6 +38,7 @@ from chainwarden.billing.records import (
     decode_run_context,
     encode_run_context,
 )
+from chainwarden.errors import ClosedError, InvalidArgument, InvalidArgumentType, NotFound
 
 logger = logging.getLogger("chainwarden.billing")
 T = TypeVar("T")
@@ -208,7 +209,7 @@ def _json_default(value: object) -> str:
     """The one row type JSON lacks, as its exact text: a Decimal cost."""
     if isinstance(value, Decimal):
         return str(value)
-    raise TypeError(f"a {type(value).__name__} cannot go into a batch row")
+    raise InvalidArgumentType(f"a {type(value).__name__} cannot go into a batch row")
 
 
 def _commit_id() -> str:
@@ -395,22 +396,25 @@ class Ledger(abc.ABC):
 
     def _check_open(self) -> None:
         if self._closed:
-            raise ValueError("ledger is closed")
+            raise ClosedError("ledger is closed")
 
     # --- writes ----------------------------------------------------------------------------------------
     def create_account(self, billing_account_id: str, balance_credits: int = 0) -> None:
         """Creates an account; `ValueError` if it exists. A non-zero opening balance is a ledger entry."""
         account = _check_account_id(billing_account_id)
         if isinstance(balance_credits, bool) or not isinstance(balance_credits, int):
-            raise TypeError(f"balance_credits must be an int, got {type(balance_credits).__name__}")
+            raise InvalidArgumentType(
+                f"balance_credits must be an int, got {type(balance_credits).__name__}",
+                argument="balance_credits",
+            )
         if abs(balance_credits) > MAX_CREDITS:
-            raise ValueError("balance_credits does not fit a ledger column")
+            raise InvalidArgument("balance_credits does not fit a ledger column", argument="balance_credits")
         now = self._encode_time(datetime.now(UTC))
 
         def body(cursor: Any) -> None:
             cursor.execute(self._sql(_CREATE_ACCOUNT), (account, balance_credits, now))
             if cursor.rowcount != 1:
-                raise ValueError(f"billing account {account!r} already exists")
+                raise InvalidArgument(f"billing account {account!r} already exists", argument="account")
             if balance_credits != 0:
                 cursor.execute(
                     self._sql(_INSERT_ENTRY),
@@ -514,7 +518,7 @@ class Ledger(abc.ABC):
             cursor.execute(self._sql(_UPSERT_DEBIT), (account, -total, now, total, total - MAX_CREDITS))
         found = cursor.fetchone()
         if found is None:
-            raise ValueError(
+            raise InvalidArgument(
                 f"charging {total} credits would take the balance of {account!r} below the ledger's "
                 "64-bit range"
             )
@@ -594,7 +598,9 @@ class Ledger(abc.ABC):
         stays away: committing the same fact again later is safe.
         """
         if not isinstance(pricing, Pricing):
-            raise TypeError(f"pricing must be a Pricing, got {type(pricing).__name__}")
+            raise InvalidArgumentType(
+                f"pricing must be a Pricing, got {type(pricing).__name__}", argument="pricing"
+            )
         check_text("ingress_request_id", ingress_request_id, optional=True)
         created_at = datetime.now(UTC)
         # Identifies this call's row: after a connection broke during COMMIT, a retry that finds the key
@@ -659,18 +665,25 @@ class Ledger(abc.ABC):
     ) -> list[tuple[ChargeReceipt, bool]]:
         """`commit_usage_facts`, each receipt with whether this call charged it (False: a duplicate)."""
         if isinstance(facts, str | bytes) or not isinstance(facts, Sequence):
-            raise TypeError(f"facts must be a sequence of UsageFact, got {type(facts).__name__}")
+            raise InvalidArgumentType(
+                f"facts must be a sequence of UsageFact, got {type(facts).__name__}", argument="facts"
+            )
         if not isinstance(pricing, Pricing):
-            raise TypeError(f"pricing must be a Pricing, got {type(pricing).__name__}")
+            raise InvalidArgumentType(
+                f"pricing must be a Pricing, got {type(pricing).__name__}", argument="pricing"
+            )
         check_text("ingress_request_id", ingress_request_id, optional=True)
         if call_indexes is None:
             indexes: Sequence[int] = range(len(facts))
         elif isinstance(call_indexes, str | bytes) or not isinstance(call_indexes, Sequence):
-            raise TypeError(
-                f"call_indexes must be a sequence of int or None, got {type(call_indexes).__name__}"
+            raise InvalidArgumentType(
+                f"call_indexes must be a sequence of int or None, got {type(call_indexes).__name__}",
+                argument="call_indexes",
             )
         elif len(call_indexes) != len(facts):
-            raise ValueError(f"call_indexes has {len(call_indexes)} items for {len(facts)} facts")
+            raise InvalidArgument(
+                f"call_indexes has {len(call_indexes)} items for {len(facts)} facts", argument="call_indexes"
+            )
         else:
             indexes = call_indexes
         created_at = datetime.now(UTC)
@@ -773,23 +786,31 @@ class Ledger(abc.ABC):
     def _run_row(self, record: RunRecord) -> tuple[Any, ...]:
         """The checked row of ``_UPSERT_RUN`` for ``record``."""
         if not isinstance(record, RunRecord):
-            raise TypeError(f"record must be a RunRecord, got {type(record).__name__}")
+            raise InvalidArgumentType(
+                f"record must be a RunRecord, got {type(record).__name__}", argument="record"
+            )
         for name in ("run_id", "graph_id", "billing_account_id", "virtual_key_id", "model"):
             check_text(name, getattr(record, name))
         check_text("finish_reason", record.finish_reason, optional=True)
         check_text("error", record.error, optional=True)
         if record.status not in RUN_STATUSES:
-            raise ValueError(f"status must be one of {RUN_STATUSES}, got {record.status!r}")
+            raise InvalidArgument(
+                f"status must be one of {RUN_STATUSES}, got {record.status!r}", argument="record"
+            )
         for name in ("attempt", "prompt_tokens", "completion_tokens"):
             value = getattr(record, name)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+                raise InvalidArgumentType(f"{name} must be an int, got {type(value).__name__}", argument=name)
             if not 0 <= value <= MAX_CREDITS:
-                raise ValueError(f"{name} must be between 0 and {MAX_CREDITS}, got {value}")
+                raise InvalidArgument(
+                    f"{name} must be between 0 and {MAX_CREDITS}, got {value}", argument=name
+                )
         for name in ("started_at", "ended_at"):
             value = getattr(record, name)
             if not (isinstance(value, datetime) or (name == "ended_at" and value is None)):
-                raise TypeError(f"{name} must be a datetime, got {type(value).__name__}")
+                raise InvalidArgumentType(
+                    f"{name} must be a datetime, got {type(value).__name__}", argument=name
+                )
         return (
             record.run_id,
             record.attempt,
@@ -828,7 +849,9 @@ class Ledger(abc.ABC):
                 _SELECT_RECEIPTS + " FROM charge_receipts WHERE run_id = %s ORDER BY id", (run_id,)
             )
         else:
-            raise TypeError(f"run_id must be a str or None, got {type(run_id).__name__}")
+            raise InvalidArgumentType(
+                f"run_id must be a str or None, got {type(run_id).__name__}", argument="run_id"
+            )
         return [self._receipt(r) for r in rows]
 
     def _receipt(self, r: Any) -> ChargeReceipt:
@@ -861,11 +884,15 @@ class Ledger(abc.ABC):
         """Run records, the latest started first (every attempt of ``run_id`` when given), optionally of one
         account or in one status."""
         if isinstance(limit, bool) or not isinstance(limit, int):
-            raise TypeError(f"limit must be an int, got {type(limit).__name__}")
+            raise InvalidArgumentType(f"limit must be an int, got {type(limit).__name__}", argument="limit")
         if not 1 <= limit <= _MAX_RUNS_LISTED:
-            raise ValueError(f"limit must be between 1 and {_MAX_RUNS_LISTED}, got {limit}")
+            raise InvalidArgument(
+                f"limit must be between 1 and {_MAX_RUNS_LISTED}, got {limit}", argument="limit"
+            )
         if status is not None and status not in RUN_STATUSES:
-            raise ValueError(f"status must be one of {RUN_STATUSES} or None, got {status!r}")
+            raise InvalidArgument(
+                f"status must be one of {RUN_STATUSES} or None, got {status!r}", argument="status"
+            )
         where: list[str] = []
         params: list[Any] = []
         for column, value in (
@@ -876,7 +903,9 @@ class Ledger(abc.ABC):
             if value is None:
                 continue
             if not isinstance(value, str):
-                raise TypeError(f"{column} must be a str or None, got {type(value).__name__}")
+                raise InvalidArgumentType(
+                    f"{column} must be a str or None, got {type(value).__name__}", argument=column
+                )
             where.append(f"r.{column} = %s")
             params.append(value)
         clause = (" WHERE " + " AND ".join(where)) if where else ""
@@ -910,14 +939,14 @@ class Ledger(abc.ABC):
         account = _check_account_id(billing_account_id)
         rows = self._read(_READ_BALANCE, (account,))
         if not rows:
-            raise KeyError(account)
+            raise NotFound(account)
         return int(rows[0][0])
 
     def ledger_entries(self, billing_account_id: str) -> list[LedgerEntry]:
         """The account's entries, oldest first; `KeyError` for an unknown account."""
         account = _check_account_id(billing_account_id)
         if not self._read(_READ_BALANCE, (account,)):
-            raise KeyError(account)
+            raise NotFound(account)
         return [
             LedgerEntry(
                 billing_account_id=r[0],

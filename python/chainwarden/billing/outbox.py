@@ -38,6 +38,7 @@ from chainwarden._sql import Schema, columns, ensure, table_exists
 from chainwarden._sql.sqlite import Connection, connect
 from chainwarden.billing.facts import UsageFact, compute_idempotency_key
 from chainwarden.billing.pricing import Pricing
+from chainwarden.errors import ClosedError, InvalidArgumentType
 
 _V1 = (
     """CREATE TABLE IF NOT EXISTS usage_outbox (
@@ -205,7 +206,9 @@ class Outbox:
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout_s: float = 30.0) -> None:
         if not isinstance(path, str | os.PathLike):
-            raise TypeError(f"outbox path must be a str or PathLike, got {type(path).__name__}")
+            raise InvalidArgumentType(
+                f"outbox path must be a str or PathLike, got {type(path).__name__}", argument="outbox"
+            )
         self.path = os.fspath(path)
         self._lock = threading.Lock()
         self._conn: Connection | None = None
@@ -224,7 +227,7 @@ class Outbox:
     def _connection(self) -> Connection:
         # Opened on first use, so a runtime that never parks a fact never creates the file.
         if self._closed:
-            raise ValueError(f"outbox {self.path} is closed")
+            raise ClosedError(f"outbox {self.path} is closed")
         if self._conn is None:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,7 @@ from chainwarden._sql.pg import Listener, Pool, psycopg_modules
 from chainwarden.billing.errors import LedgerUnavailable
 from chainwarden.billing.ledger import Failure, Ledger
 from chainwarden.billing.run_store import CONTEXT_STEP, POSTGRES_STEP
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 
 T = TypeVar("T")
 
@@ -143,19 +144,35 @@ class PostgresLedger(Ledger):
         pool_size: int = 4,
     ) -> None:
         if not isinstance(dsn, str):
-            raise TypeError(f"dsn must be a str, got {type(dsn).__name__}")
+            raise InvalidArgumentType(f"dsn must be a str, got {type(dsn).__name__}", argument="dsn")
         if isinstance(connect_timeout_s, bool) or not isinstance(connect_timeout_s, int):
-            raise TypeError(f"connect_timeout_s must be an int, got {type(connect_timeout_s).__name__}")
+            raise InvalidArgumentType(
+                f"connect_timeout_s must be an int, got {type(connect_timeout_s).__name__}",
+                argument="connect_timeout_s",
+            )
         if not 1 <= connect_timeout_s <= 3600:
-            raise ValueError(f"connect_timeout_s must be between 1 and 3600, got {connect_timeout_s}")
+            raise InvalidArgument(
+                f"connect_timeout_s must be between 1 and 3600, got {connect_timeout_s}",
+                argument="connect_timeout_s",
+            )
         if isinstance(retry_timeout_s, bool) or not isinstance(retry_timeout_s, int | float):
-            raise TypeError(f"retry_timeout_s must be a number, got {type(retry_timeout_s).__name__}")
+            raise InvalidArgumentType(
+                f"retry_timeout_s must be a number, got {type(retry_timeout_s).__name__}",
+                argument="retry_timeout_s",
+            )
         if not math.isfinite(retry_timeout_s) or not 0 <= retry_timeout_s <= 86_400:
-            raise ValueError(f"retry_timeout_s must be between 0 and 86400, got {retry_timeout_s!r}")
+            raise InvalidArgument(
+                f"retry_timeout_s must be between 0 and 86400, got {retry_timeout_s!r}",
+                argument="retry_timeout_s",
+            )
         if isinstance(pool_size, bool) or not isinstance(pool_size, int):
-            raise TypeError(f"pool_size must be an int, got {type(pool_size).__name__}")
+            raise InvalidArgumentType(
+                f"pool_size must be an int, got {type(pool_size).__name__}", argument="pool_size"
+            )
         if not 1 <= pool_size <= 1000:
-            raise ValueError(f"pool_size must be between 1 and 1000, got {pool_size}")
+            raise InvalidArgument(
+                f"pool_size must be between 1 and 1000, got {pool_size}", argument="pool_size"
+            )
         super().__init__(retry_timeout_s=float(retry_timeout_s))
         # psycopg is the optional `postgres` extra: importing it lazily keeps SQLite-only installs working.
         self._psycopg, _ = psycopg_modules("PostgresLedger")
@@ -164,8 +181,10 @@ class PostgresLedger(Ledger):
         try:
             params = conninfo_to_dict(dsn)
         except self._psycopg.ProgrammingError as error:  # docs/design.md §31: the DSN is shown masked
-            raise ValueError(
-                f"dsn {mask_secrets(dsn)!r} is not a PostgreSQL connection string: {mask_secrets(str(error))}"
+            raise InvalidArgument(
+                f"dsn {mask_secrets(dsn)!r} is not a PostgreSQL connection string: "
+                f"{mask_secrets(str(error))}",
+                argument="dsn",
             ) from None
         # Everything that selects the data (host, database, user, options such as search_path), never the
         # password.

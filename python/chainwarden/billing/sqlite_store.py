@@ -15,6 +15,7 @@ from chainwarden._sql import Fault, Schema, classify, columns, ensure, qmark, ta
 from chainwarden.billing.errors import LedgerUnavailable
 from chainwarden.billing.ledger import Failure, Ledger
 from chainwarden.billing.run_store import CONTEXT_STEP, SQLITE_STEP
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 
 T = TypeVar("T")
 
@@ -123,11 +124,19 @@ class SqliteLedger(Ledger):
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, busy_timeout_s: float = 60.0) -> None:
         if not isinstance(path, str | os.PathLike):
-            raise TypeError(f"path must be a str or PathLike, got {type(path).__name__}")
+            raise InvalidArgumentType(
+                f"path must be a str or PathLike, got {type(path).__name__}", argument="path"
+            )
         if isinstance(busy_timeout_s, bool) or not isinstance(busy_timeout_s, int | float):
-            raise TypeError(f"busy_timeout_s must be a number, got {type(busy_timeout_s).__name__}")
+            raise InvalidArgumentType(
+                f"busy_timeout_s must be a number, got {type(busy_timeout_s).__name__}",
+                argument="busy_timeout_s",
+            )
         if not math.isfinite(busy_timeout_s) or busy_timeout_s < 0 or busy_timeout_s > 86_400:
-            raise ValueError(f"busy_timeout_s must be between 0 and 86400, got {busy_timeout_s!r}")
+            raise InvalidArgument(
+                f"busy_timeout_s must be between 0 and 86400, got {busy_timeout_s!r}",
+                argument="busy_timeout_s",
+            )
         super().__init__(retry_timeout_s=float(busy_timeout_s))
         self.path = os.fspath(path)
         self._lock = threading.Lock()

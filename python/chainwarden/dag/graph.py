@@ -31,22 +31,22 @@ def _worker(worker_id: object, *, required: bool) -> str | None:
     if worker_id is None and not required:
         return None
     if not isinstance(worker_id, str) or not worker_id:
-        raise invalid_argument("worker_id must be a non-empty string")
+        raise invalid_argument("worker_id must be a non-empty string", argument="worker_id")
     return worker_id
 
 
 def _lease(lease_s: object) -> float:
     if isinstance(lease_s, bool) or not isinstance(lease_s, (int, float)) or not 0 < lease_s < 1e9:
-        raise invalid_argument("lease_s must be a number of seconds > 0")
+        raise invalid_argument("lease_s must be a number of seconds > 0", argument="lease_s")
     return float(lease_s)
 
 
 def _ids(node_ids: object) -> list[str]:
     if isinstance(node_ids, str) or not isinstance(node_ids, Iterable):
-        raise invalid_argument("node_ids must be an iterable of node id strings")
+        raise invalid_argument("node_ids must be an iterable of node id strings", argument="node_ids")
     ids = list(node_ids)
     if not all(isinstance(i, str) for i in ids):
-        raise invalid_argument("node_ids must be an iterable of node id strings")
+        raise invalid_argument("node_ids must be an iterable of node id strings", argument="node_ids")
     return ids
 
 
@@ -181,7 +181,7 @@ class Graph:
         """Running nodes whose lease ended before `now`: back to pending (attempt + 1) or errored
         `lease_expired` once `max_attempts` is reached."""
         if now is not None and (isinstance(now, bool) or not isinstance(now, (int, float))):
-            raise invalid_argument("now must be a number (epoch seconds) or None")
+            raise invalid_argument("now must be a number (epoch seconds) or None", argument="now")
         with self._lock:
             at = self._now() if now is None else float(now)
             return dag_reclaim_expired(self._engine, at, max_attempts)

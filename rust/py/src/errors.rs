@@ -5,9 +5,10 @@
 use chainwarden_core::containment::ContainmentError;
 use chainwarden_core::dag::DagError;
 use chainwarden_core::recorder::RecorderError;
-use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyValueError};
 use pyo3::types::{PyAnyMethods, PyString};
 use pyo3::{PyErr, Python};
+
+use crate::exceptions::{invalid_argument, invalid_state, not_found};
 
 pub enum Error {
     Py(PyErr),
@@ -58,8 +59,8 @@ impl From<Error> for PyErr {
     fn from(e: Error) -> Self {
         match e {
             Error::Py(e) => e,
-            Error::Recorder(e) => recorder(e),
-            Error::Containment(e) => containment(e),
+            Error::Recorder(e) => Python::attach(|py| recorder(py, e)),
+            Error::Containment(e) => Python::attach(|py| containment(py, e)),
             Error::Dag(e) => Python::attach(|py| crate::dag::errors::to_py(py, e)),
         }
     }
@@ -75,30 +76,46 @@ fn py_repr(id: &str) -> String {
     })
 }
 
-/// The recorder keeps the built-in exception types the reference raises (docs/recorder.md).
-fn recorder(e: RecorderError) -> PyErr {
-    match e {
+/// The recorder keeps the built-in exception types the reference raises (docs/recorder.md), as the
+/// second base of the package's own (docs/errors.md): `NotFound` is a `KeyError`, `InvalidState` a
+/// `RuntimeError`, `InvalidArgument` a `ValueError`.
+fn recorder(py: Python<'_>, e: RecorderError) -> PyErr {
+    let code = e.code();
+    let err = match e {
         RecorderError::NodeNotFound(id) => {
-            PyKeyError::new_err(format!("Node not found: {}", py_repr(&id)))
+            not_found(py, format!("Node not found: {}", py_repr(&id)))
         }
         RecorderError::ParentNotFound(id) => {
-            PyKeyError::new_err(format!("Parent node not found: {}", py_repr(&id)))
+            not_found(py, format!("Parent node not found: {}", py_repr(&id)))
         }
-        RecorderError::RootExists(_) => PyRuntimeError::new_err(e.to_string()),
-        RecorderError::InvalidNumber { .. }
-        | RecorderError::InvalidMetadata(_)
-        | RecorderError::InvalidSnapshot(_) => PyValueError::new_err(e.to_string()),
-    }
+        RecorderError::RootExists(_) => invalid_state(py, e.to_string()),
+        RecorderError::InvalidNumber { field, .. } => {
+            invalid_argument(py, Some(field), e.to_string())
+        }
+        RecorderError::InvalidMetadata(_) => invalid_argument(py, Some("metadata"), e.to_string()),
+        RecorderError::InvalidSnapshot(_) => invalid_argument(py, Some("snapshot"), e.to_string()),
+    };
+    with_code(py, err, code)
 }
 
-/// Containment raises what the recorder would: `KeyError` for a call that is not open, `ValueError` for a
-/// bad number (docs/containment.md).
-fn containment(e: ContainmentError) -> PyErr {
-    match e {
-        ContainmentError::NotOpen(id) => {
-            PyKeyError::new_err(format!("Node not found: {}", py_repr(&id)))
+/// Containment raises what the recorder would: `NotFound` (a `KeyError`) for a call that is not open,
+/// `InvalidArgument` (a `ValueError`) for a bad number (docs/containment.md).
+fn containment(py: Python<'_>, e: ContainmentError) -> PyErr {
+    let code = e.code();
+    let err = match e {
+        ContainmentError::NotOpen(id) => not_found(py, format!("Node not found: {}", py_repr(&id))),
+        ContainmentError::InvalidNumber { field, .. } => {
+            invalid_argument(py, Some(field), e.to_string())
         }
-        ContainmentError::InvalidNumber { .. } => PyValueError::new_err(e.to_string()),
-        ContainmentError::Graph(e) => recorder(e),
+        ContainmentError::Graph(e) => return recorder(py, e),
+    };
+    with_code(py, err, code)
+}
+
+/// The error carrying its registry code (`err.code`), as every `DagError` does (docs/design.md §28).
+fn with_code(py: Python<'_>, err: PyErr, code: &str) -> PyErr {
+    match err.value(py).setattr("code", code) {
+        Ok(()) => err,
+        Err(e) => e,
     }
 }

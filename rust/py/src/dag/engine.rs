@@ -10,7 +10,7 @@ use super::args::{
     JsonText, Reason, Text,
 };
 use super::convert::{to_py, to_py_list};
-use super::errors::invalid;
+use super::errors::invalid_arg;
 use crate::convert::py_str;
 use crate::errors::Result;
 
@@ -70,7 +70,7 @@ impl DagEngine {
     ) -> Result<Self> {
         let graph_id = opt_text(graph_id);
         if graph_id.as_deref() == Some("") {
-            return Err(invalid(py, "graph_id must be a non-empty string").into());
+            return Err(invalid_arg(py, "graph_id", "graph_id must be a non-empty string").into());
         }
         // Conversation graphs keep the leaf invariant unless told otherwise (docs/dag.md).
         let leaf_repair = leaf_repair.is_none_or(|f| f.0);
@@ -284,7 +284,14 @@ impl DagEngine {
             "rejected" => Outcome::Rejected(msg),
             "cancelled" => Outcome::Cancelled(msg),
             "skipped" => Outcome::Skipped(msg),
-            other => return Err(invalid(py, format!("outcome: unknown outcome {other:?}")).into()),
+            other => {
+                return Err(invalid_arg(
+                    py,
+                    "outcome",
+                    format!("outcome: unknown outcome {other:?}"),
+                )
+                .into())
+            }
         };
         let applied = self.detached(py, |g| g.apply_outcome(&node_id.0, outcome))?;
         Ok((applied.changed, applied.skipped, applied.repaired))
@@ -366,8 +373,9 @@ impl DagEngine {
             None | Some("preview") => false,
             Some("full") => true,
             Some(other) => {
-                return Err(invalid(
+                return Err(invalid_arg(
                     py,
+                    "mode",
                     format!("mode must be 'preview' or 'full', not {other:?}"),
                 )
                 .into())
