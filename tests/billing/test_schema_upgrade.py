@@ -170,3 +170,33 @@ def test_a_first_release_outbox_gets_its_owner_column(tmp_path: Path) -> None:
             "SELECT version FROM chainwarden_schema WHERE component = 'outbox'"
         ).fetchone() == (2,)
     conn.close()
+
+
+LEDGER_TABLES = ("billing_accounts", "charge_receipts", "credit_ledger", "runs", "run_events", "run_calls")
+
+
+def test_both_stores_make_the_same_ledger_tables(tmp_path: Path) -> None:
+    """The ledger's tables are written once (billing/ledger_schema.py) and spelled per store: a new SQLite
+    file and a new PostgreSQL schema hold the same tables with the same columns, in the same order."""
+    path = tmp_path / "new.sqlite3"
+    SqliteLedger(path).close()
+    conn = sqlite3.connect(path)
+    on_sqlite = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for t in LEDGER_TABLES}
+    conn.close()
+    with PostgresSchema(postgres_dsn()) as store:
+        PostgresLedger(store.target).close()
+        with psycopg.connect(store.target, autocommit=True) as pg:
+            on_postgres = {
+                t: [
+                    r[0]
+                    for r in pg.execute(
+                        "SELECT column_name FROM information_schema.columns WHERE table_schema = "
+                        "current_schema() AND table_name = %s ORDER BY ordinal_position",
+                        (t,),
+                    )
+                ]
+                for t in LEDGER_TABLES
+            }
+    assert on_sqlite == on_postgres
+    assert all(on_sqlite.values())
+    assert on_sqlite["charge_receipts"][-2:] == ["commit_id", "created_at"]
