@@ -19,11 +19,10 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from chainwarden.billing.facts import (
+    Billable,
     UsageFact,
     check_text,
-    compute_idempotency_key,
     decode_usage_raw,
-    with_usage_unit_id,
 )
 from chainwarden.billing.ledger_reads import SELECT_RECEIPTS, LedgerReads, check_account_id
 from chainwarden.billing.metrics import METRICS
@@ -223,18 +222,16 @@ class Ledger(LedgerReads):
 
         self._run_write(body)
 
-    def _prepare(  # noqa: PLR0917  (one argument per field it fills)
+    def _prepare(
         self,
-        fact: UsageFact,
-        call_index: int,
+        billable: Billable,
         pricing: Pricing,
         ingress_request_id: str | None,
         created_at: datetime,
         commit_id: str,
     ) -> _Charge:
-        """Everything about one fact that needs no database: its key, price, receipt and row."""
-        fact = with_usage_unit_id(fact, call_index)
-        key = compute_idempotency_key(fact)
+        """Everything about one fact that needs no database: its price, receipt and row."""
+        fact, key = billable.fact, billable.key
         cost = fact.cost_decimal
         if cost is None:
             # Under-billing must be visible: the receipt says 0 credits and the log says why.
@@ -392,11 +389,19 @@ class Ledger(LedgerReads):
         if not isinstance(pricing, Pricing):
             raise TypeError(f"pricing must be a Pricing, got {type(pricing).__name__}")
         check_text("ingress_request_id", ingress_request_id, optional=True)
+        return self._commit_usage_fact(
+            Billable.resolve(fact, call_index), pricing=pricing, ingress_request_id=ingress_request_id
+        )
+
+    def _commit_usage_fact(
+        self, billable: Billable, *, pricing: Pricing, ingress_request_id: str | None
+    ) -> ChargeReceipt | None:
+        """`commit_usage_fact` of a fact resolved already (its arguments checked)."""
         created_at = datetime.now(UTC)
         # Identifies this call's row: after a connection broke during COMMIT, a retry that finds the key
         # taken can tell "my first attempt landed" from "someone else billed it".
         commit_id = _commit_id()
-        charge = self._prepare(fact, call_index, pricing, ingress_request_id, created_at, commit_id)
+        charge = self._prepare(billable, pricing, ingress_request_id, created_at, commit_id)
         receipt = charge.receipt
         account, key = receipt.billing_account_id, receipt.source_reference
         now = charge.row[-1]
@@ -440,20 +445,6 @@ class Ledger(LedgerReads):
         before anything is written, its error naming `facts[i]`; an error inside the transaction (a store
         refusal, a balance out of range) rolls the whole batch back. Retrying a batch is always safe.
         """
-        committed = self._commit_usage_facts(
-            facts, pricing=pricing, call_indexes=call_indexes, ingress_request_id=ingress_request_id
-        )
-        return [receipt for receipt, _ in committed]
-
-    def _commit_usage_facts(
-        self,
-        facts: Sequence[UsageFact],
-        *,
-        pricing: Pricing,
-        call_indexes: Sequence[int] | None = None,
-        ingress_request_id: str | None = None,
-    ) -> list[tuple[ChargeReceipt, bool]]:
-        """`commit_usage_facts`, each receipt with whether this call charged it (False: a duplicate)."""
         if isinstance(facts, str | bytes) or not isinstance(facts, Sequence):
             raise TypeError(f"facts must be a sequence of UsageFact, got {type(facts).__name__}")
         if not isinstance(pricing, Pricing):
@@ -469,14 +460,28 @@ class Ledger(LedgerReads):
             raise ValueError(f"call_indexes has {len(call_indexes)} items for {len(facts)} facts")
         else:
             indexes = call_indexes
+        billables = []
+        for i, (fact, call_index) in enumerate(zip(facts, indexes, strict=True)):
+            try:
+                billables.append(Billable.resolve(fact, call_index))
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"facts[{i}]: {error}") from error
+        committed = self._commit_usage_facts(
+            billables, pricing=pricing, ingress_request_id=ingress_request_id
+        )
+        return [receipt for receipt, _ in committed]
+
+    def _commit_usage_facts(
+        self, billables: Sequence[Billable], *, pricing: Pricing, ingress_request_id: str | None
+    ) -> list[tuple[ChargeReceipt, bool]]:
+        """`commit_usage_facts` of facts resolved already (its arguments checked), each receipt with whether
+        this call charged it (False: a duplicate)."""
         created_at = datetime.now(UTC)
         commit_id = _commit_id()
         charges: list[_Charge] = []
-        for i, (fact, call_index) in enumerate(zip(facts, indexes, strict=True)):
+        for i, billable in enumerate(billables):
             try:
-                charges.append(
-                    self._prepare(fact, call_index, pricing, ingress_request_id, created_at, commit_id)
-                )
+                charges.append(self._prepare(billable, pricing, ingress_request_id, created_at, commit_id))
             except (TypeError, ValueError) as error:
                 raise type(error)(f"facts[{i}]: {error}") from error
         # One row per key, first occurrence wins (a second commit of a key is a duplicate).
