@@ -55,43 +55,40 @@ def test_resolve_assigns_the_missing_id_and_the_key() -> None:
         Billable.resolve(fact(None), -1)
 
 
-def test_written_ahead_facts_are_resolved_once_on_their_way_to_the_ledger(
-    tmp_path: Path, resolutions: list[str]
-) -> None:
+@pytest.fixture
+def delivery(tmp_path: Path) -> Iterator[BillingDelivery]:
     with SqliteLedger(tmp_path / "l.sqlite3") as ledger:
         outbox = Outbox(tmp_path / "o.sqlite3")
         delivery = BillingDelivery(ledger, outbox)
-        try:
-            pairs = [(fact("u0"), 0), (fact(None), 1), (fact("u2"), 2)]
-            journaled = delivery.write_ahead(pairs, pricing=PRICING, ingress_request_id=None)
-            outcomes = delivery.commit(journaled, pricing=PRICING, ingress_request_id=None)
-            assert [o.receipt is not None for o in outcomes] == [True, True, True]
-            keys = ["run-b/0/u0", "run-b/0/MISSING:run-b/1", "run-b/0/u2"]
-            assert [o.key for o in outcomes] == keys
-            assert [r.source_reference for r in ledger.receipts()] == keys
-            assert resolutions == keys  # once each: the outbox, the batch commit and the ledger reuse it
-        finally:
-            delivery.close()
-            outbox.close()
+        yield delivery
+        delivery.close()
+        outbox.close()
+
+
+def test_written_ahead_facts_are_resolved_once_on_their_way_to_the_ledger(
+    delivery: BillingDelivery, resolutions: list[str]
+) -> None:
+    pairs = [(fact("u0"), 0), (fact(None), 1), (fact("u2"), 2)]
+    journaled = delivery.write_ahead(pairs, pricing=PRICING, ingress_request_id=None)
+    outcomes = delivery.commit(journaled, pricing=PRICING, ingress_request_id=None)
+    assert [o.receipt is not None for o in outcomes] == [True, True, True]
+    keys = ["run-b/0/u0", "run-b/0/MISSING:run-b/1", "run-b/0/u2"]
+    assert [o.key for o in outcomes] == keys
+    assert [r.source_reference for r in delivery.ledger.receipts()] == keys
+    assert resolutions == keys  # once each: the outbox, the batch commit and the ledger reuse it
 
 
 def test_a_parked_fact_is_drained_with_the_key_it_was_parked_under(
-    tmp_path: Path, resolutions: list[str]
+    delivery: BillingDelivery, resolutions: list[str]
 ) -> None:
-    with SqliteLedger(tmp_path / "l.sqlite3") as ledger:
-        outbox = Outbox(tmp_path / "o.sqlite3")
-        delivery = BillingDelivery(ledger, outbox)
-        try:
-            billable = Billable.resolve(fact(None), 4)
-            outbox.put(ledger.identity, billable, pricing=PRICING, ingress_request_id=None, error="x")
-            [entry] = outbox.due(ledger.identity)
-            assert entry.billable == billable
-            assert delivery.drain_once() == (1, False)
-            assert [r.source_reference for r in ledger.receipts()] == [billable.key]
-            assert resolutions == [billable.key]  # resolved once, before it was parked
-        finally:
-            delivery.close()
-            outbox.close()
+    ledger, outbox = delivery.ledger, delivery.outbox
+    billable = Billable.resolve(fact(None), 4)
+    outbox.put(ledger.identity, billable, pricing=PRICING, ingress_request_id=None, error="x")
+    [entry] = outbox.due(ledger.identity)
+    assert entry.billable == billable
+    assert delivery.drain_once() == (1, False)
+    assert [r.source_reference for r in ledger.receipts()] == [billable.key]
+    assert resolutions == [billable.key]  # resolved once, before it was parked
 
 
 def test_the_public_commit_resolves_as_the_delivery_does(tmp_path: Path) -> None:

@@ -58,14 +58,6 @@ class Journaled:
     seq: int | None
 
     @property
-    def fact(self) -> UsageFact:
-        return self.billable.fact
-
-    @property
-    def call_index(self) -> int:
-        return self.billable.call_index
-
-    @property
     def key(self) -> str:
         return self.billable.key
 

@@ -193,14 +193,6 @@ class OutboxEntry:
     last_error: str | None
 
     @property
-    def fact(self) -> UsageFact:
-        return self.billable.fact
-
-    @property
-    def call_index(self) -> int:
-        return self.billable.call_index
-
-    @property
     def key(self) -> str:
         return self.billable.key
 
