@@ -16,6 +16,7 @@ from postgres_server import postgres_dsn
 from stores import PostgresSchema
 
 from chainwarden.billing import PostgresLedger, Pricing, RunRecord, SqliteLedger, UsageFact
+from chainwarden.billing.facts import Billable
 from chainwarden.billing.outbox import Outbox
 
 FIRST_RELEASE_LEDGER = """
@@ -156,11 +157,15 @@ def test_a_first_release_outbox_gets_its_owner_column(tmp_path: Path) -> None:
     outbox = Outbox(path)
     try:
         assert outbox.put(
-            "L", fact("u1"), call_index=0, pricing=Pricing(markup=1.0), ingress_request_id=None, error="x"
+            "L",
+            Billable.resolve(fact("u1"), 0),
+            pricing=Pricing(markup=1.0),
+            ingress_request_id=None,
+            error="x",
         )
         assert outbox.pending("L") == ["run-up/0/u1"]
         seqs = outbox.write_ahead(
-            "L", [(fact("u2"), 0)], pricing=Pricing(markup=1.0), ingress_request_id=None
+            "L", [Billable.resolve(fact("u2"), 0)], pricing=Pricing(markup=1.0), ingress_request_id=None
         )
         assert len(seqs) == 1
     finally:
