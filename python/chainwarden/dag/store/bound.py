@@ -139,40 +139,49 @@ class StoredGraph(Graph):
         # The engine holds a change the database did not commit: forget it (reload on the next call).
         self._version = STALE
 
+    @contextmanager
+    def _attempt(self, named: list[str]) -> Iterator[None]:
+        """One try at a change: the body applies it to the engine (caught up, clocked by the database, the
+        graph's row locked); then its delta is written and committed (`named`: ids the delta must include,
+        filled by the body). A change that was applied but did not commit leaves the object stale."""
+        applied = False
+        try:
+            with self._backend.change(self.graph_id, self._version) as tx:
+                self._catch_up(tx)
+                mark = dag_change_mark(self._engine)
+                self._db_now = tx.now
+                try:
+                    yield  # an engine operation changes nothing when it raises
+                finally:
+                    self._db_now = None
+                applied = True
+                self._record(tx, mark, named)
+        except BaseException:
+            if applied:
+                self._stale()
+            raise
+        self._committed(tx)
+
     def _apply(self, op: Callable[[], T], *, named: Callable[[T], list[str]] | None = None) -> T:
         """Runs the change `op` in a transaction on the graph's row and commits it with its delta (the module
         docstring); inside this graph's `mutate()` block, that block commits."""
         with self._lock:
             if self._engine.txn_depth:
-                return op()  # inside this graph's mutate() block: that block commits
+                return op()
             retry = Retry(self._backend.retry_timeout_s)
             while True:
-                applied = False
+                ids: list[str] = []
                 try:
-                    with self._backend.change(self.graph_id, self._version) as tx:
-                        self._catch_up(tx)
-                        mark = dag_change_mark(self._engine)
-                        self._db_now = tx.now
-                        try:
-                            result = op()  # an engine operation changes nothing when it raises
-                        finally:
-                            self._db_now = None
-                        applied = True
-                        self._record(tx, mark, named(result) if named else [])
+                    with self._attempt(ids):
+                        result = op()
+                        ids += named(result) if named else []
                 except StoreCommitUnknownError:
                     self._stale()
                     raise
                 except StoreConnectionError:
-                    # It did not land: the object forgets it, and `op` runs again on the committed state.
-                    if applied:
-                        self._stale()
+                    # It did not land: the object forgot it, and `op` runs again on the committed state.
                     retry.wait_or_raise()
                     continue
-                except BaseException:
-                    if applied:
-                        self._stale()
-                    raise
-                self._committed(tx)
                 return result
 
     @contextmanager
@@ -183,32 +192,17 @@ class StoredGraph(Graph):
                     yield handle
                 return
             retry = Retry(self._backend.retry_timeout_s)
-            entered = applied = False
+            entered = False
             while True:
                 try:
-                    with self._backend.change(self.graph_id, self._version) as tx:
-                        self._catch_up(tx)
-                        mark = dag_change_mark(self._engine)
-                        self._db_now = tx.now
+                    with self._attempt([]):
                         entered = True
-                        try:
-                            with super().mutate() as handle:
-                                yield handle
-                        finally:
-                            self._db_now = None
-                        applied = True
-                        self._record(tx, mark, [])
+                        with super().mutate() as handle:
+                            yield handle
                 except StoreConnectionError:
-                    if applied:
-                        self._stale()
                     if entered:
                         # The block's body ran and cannot run again: the caller hears that nothing landed.
                         raise
                     retry.wait_or_raise()
                     continue
-                except BaseException:
-                    if applied:
-                        self._stale()
-                    raise
-                self._committed(tx)
                 return
