@@ -323,3 +323,20 @@ def with_usage_unit_id(fact: UsageFact, call_index: int) -> UsageFact:
         },
     )
     return replace(fact, usage_unit_id=missing_usage_unit_id(fact.run_id, call_index))
+
+
+@dataclass(frozen=True, slots=True)
+class Billable:
+    """A fact resolved for billing, once: its usage_unit_id assigned (`with_usage_unit_id`), the call index
+    it was reported at, and its idempotency key. Made by `Billable.resolve` and carried as it is from the
+    write-ahead through the outbox and delivery to the ledger (docs/billing.md "The outbox"), so none of them
+    resolves the fact or computes its key again."""
+
+    fact: UsageFact
+    call_index: int
+    key: str
+
+    @classmethod
+    def resolve(cls, fact: UsageFact, call_index: int) -> Billable:
+        resolved = with_usage_unit_id(fact, call_index)
+        return cls(resolved, call_index, compute_idempotency_key(resolved))
