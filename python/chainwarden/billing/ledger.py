@@ -356,7 +356,8 @@ class Ledger(LedgerReads):
         PostgreSQL: one statement over one JSON document of the rows, encoded by the json module's C encoder:
         one round trip, one execution and one parameter (psycopg splits a 500-row VALUES list's placeholders
         in Python, and dumps array parameters element by element in Python: either cost more than the
-        insert; benches/README.md "Batch commits"). SQLite: multi-row VALUES lists, one per chunk.
+        insert; benches/README.md "Batch commits and round trips"). SQLite: multi-row VALUES lists, one per
+        chunk.
         """
         found: list[Any] = []
         if not rows:
