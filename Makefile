@@ -41,8 +41,9 @@ lint: build
 	$(VENV)/bin/python -m mypy.stubtest chainwarden._core --allowlist .stubtest-allowlist
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 
-# Release artefacts in dist/: manylinux2014 + musllinux_1_2 x86_64 wheels for every CPython >= 3.11 here,
-# and the sdist (scripts/build-wheels.sh says how; benches/README.md why per-version, not abi3).
+# Release artefacts in dist/: manylinux2014 + musllinux_1_2 x86_64 wheels for every CPython >= 3.11 here
+# (and every free-threaded one >= 3.14t), and the sdist (scripts/build-wheels.sh says how; benches/README.md
+# why per-version, not abi3).
 wheels:
 	@VIRTUAL_ENV= PYO3_PYTHON= scripts/build-wheels.sh
 
@@ -59,7 +60,8 @@ bench: venv
 		--benchmark-json=.benchmarks/latest.json
 	$(PY) benches/report.py .benchmarks/latest.json
 
-# One run of the speed goals of issues 10 and 11, with a met / not met table (benches/goals.py).
+# One run of the speed goals (benches/README.md "Goals at a glance"), with a met / not met table
+# (benches/goals.py).
 bench-goals: venv
 	$(VENV)/bin/maturin develop --release --quiet --extras cli --features bench-floor
 	scripts/bench-goals.sh

@@ -22,6 +22,7 @@ from bench_billing_writer import PRICING, make_facts, open_funded, open_ledger
 from psycopg.conninfo import make_conninfo
 
 from chainwarden.billing.delivery import BillingDelivery
+from chainwarden.billing.facts import Billable
 from chainwarden.billing.outbox import Outbox
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,7 +169,7 @@ def test_write_ahead_alone(benchmark: Any, tmp_path: Path, batch: int) -> None:
 
     def write_and_remove() -> int:
         for start in range(0, len(facts), batch):
-            chunk = [(f, start + i) for i, f in enumerate(facts[start : start + batch])]
+            chunk = [Billable.resolve(f, start + i) for i, f in enumerate(facts[start : start + batch])]
             outbox.settle(outbox.write_ahead("bench", chunk, pricing=PRICING, ingress_request_id=None))
         return len(outbox.pending("bench"))
 
@@ -177,7 +178,7 @@ def test_write_ahead_alone(benchmark: Any, tmp_path: Path, batch: int) -> None:
     benchmark.extra_info["facts_per_second"] = round(FACTS_PER_ROUND / benchmark.stats.stats.mean)
 
 
-# -- the batch API and the per-fact floor (issue 10) -------------------------------------------------------
+# -- the batch API and the per-fact floor (benches/README.md "Batch commits and round trips") ---------------
 
 BATCH_FACTS = 1_000
 

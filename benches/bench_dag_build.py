@@ -1,4 +1,4 @@
-"""DAG building and bulk reads (issue 10), side by side with rustworkx / networkx where they do the same work.
+"""DAG building and bulk reads, side by side with rustworkx / networkx where they do the same work.
 
     .venv/bin/pytest benches/bench_dag_build.py --benchmark-only -q -p no:randomly
 

@@ -1,4 +1,4 @@
-"""JSON encoders side by side (issue 10): the DAG's `to_json` / `from_json` and the call graph's
+"""JSON encoders side by side: the DAG's `to_json` / `from_json` and the call graph's
 `snapshot_json` against orjson on the same data, in one session. `extra_info["bytes"]` is the document
 size, so throughput is `bytes / median`:
 

@@ -1,4 +1,4 @@
-"""Durable DAG store (issue #11): committed mutations/s and leased claims/s against a raw-SQL baseline
+"""Durable DAG store: committed mutations/s and leased claims/s against a raw-SQL baseline
 writing the same rows, and `store.load` of a 40,000-node chat. A script, not a pytest-benchmark suite: the
 multi-process rows need their own processes.
 

@@ -1,4 +1,5 @@
-"""Checks one pytest-benchmark session against the speed goals of issue 10 (and prints each figure).
+"""Checks one pytest-benchmark session against the speed goals (benches/README.md "Goals at a glance") and
+prints each figure.
 
 Usage: python benches/goals.py .benchmarks/goals.json   (scripts/bench-goals.sh runs the session first)
 

@@ -1,4 +1,4 @@
-"""Workers and the round-trip floor (issue #22), side by side with raw SQL doing the same work, in one run:
+"""Workers and the round-trip floor, side by side with raw SQL doing the same work, in one run:
 
 - a committed change on PostgreSQL (a `mutate()` creating one node: lock, catch-up, one node row, one event
   row, the change id and the version) against one raw psycopg transaction writing the same rows — plainly,

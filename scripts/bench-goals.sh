@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One run of every speed goal of issues 10 and 11 (benches/README.md "Goals at a glance"): one pytest-benchmark
+# One run of every speed goal (benches/README.md "Goals at a glance"): one pytest-benchmark
 # session side by side with the peers, then the memory, async-wrap and store-load scripts, with the machine's
 # load before and after. Needs `make bench`'s build (release, `bench-floor`); `make bench-goals` does both.
 set -euo pipefail

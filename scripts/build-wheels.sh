@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the release artefacts into dist/: one manylinux2014 (glibc 2.17) x86_64 wheel per CPython >= 3.11
-# found on this machine, the same set as musllinux_1_2 wheels, and the sdist. Then shows each wheel's tag
-# with auditwheel, and fails when a tag is not the portable one asked for.
+# found on this machine (and per free-threaded CPython >= 3.14t: scripts/find-pythons.sh), the same set as
+# musllinux_1_2 wheels, and the sdist. Then shows each wheel's tag with auditwheel, and fails when a tag is
+# not the portable one asked for.
 #
 # Per-version wheels, not abi3: the limited API costs more than 5% on the recorder loop (benches/README.md,
 # "abi3 or per-version wheels").

@@ -43,6 +43,15 @@ MODULES = {
 # ``from veronica_core import X`` for the names chainwarden exports at its top level.
 TOP_LEVEL = ("ExecutionConfig", "ExecutionContext", "ExecutionGraph", "WrapOptions", "ChainMetadata")
 
+# What the reference's own suites import beyond its API, only there: the value chainwarden has for it (its
+# private constants are no part of the drop-in, so they live here rather than in the package).
+PRIVATE_IMPORTS = {
+    # How many finished calls a snapshot keeps (``ContextSnapshot.nodes``).
+    "from veronica_core.containment.execution_context import _MAX_NODES": (
+        "from chainwarden._core import MAX_RECORDS as _MAX_NODES"
+    ),
+}
+
 CONTEXT_SUITES = ("tests/test_execution_context.py", "tests/test_execution_context_close.py")
 GRAPH_SUITES = (
     "tests/test_execution_graph.py",
@@ -53,6 +62,8 @@ GRAPH_SUITES = (
 
 def point_at_chainwarden(source: str) -> str:
     """The test file's text with every mapped module path (and logger name) replaced."""
+    for ref, ours in PRIVATE_IMPORTS.items():
+        source = source.replace(ref, ours)
     for ref in sorted(MODULES, key=len, reverse=True):
         source = re.sub(rf"\b{re.escape(ref)}\b", MODULES[ref], source)
     names = "|".join(TOP_LEVEL)

@@ -13,8 +13,9 @@
 #   the PostgreSQL ledger tests (CHAINWARDEN_NO_POSTGRES=1 skips them), the browser tests
 #   (tests/cli/test_report_browser.py, test_report_scale_browser.py, tests/ui/test_dashboard_browser.py: they
 #   need chromium and Playwright), tests/billing/test_one_ledger_writer.py (scans python/ in the tree),
-#   tests/cli/test_bench_agrees_with_benches.py (runs benches/ with pytest-benchmark) and tests/test_architecture.py
-#   (reads ARCHITECTURE.md and the source tree it names).
+#   tests/cli/test_bench_agrees_with_benches.py (runs benches/ with pytest-benchmark), tests/test_architecture.py
+#   (reads ARCHITECTURE.md and the source tree it names), tests/test_bench_results.py (reads benches/results/)
+#   and tests/test_source_hygiene.py (reads the comments of the source tree).
 # - musllinux wheels cannot be installed by a glibc CPython; they are listed as not installable here (their
 #   tag is confirmed by scripts/check-dist.py).
 set -euo pipefail
@@ -55,6 +56,10 @@ def test_package_comes_from_site_packages() -> None:
     assert Path(chainwarden._core.__file__).resolve().is_relative_to(site)
 EOF
 
+# What a Python's wheels are tagged for: 3.12, or 3.14t for a free-threaded build.
+abi_of_python='import sys, sysconfig; print("%d.%d%s" % (*sys.version_info[:2], "t" * bool(sysconfig.get_config_var("Py_GIL_DISABLED"))))'
+gil_stays_off='import sys, chainwarden, chainwarden._core; sys.exit("importing chainwarden turned the GIL on" if sys._is_gil_enabled() else 0)'
+
 status=0
 checked=0
 for whl in "${wheels[@]}"; do
@@ -63,11 +68,11 @@ for whl in "${wheels[@]}"; do
         echo "wheels-check: $name: not installable on this glibc machine (tag checked by scripts/check-dist.py)"
         continue
     fi
-    # cp312-cp312 -> 3.12
-    tag="$(sed -E 's/^[^-]+-[^-]+-cp([0-9])([0-9]+)-.*/\1.\2/' <<<"$name")"
+    # The wheel's ABI tag: cp312-cp312 -> 3.12, cp314-cp314t -> 3.14t (free-threaded).
+    tag="$(sed -E 's/^[^-]+-[^-]+-cp[0-9]+-cp([0-9])([0-9]+)(t?)-.*/\1.\2\3/' <<<"$name")"
     py=""
     for candidate in "${interpreters[@]}"; do
-        if [[ "$("$candidate" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" == "$tag" ]]; then
+        if [[ "$("$candidate" -c "$abi_of_python")" == "$tag" ]]; then
             py="$candidate"
         fi
     done
@@ -79,6 +84,24 @@ for whl in "${wheels[@]}"; do
     venv="$work/venv-$tag"
     echo "wheels-check: $name: fresh venv of $py"
     "$py" -m venv "$venv"
+    if [[ "$tag" == *t ]]; then
+        # A free-threaded wheel: the package alone (with its command) and the test runner. The extras' compiled
+        # dependencies do not all publish free-threaded wheels, so what runs is what this build is for: the
+        # thread-stress test, with the GIL off (importing the native module must not turn it back on).
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check "$whl[cli]" \
+            "pytest>=8" "pytest-asyncio>=0.24" "pytest-timeout>=2.3" "hypothesis>=6.100"
+        if ! (cd "$tests" && "$venv/bin/python" -c "$gil_stays_off" && PYTHONDONTWRITEBYTECODE=1 \
+            "$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts="-ra --strict-markers" \
+            tests/test_thread_stress.py tests/test_installed_wheel.py); then
+            echo "wheels-check: $name: tests FAILED" >&2
+            status=1
+        fi
+        (cd "$work" && "$venv/bin/chainwarden" --version && "$venv/bin/chainwarden" demo --only graph >/dev/null) \
+            || { echo "wheels-check: $name: the chainwarden command failed" >&2; status=1; }
+        rm -rf "$venv"
+        checked=$((checked + 1))
+        continue
+    fi
     "$venv/bin/python" -m pip install -q --disable-pip-version-check \
         "$whl[cli,postgres,otel,prices,openai,anthropic,claude-agent,langchain,langgraph,redis,ui]" -r "$root/requirements-wheels-check.txt"
     if "$venv/bin/python" -c "import maturin" 2>/dev/null; then
@@ -91,6 +114,7 @@ for whl in "${wheels[@]}"; do
         --ignore=tests/cli/test_report_browser.py --ignore=tests/cli/test_report_scale_browser.py \
         --ignore=tests/ui/test_dashboard_browser.py --ignore=tests/billing/test_one_ledger_writer.py \
         --ignore=tests/cli/test_bench_agrees_with_benches.py --ignore=tests/test_architecture.py \
+        --ignore=tests/test_bench_results.py --ignore=tests/test_source_hygiene.py \
         -o addopts="-ra --strict-markers" tests); then
         echo "wheels-check: $name: tests FAILED" >&2
         status=1

@@ -10,13 +10,14 @@ import pytest
 from hypothesis import settings
 
 # Hypothesis's per-example deadline (200 ms) is a timed assert: on a loaded machine it fails tests that are
-# merely slow. Time is bounded by the per-test timeout instead (docs/testing.md "Timeouts").
+# merely slow. Time is bounded by the per-test timeout instead (docs/testing.md "Timeouts and the slow
+# marker").
 settings.register_profile("chainwarden", deadline=None)
 settings.load_profile("chainwarden")
 
-# docs/testing.md "Timeouts": every test runs under pytest-timeout's default (`timeout` in pyproject.toml,
-# a few seconds); a test marked `@pytest.mark.slow` gets this instead, unless it names its own
-# `@pytest.mark.timeout(...)`.
+# docs/testing.md "Timeouts and the slow marker": every test runs under pytest-timeout's default (`timeout`
+# in pyproject.toml, a few seconds); a test marked `@pytest.mark.slow` gets this instead, unless it names its
+# own `@pytest.mark.timeout(...)`.
 SLOW_TIMEOUT_S = 120
 
 

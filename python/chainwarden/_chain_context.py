@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
+
 if TYPE_CHECKING:
     from chainwarden.containment.types import ChainMetadata
 
@@ -46,17 +48,21 @@ def checked_tags(tags: object) -> Tags:
     if isinstance(tags, Mapping):
         for key, value in tags.items():
             if not isinstance(key, str) or not isinstance(value, str):
-                raise TypeError(
-                    f"tags must map str to str, got {type(key).__name__} -> {type(value).__name__}"
+                raise InvalidArgumentType(
+                    f"tags must map str to str, got {type(key).__name__} -> {type(value).__name__}",
+                    argument="tags",
                 )
         return MappingProxyType(dict(tags))
     if isinstance(tags, list | tuple):
         for index, tag in enumerate(tags):
             if not isinstance(tag, str):
-                raise TypeError(f"tags[{index}] must be a str, got {type(tag).__name__}")
+                raise InvalidArgumentType(
+                    f"tags[{index}] must be a str, got {type(tag).__name__}", argument="tags"
+                )
         return tuple(tags)
-    raise TypeError(
-        f"tags must be a list or tuple of str, or a dict of str to str, got {type(tags).__name__}"
+    raise InvalidArgumentType(
+        f"tags must be a list or tuple of str, or a dict of str to str, got {type(tags).__name__}",
+        argument="tags",
     )
 
 
@@ -64,34 +70,38 @@ def _json_copy(value: object, where: str, depth: int = 0) -> Any:
     """A copy of ``value`` made of JSON types only (tuples become lists); ``TypeError`` / ``ValueError``
     name the path of the first value that is not strict JSON (docs/design.md §23)."""
     if depth > 64:
-        raise ValueError(f"{where} is nested too deeply")
+        raise InvalidArgument(f"{where} is nested too deeply", argument=where)
     if value is None or isinstance(value, bool | str):
         return value
     if isinstance(value, int):
         if not -(2**63) <= value < 2**63:
-            raise ValueError(f"{where}: integer out of the 64-bit range")
+            raise InvalidArgument(f"{where}: integer out of the 64-bit range", argument=where)
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"{where} must be a finite number, got {value!r}")
+            raise InvalidArgument(f"{where} must be a finite number, got {value!r}", argument=where)
         return value
     if isinstance(value, Mapping):
         copied = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise TypeError(f"{where}: dict keys must be str, not {type(key).__name__}")
+                raise InvalidArgumentType(
+                    f"{where}: dict keys must be str, not {type(key).__name__}", argument=where
+                )
             copied[key] = _json_copy(item, f"{where}[{key!r}]", depth + 1)
         return copied
     if isinstance(value, list | tuple):
         return [_json_copy(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
-    raise TypeError(f"{where}: {type(value).__name__} is not JSON data")
+    raise InvalidArgumentType(f"{where}: {type(value).__name__} is not JSON data", argument=where)
 
 
 def checked_attributes(attributes: object) -> Mapping[str, Any]:
     """``attributes`` (a dict of str to JSON values) copied and frozen; ``TypeError`` / ``ValueError``
     name the offending entry."""
     if not isinstance(attributes, Mapping):
-        raise TypeError(f"attributes must be a dict or None, got {type(attributes).__name__}")
+        raise InvalidArgumentType(
+            f"attributes must be a dict or None, got {type(attributes).__name__}", argument="attributes"
+        )
     copied: dict[str, Any] = _json_copy(attributes, "attributes")
     return MappingProxyType(copied)
 

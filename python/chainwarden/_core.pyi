@@ -13,6 +13,7 @@ __all__ = [
     "CallRecord",
     "CallStatus",
     "ChainCore",
+    "ChainwardenError",
     "ClosedCall",
     "DagEdgeError",
     "DagEngine",
@@ -21,8 +22,12 @@ __all__ = [
     "DagNotFoundError",
     "DagPreconditionError",
     "ExecutionGraph",
+    "InvalidArgument",
+    "InvalidArgumentType",
+    "InvalidState",
     "Mutation",
     "NodeEvent",
+    "NotFound",
     "StopCause",
     "__version__",
     "dag_apply_records",
@@ -39,6 +44,22 @@ __all__ = [
 ]
 
 __version__: str
+
+# --- errors ---
+# The package's one exception root and its generic families (chainwarden.errors documents them all).
+
+class ChainwardenError(Exception): ...
+
+class InvalidArgument(ChainwardenError, ValueError):
+    argument: str | None
+    def __init__(self, message: str = "", *, argument: str | None = None) -> None: ...
+
+class InvalidArgumentType(ChainwardenError, TypeError):
+    argument: str | None
+    def __init__(self, message: str = "", *, argument: str | None = None) -> None: ...
+
+class NotFound(ChainwardenError, KeyError): ...
+class InvalidState(ChainwardenError, RuntimeError): ...
 
 _NodeKind = Literal["llm", "tool", "system", "memory_read", "memory_write"]
 _NodeStatus = Literal["created", "running", "success", "fail", "halt"]
@@ -199,12 +220,12 @@ class ExecutionGraph:
 # --- dag ---
 # The DAG engine (chainwarden.dag wraps it). Appended section: keep other sections above/below intact.
 
-class DagError(Exception):
+class DagError(ChainwardenError):
     code: str
 
 class DagNotFoundError(DagError, LookupError): ...
 
-class DagInvalidArgumentError(DagError, ValueError):
+class DagInvalidArgumentError(DagError, InvalidArgument):
     code: str
 
 class DagEdgeError(DagError): ...

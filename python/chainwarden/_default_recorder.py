@@ -1,10 +1,10 @@
 """``chainwarden.default_recorder()``: where calls made outside any ``ExecutionContext`` are recorded.
 
-``chainwarden.instrument()`` (docs/integrations.md, "One line: instrument()") records every provider and
-LangChain call of the process. Inside an ``ExecutionContext`` they are contained calls of it; outside any,
-they land here: one process-wide ``ExecutionGraph`` (created on first use, root ``default``, at most
-``DEFAULT_MAX_NODES`` nodes kept, docs/design.md §27), exportable like any other graph (``snapshot_json``,
-``chainwarden.otel.instrument``, ``chainwarden render``).
+``chainwarden.instrument()`` (docs/integrations.md, "One line: chainwarden.instrument()") records every
+provider and LangChain call of the process. Inside an ``ExecutionContext`` they are contained calls of it;
+outside any, they land here: one process-wide ``ExecutionGraph`` (created on first use, root ``default``, at
+most ``DEFAULT_MAX_NODES`` nodes kept, docs/design.md §27), exportable like any other graph
+(``snapshot_json``, ``chainwarden.otel.instrument``, ``chainwarden render``).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 from chainwarden._extras import require
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 
 __all__ = ["PRICE_KEYS", "context_window", "price_usage"]
 
@@ -63,9 +64,10 @@ def price_usage(
     cache_read = _tokens(cache_read_tokens, "cache_read_tokens")
     cache_write = _tokens(cache_write_tokens, "cache_write_tokens")
     if cache_read + cache_write > tokens_in:
-        raise ValueError(
+        raise InvalidArgument(
             f"cache_read_tokens + cache_write_tokens ({cache_read} + {cache_write}) cannot exceed "
-            f"input_tokens ({tokens_in}): input_tokens counts cached tokens too"
+            f"input_tokens ({tokens_in}): input_tokens counts cached tokens too",
+            argument="cache_read_tokens",
         )
     table = _overrides(overrides)
     prices = table.get((provider, model))
@@ -145,8 +147,9 @@ def _overrides(overrides: object) -> dict[tuple[str, str], dict[str, Decimal]]:
     if overrides is None:
         return {}
     if not isinstance(overrides, Mapping):
-        raise TypeError(
-            f"overrides must be a mapping of (provider, model) to prices, got {type(overrides).__name__}"
+        raise InvalidArgumentType(
+            f"overrides must be a mapping of (provider, model) to prices, got {type(overrides).__name__}",
+            argument="overrides",
         )
     table: dict[tuple[str, str], dict[str, Decimal]] = {}
     for key, prices in overrides.items():
@@ -155,50 +158,58 @@ def _overrides(overrides: object) -> dict[tuple[str, str], dict[str, Decimal]]:
             or len(key) != 2
             or not all(isinstance(part, str) and part for part in key)
         ):
-            raise TypeError(f"overrides keys must be (provider, model) tuples of non-empty str, got {key!r}")
+            raise InvalidArgumentType(
+                f"overrides keys must be (provider, model) tuples of non-empty str, got {key!r}",
+                argument="overrides",
+            )
         if not isinstance(prices, Mapping):
-            raise TypeError(
-                f"overrides[{key!r}] must be a mapping of price keys, got {type(prices).__name__}"
+            raise InvalidArgumentType(
+                f"overrides[{key!r}] must be a mapping of price keys, got {type(prices).__name__}",
+                argument="overrides",
             )
         unknown = sorted(str(name) for name in prices if name not in PRICE_KEYS)
         if unknown:
-            raise ValueError(
-                f"overrides[{key!r}] has unknown price keys {unknown}; allowed: {list(PRICE_KEYS)}"
+            raise InvalidArgument(
+                f"overrides[{key!r}] has unknown price keys {unknown}; allowed: {list(PRICE_KEYS)}",
+                argument="overrides",
             )
         missing = [name for name in _REQUIRED if name not in prices]
         if missing:
-            raise ValueError(f"overrides[{key!r}] lacks {missing}")
+            raise InvalidArgument(f"overrides[{key!r}] lacks {missing}", argument="overrides")
         table[key] = {name: _price(value, f"overrides[{key!r}][{name!r}]") for name, value in prices.items()}
     return table
 
 
 def _price(value: object, where: str) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, Decimal | int | float | str):
-        raise TypeError(f"{where} must be a Decimal, int, float or decimal str, got {type(value).__name__}")
+        raise InvalidArgumentType(
+            f"{where} must be a Decimal, int, float or decimal str, got {type(value).__name__}",
+            argument=where,
+        )
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"{where} must be finite, got {value!r}")
+            raise InvalidArgument(f"{where} must be finite, got {value!r}", argument=where)
         value = repr(value)  # 0.15 means 0.15, not its binary neighbour
     try:
         price = Decimal(value)
     except decimal.InvalidOperation as exc:
-        raise ValueError(f"{where} is not a number: {value!r}") from exc
+        raise InvalidArgument(f"{where} is not a number: {value!r}", argument=where) from exc
     if not price.is_finite() or price < 0:
-        raise ValueError(f"{where} must be a finite non-negative price, got {value!r}")
+        raise InvalidArgument(f"{where} must be a finite non-negative price, got {value!r}", argument=where)
     return price
 
 
 def _name(value: object, name: str) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+        raise InvalidArgumentType(f"{name} must be a str, got {type(value).__name__}", argument=name)
     if not value.strip():
-        raise ValueError(f"{name} must not be empty")
+        raise InvalidArgument(f"{name} must not be empty", argument=name)
     return value
 
 
 def _tokens(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        raise InvalidArgumentType(f"{name} must be an int, got {type(value).__name__}", argument=name)
     if value < 0 or value > _MAX_TOKENS:
-        raise ValueError(f"{name} must be between 0 and 2**63 - 1, got {value}")
+        raise InvalidArgument(f"{name} must be between 0 and 2**63 - 1, got {value}", argument=name)
     return value

@@ -14,7 +14,7 @@ LEDGER_MODULE = "billing/ledger.py"
 # Who may call commit_usage_fact: the billing delivery (commit-or-park and the outbox drainer, which the
 # runtime's billing subscriber uses) and the ledger's own definition.
 COMMITTERS = {"billing/delivery.py", LEDGER_MODULE}
-COMMIT_NAMES = {"commit_usage_fact", "commit_usage_facts", "_commit_usage_facts"}
+COMMIT_NAMES = {"commit_usage_fact", "_commit_usage_fact", "commit_usage_facts", "_commit_usage_facts"}
 RUN_STORE = "billing/run_store.py"
 HOLDS = "billing/holds.py"
 # Which modules may write each table.

@@ -16,6 +16,7 @@ from postgres_server import postgres_dsn
 from stores import PostgresSchema
 
 from chainwarden.billing import PostgresLedger, Pricing, RunRecord, SqliteLedger, UsageFact
+from chainwarden.billing.facts import Billable
 from chainwarden.billing.outbox import Outbox
 
 FIRST_RELEASE_LEDGER = """
@@ -156,11 +157,15 @@ def test_a_first_release_outbox_gets_its_owner_column(tmp_path: Path) -> None:
     outbox = Outbox(path)
     try:
         assert outbox.put(
-            "L", fact("u1"), call_index=0, pricing=Pricing(markup=1.0), ingress_request_id=None, error="x"
+            "L",
+            Billable.resolve(fact("u1"), 0),
+            pricing=Pricing(markup=1.0),
+            ingress_request_id=None,
+            error="x",
         )
         assert outbox.pending("L") == ["run-up/0/u1"]
         seqs = outbox.write_ahead(
-            "L", [(fact("u2"), 0)], pricing=Pricing(markup=1.0), ingress_request_id=None
+            "L", [Billable.resolve(fact("u2"), 0)], pricing=Pricing(markup=1.0), ingress_request_id=None
         )
         assert len(seqs) == 1
     finally:
@@ -170,3 +175,33 @@ def test_a_first_release_outbox_gets_its_owner_column(tmp_path: Path) -> None:
             "SELECT version FROM chainwarden_schema WHERE component = 'outbox'"
         ).fetchone() == (2,)
     conn.close()
+
+
+LEDGER_TABLES = ("billing_accounts", "charge_receipts", "credit_ledger", "runs", "run_events", "run_calls")
+
+
+def test_both_stores_make_the_same_ledger_tables(tmp_path: Path) -> None:
+    """The ledger's tables are written once (billing/ledger_schema.py) and spelled per store: a new SQLite
+    file and a new PostgreSQL schema hold the same tables with the same columns, in the same order."""
+    path = tmp_path / "new.sqlite3"
+    SqliteLedger(path).close()
+    conn = sqlite3.connect(path)
+    on_sqlite = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for t in LEDGER_TABLES}
+    conn.close()
+    with PostgresSchema(postgres_dsn()) as store:
+        PostgresLedger(store.target).close()
+        with psycopg.connect(store.target, autocommit=True) as pg:
+            on_postgres = {
+                t: [
+                    r[0]
+                    for r in pg.execute(
+                        "SELECT column_name FROM information_schema.columns WHERE table_schema = "
+                        "current_schema() AND table_name = %s ORDER BY ordinal_position",
+                        (t,),
+                    )
+                ]
+                for t in LEDGER_TABLES
+            }
+    assert on_sqlite == on_postgres
+    assert all(on_sqlite.values())
+    assert on_sqlite["charge_receipts"][-2:] == ["commit_id", "created_at"]

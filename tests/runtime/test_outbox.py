@@ -23,6 +23,7 @@ from chainwarden.billing import (
     SqliteLedger,
     UsageFact,
 )
+from chainwarden.billing.facts import Billable
 from chainwarden.billing.outbox import Outbox, decode_fact, encode_fact
 from chainwarden.runtime import AiRuntime, Done, UsageReport
 
@@ -62,10 +63,11 @@ def test_a_fact_survives_the_outbox_exactly() -> None:
 def test_the_outbox_is_keyed_by_ledger_and_idempotency_key(tmp_path: Path) -> None:
     outbox = Outbox(tmp_path / "o.sqlite3")
     fact = usage_fact("run-k", "u1")
-    put = {"call_index": 0, "pricing": PRICING, "ingress_request_id": None, "error": "x"}
-    assert outbox.put("ledger-a", fact, **put) is True  # type: ignore[arg-type]
-    assert outbox.put("ledger-a", fact, **put) is False  # type: ignore[arg-type]
-    assert outbox.put("ledger-b", fact, **put) is True  # type: ignore[arg-type]
+    put = {"pricing": PRICING, "ingress_request_id": None, "error": "x"}
+    billable = Billable.resolve(fact, 0)
+    assert outbox.put("ledger-a", billable, **put) is True  # type: ignore[arg-type]
+    assert outbox.put("ledger-a", billable, **put) is False  # type: ignore[arg-type]
+    assert outbox.put("ledger-b", billable, **put) is True  # type: ignore[arg-type]
     assert outbox.pending("ledger-a") == ["run-k/0/u1"]
     assert [e.key for e in outbox.due("ledger-b")] == ["run-k/0/u1"]
     outbox.close()
@@ -241,26 +243,42 @@ def test_the_drainer_commits_parked_facts_together_and_one_refused_fact_alone(tm
             too_big = usage_fact("run-d", "too-big", cost="999999999999")
             for i, fact in enumerate(good[:10]):
                 outbox.put(
-                    ledger.identity, fact, call_index=i, pricing=PRICING, ingress_request_id="r", error="x"
+                    ledger.identity,
+                    Billable.resolve(fact, i),
+                    pricing=PRICING,
+                    ingress_request_id="r",
+                    error="x",
                 )
             outbox.put(
-                ledger.identity, too_big, call_index=99, pricing=huge, ingress_request_id="r", error="x"
+                ledger.identity,
+                Billable.resolve(too_big, 99),
+                pricing=huge,
+                ingress_request_id="r",
+                error="x",
             )
             outbox.put(
-                ledger.identity, good[10], call_index=10, pricing=huge, ingress_request_id="r", error="x"
+                ledger.identity,
+                Billable.resolve(good[10], 10),
+                pricing=huge,
+                ingress_request_id="r",
+                error="x",
             )
             for i, fact in enumerate(good[11:], start=11):
                 outbox.put(
-                    ledger.identity, fact, call_index=i, pricing=PRICING, ingress_request_id=None, error="x"
+                    ledger.identity,
+                    Billable.resolve(fact, i),
+                    pricing=PRICING,
+                    ingress_request_id=None,
+                    error="x",
                 )
             singles: list[str] = []
-            commit_one = ledger.commit_usage_fact
+            commit_one = ledger._commit_usage_fact
 
-            def counted(fact: UsageFact, **kwargs: Any) -> Any:
-                singles.append(fact.usage_unit_id or "")
-                return commit_one(fact, **kwargs)
+            def counted(billable: Billable, **kwargs: Any) -> Any:
+                singles.append(billable.fact.usage_unit_id or "")
+                return commit_one(billable, **kwargs)
 
-            ledger.commit_usage_fact = counted  # type: ignore[method-assign]
+            ledger._commit_usage_fact = counted  # type: ignore[method-assign]
             assert delivery.drain_once() == (25, False)
             # Two groups of 10 and 14 went in one transaction each; only the refused group went one by one.
             assert sorted(singles) == ["too-big", "u10"]

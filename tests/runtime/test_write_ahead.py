@@ -22,6 +22,7 @@ from runtime_helpers import ScriptedExecutor, request, usage_fact
 from sqlite_locks import write_locked
 
 from chainwarden.billing import Pricing, SqliteLedger
+from chainwarden.billing.facts import Billable
 from chainwarden.billing.outbox import Outbox, process_owner
 from chainwarden.runtime import AiRuntime, Done, UsageReport
 
@@ -175,7 +176,7 @@ def test_sigkill_after_commits_landed_but_before_their_rows_left_bills_once(tmp_
 
 def test_rows_being_committed_by_a_live_process_are_left_to_it(tmp_path: Path) -> None:
     outbox = Outbox(tmp_path / "o.sqlite3")
-    facts = [(usage_fact("run-c", f"u{i}"), i) for i in range(3)]
+    facts = [Billable.resolve(usage_fact("run-c", f"u{i}"), i) for i in range(3)]
     seqs = outbox.write_ahead("ledger-a", facts, pricing=PRICING, ingress_request_id=None)
     assert len(set(seqs)) == 3
     assert outbox.due("ledger-a") == []  # this process is committing them

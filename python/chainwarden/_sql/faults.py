@@ -16,6 +16,8 @@ import sqlite3
 from enum import Enum
 from typing import Any
 
+from chainwarden.errors import ChainwardenError
+
 # Admin shutdown, crash shutdown, cannot connect now: a server restarting.
 _RESTART_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
 # Serialization failure, deadlock detected, lock not available (lock_timeout / NOWAIT).
@@ -24,7 +26,7 @@ _LOCK_SQLSTATES = frozenset({"40001", "40P01", "55P03"})
 _SQLITE_BUSY = (5, 6)
 
 
-class Unreachable(Exception):
+class Unreachable(ChainwardenError):
     """No connection could be made; the message names the server (password masked) and the driver's
     reason. Nothing was sent."""
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from chainwarden._secrets import mask_secrets
 from chainwarden._sql.faults import Fault, Unreachable, classify
+from chainwarden.errors import InvalidArgument
 
 #: A statement parameter as libpq takes it: text bytes (or None for NULL).
 Param = bytes | None
@@ -283,7 +284,7 @@ class Listener:
 
     def __init__(self, dsn: str, channel: str, *, what: str) -> None:
         if not channel.isidentifier():
-            raise ValueError(f"channel must be an identifier, got {channel!r}")
+            raise InvalidArgument(f"channel must be an identifier, got {channel!r}", argument="channel")
         self._psycopg, _ = psycopg_modules(what)
         self._dsn = dsn
         self._channel = channel

@@ -8,11 +8,12 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from chainwarden._sql.params import qmark
+from chainwarden.errors import ChainwardenError
 
 MEMORY = ":memory:"
 
 
-class CannotOpen(Exception):
+class CannotOpen(ChainwardenError):
     """The file could not be opened or set up; the message names it."""
 
 

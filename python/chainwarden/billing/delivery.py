@@ -19,7 +19,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from chainwarden.billing.errors import LedgerUnavailable
-from chainwarden.billing.facts import UsageFact, compute_idempotency_key, with_usage_unit_id
+from chainwarden.billing.facts import Billable, UsageFact
 from chainwarden.billing.ledger import Ledger
 from chainwarden.billing.metrics import METRICS
 from chainwarden.billing.outbox import Outbox, OutboxEntry
@@ -51,16 +51,15 @@ class Delivered:
 
 @dataclass(frozen=True)
 class Journaled:
-    """A fact on its way to the ledger: usage_unit_id resolved, and its outbox row (None when it could not
-    be written ahead: the outbox is in memory, or its disk failed)."""
+    """A fact on its way to the ledger, resolved once, and its outbox row (None when it could not be written
+    ahead: the outbox is in memory, or its disk failed)."""
 
-    fact: UsageFact
-    call_index: int
+    billable: Billable
     seq: int | None
 
     @property
     def key(self) -> str:
-        return compute_idempotency_key(self.fact)
+        return self.billable.key
 
 
 def _describe(error: BaseException) -> str:
@@ -120,7 +119,7 @@ class BillingDelivery:
     ) -> list[Journaled]:
         """Step 1: makes `(fact, call_index)` pairs durable in the outbox, in one transaction, before any
         commit. Never raises: when the outbox fails the facts go on unjournaled (commit-or-park)."""
-        resolved = [(with_usage_unit_id(fact, index), index) for fact, index in facts]
+        resolved = [Billable.resolve(fact, index) for fact, index in facts]
         seqs: list[int | None] = [None] * len(resolved)
         if self.write_ahead_enabled and resolved:
             # The drainer also watches for rows a killed process on the same outbox left behind.
@@ -140,7 +139,7 @@ class BillingDelivery:
                     self.outbox.path,
                     _describe(error),
                 )
-        return [Journaled(fact, index, seq) for (fact, index), seq in zip(resolved, seqs, strict=True)]
+        return [Journaled(billable, seq) for billable, seq in zip(resolved, seqs, strict=True)]
 
     def commit(
         self, journaled: Sequence[Journaled], *, pricing: Pricing, ingress_request_id: str | None
@@ -171,11 +170,8 @@ class BillingDelivery:
                 outcomes.append(Delivered(key=key, receipt=None, parked=True, error=away))
                 continue
             try:
-                receipt = self.ledger.commit_usage_fact(
-                    item.fact,
-                    call_index=item.call_index,
-                    pricing=pricing,
-                    ingress_request_id=ingress_request_id,
+                receipt = self.ledger._commit_usage_fact(
+                    item.billable, pricing=pricing, ingress_request_id=ingress_request_id
                 )
             except Exception as error:
                 if isinstance(error, LedgerUnavailable):
@@ -245,10 +241,7 @@ class BillingDelivery:
     ) -> list[tuple[ChargeReceipt, bool]]:
         """Facts (written ahead or parked) in ONE ledger transaction, each receipt with whether it is new."""
         return self.ledger._commit_usage_facts(
-            [item.fact for item in items],
-            pricing=pricing,
-            call_indexes=[item.call_index for item in items],
-            ingress_request_id=request_id,
+            [item.billable for item in items], pricing=pricing, ingress_request_id=request_id
         )
 
     def _away(self) -> LedgerUnavailable:
@@ -260,9 +253,7 @@ class BillingDelivery:
         self, item: Journaled, pricing: Pricing, ingress_request_id: str | None
     ) -> Delivered:
         try:
-            return self.deliver(
-                item.fact, call_index=item.call_index, pricing=pricing, ingress_request_id=ingress_request_id
-            )
+            return self._deliver(item.billable, pricing, ingress_request_id)
         except Exception as error:
             logger.critical(
                 "billing: usage fact %s could be neither committed nor kept in the outbox %s",
@@ -277,34 +268,29 @@ class BillingDelivery:
     ) -> Delivered:
         """Commits the fact, or parks it durably. Raises only when it could do neither (then it is lost
         unless the caller keeps it: the error says why)."""
-        fact = with_usage_unit_id(fact, call_index)
-        key = compute_idempotency_key(fact)
+        return self._deliver(Billable.resolve(fact, call_index), pricing, ingress_request_id)
+
+    def _deliver(self, billable: Billable, pricing: Pricing, ingress_request_id: str | None) -> Delivered:
+        key = billable.key
         if not self._ledger_down:
             try:
-                receipt = self.ledger.commit_usage_fact(
-                    fact, call_index=call_index, pricing=pricing, ingress_request_id=ingress_request_id
+                receipt = self.ledger._commit_usage_fact(
+                    billable, pricing=pricing, ingress_request_id=ingress_request_id
                 )
             except Exception as error:
                 if isinstance(error, LedgerUnavailable):
                     self._ledger_down = True
                 logger.error("billing: commit of %s failed (%s); parking it in the outbox", key, error)
-                self._park(fact, call_index, pricing, ingress_request_id, _describe(error))
+                self._park(billable, pricing, ingress_request_id, _describe(error))
                 return Delivered(key=key, receipt=None, parked=True, error=error)
             return Delivered(key=key, receipt=receipt, parked=False)
         away = self._away()
-        self._park(fact, call_index, pricing, ingress_request_id, str(away))
+        self._park(billable, pricing, ingress_request_id, str(away))
         return Delivered(key=key, receipt=None, parked=True, error=away)
 
-    def _park(
-        self, fact: UsageFact, call_index: int, pricing: Pricing, ingress_request_id: str | None, error: str
-    ) -> None:
+    def _park(self, billable: Billable, pricing: Pricing, ingress_request_id: str | None, error: str) -> None:
         self.outbox.put(
-            self._identity,
-            fact,
-            call_index=call_index,
-            pricing=pricing,
-            ingress_request_id=ingress_request_id,
-            error=error,
+            self._identity, billable, pricing=pricing, ingress_request_id=ingress_request_id, error=error
         )
         METRICS.increment("billing.outbox_parked")
         self._start()
@@ -331,8 +317,9 @@ class BillingDelivery:
 
         Entries with the same pricing and request id are committed together, in one ledger transaction
         (after an outage the outbox may hold thousands: one transaction each would drain ten times slower,
-        benches/README.md "Batch commits"); a group the ledger refuses for another reason than availability
-        is retried one entry at a time, so one fact it refuses does not hold back the others."""
+        benches/README.md "Batch commits and round trips"); a group the ledger refuses for another reason
+        than availability is retried one entry at a time, so one fact it refuses does not hold back the
+        others."""
         entries = self.outbox.due(self._identity, limit=_BATCH)
         groups: dict[tuple[Pricing, str | None], list[OutboxEntry]] = {}
         for entry in entries:
@@ -368,11 +355,8 @@ class BillingDelivery:
             if self._stopping:
                 break
             try:
-                self.ledger.commit_usage_fact(
-                    entry.fact,
-                    call_index=entry.call_index,
-                    pricing=entry.pricing,
-                    ingress_request_id=entry.ingress_request_id,
+                self.ledger._commit_usage_fact(
+                    entry.billable, pricing=entry.pricing, ingress_request_id=entry.ingress_request_id
                 )
             except LedgerUnavailable as error:
                 self._ledger_down = True

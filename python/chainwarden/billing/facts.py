@@ -16,6 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from chainwarden.billing.metrics import METRICS
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 
 logger = logging.getLogger("chainwarden.billing")
 
@@ -39,11 +40,13 @@ def check_text(name: str, value: object, *, optional: bool = False) -> str | Non
         return None
     if not isinstance(value, str):
         expected = "a str or None" if optional else "a str"
-        raise TypeError(f"{name} must be {expected}, got {type(value).__name__}")
+        raise InvalidArgumentType(f"{name} must be {expected}, got {type(value).__name__}", argument=name)
     if not value:
-        raise ValueError(f"{name} must not be empty")
+        raise InvalidArgument(f"{name} must not be empty", argument=name)
     if len(value) > MAX_TEXT_CHARS:
-        raise ValueError(f"{name} is {len(value)} characters long; at most {MAX_TEXT_CHARS} are allowed")
+        raise InvalidArgument(
+            f"{name} is {len(value)} characters long; at most {MAX_TEXT_CHARS} are allowed", argument=name
+        )
     _check_chars(name, value)
     return value
 
@@ -55,19 +58,22 @@ def check_run_id(value: object, name: str = "run_id") -> str:
     text = check_text(name, value)
     assert text is not None  # required text
     if "/" in text:
-        raise ValueError(
-            f"{name} must not contain '/' (it separates the parts of the idempotency key), got {text!r}"
+        raise InvalidArgument(
+            f"{name} must not contain '/' (it separates the parts of the idempotency key), got {text!r}",
+            argument=name,
         )
     return text
 
 
 def _check_chars(name: str, value: str) -> None:
     if "\x00" in value:
-        raise ValueError(f"{name} must not contain NUL characters")
+        raise InvalidArgument(f"{name} must not contain NUL characters", argument=name)
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise ValueError(f"{name} must be valid Unicode text (it contains a lone surrogate)") from None
+        raise InvalidArgument(
+            f"{name} must be valid Unicode text (it contains a lone surrogate)", argument=name
+        ) from None
 
 
 def _check_count(name: str, value: object) -> None:
@@ -75,11 +81,11 @@ def _check_count(name: str, value: object) -> None:
         return
     # bool is an int subclass; True tokens is a caller bug, not a count.
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int or None, got {type(value).__name__}")
+        raise InvalidArgumentType(f"{name} must be an int or None, got {type(value).__name__}", argument=name)
     if value < 0:
-        raise ValueError(f"{name} must not be negative, got {value}")
+        raise InvalidArgument(f"{name} must not be negative, got {value}", argument=name)
     if value > MAX_TOKENS:
-        raise ValueError(f"{name} must be below 2**63, got {value}")
+        raise InvalidArgument(f"{name} must be below 2**63, got {value}", argument=name)
 
 
 def check_cost_usd(value: object, name: str = "cost_usd") -> Decimal:
@@ -89,14 +95,16 @@ def check_cost_usd(value: object, name: str = "cost_usd") -> Decimal:
     approximation (docs/design.md §16).
     """
     if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
-        raise TypeError(f"{name} must be a float, int or Decimal, got {type(value).__name__}")
+        raise InvalidArgumentType(
+            f"{name} must be a float, int or Decimal, got {type(value).__name__}", argument=name
+        )
     if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise InvalidArgument(f"{name} must be finite, got {value!r}", argument=name)
     amount = Decimal(str(value)) if isinstance(value, float) else Decimal(value)
     if not amount.is_finite():
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise InvalidArgument(f"{name} must be finite, got {value!r}", argument=name)
     if amount < 0:
-        raise ValueError(f"{name} must not be negative, got {value!r}")
+        raise InvalidArgument(f"{name} must not be negative, got {value!r}", argument=name)
     return amount
 
 
@@ -104,12 +112,13 @@ def check_fact_cost(value: object) -> Decimal:
     """A fact's cost: an amount (above) below 10**12 USD with at most 18 decimal places (§26)."""
     amount = check_cost_usd(value)
     if amount >= MAX_COST_USD:
-        raise ValueError(f"cost_usd must be below 10**12, got {value!r}")
+        raise InvalidArgument(f"cost_usd must be below 10**12, got {value!r}", argument="cost_usd")
     exponent = amount.normalize().as_tuple().exponent
     assert isinstance(exponent, int)  # finite, checked above
     if -exponent > MAX_COST_DECIMAL_PLACES:
-        raise ValueError(
-            f"cost_usd has {-exponent} decimal places; at most {MAX_COST_DECIMAL_PLACES} are allowed"
+        raise InvalidArgument(
+            f"cost_usd has {-exponent} decimal places; at most {MAX_COST_DECIMAL_PLACES} are allowed",
+            argument="cost_usd",
         )
     return amount
 
@@ -148,17 +157,23 @@ def encode_usage_raw(value: object) -> str | None:
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        raise TypeError(f"usage_raw must be a mapping or None, got {type(value).__name__}")
+        raise InvalidArgumentType(
+            f"usage_raw must be a mapping or None, got {type(value).__name__}", argument="usage_raw"
+        )
     # Iterative walk: a deeply nested document must give a ValueError, not a RecursionError.
     stack: list[tuple[object, int, str]] = [(value, 1, "usage_raw")]
     while stack:
         item, depth, where = stack.pop()
         if depth > MAX_USAGE_RAW_DEPTH:
-            raise ValueError(f"usage_raw is nested deeper than {MAX_USAGE_RAW_DEPTH} levels")
+            raise InvalidArgument(
+                f"usage_raw is nested deeper than {MAX_USAGE_RAW_DEPTH} levels", argument="usage_raw"
+            )
         if isinstance(item, Mapping):
             for key, child in item.items():
                 if not isinstance(key, str):
-                    raise TypeError(f"{where} has a {type(key).__name__} key; JSON keys must be str")
+                    raise InvalidArgumentType(
+                        f"{where} has a {type(key).__name__} key; JSON keys must be str", argument=where
+                    )
                 _check_json_str(f"{where} key", key)
                 stack.append((child, depth + 1, f"{where}[{key!r}]"))
         elif isinstance(item, list):
@@ -167,9 +182,11 @@ def encode_usage_raw(value: object) -> str | None:
             _check_json_str(where, item)
         elif isinstance(item, float):
             if not math.isfinite(item):
-                raise ValueError(f"{where} is {item!r}; JSON has no NaN or infinity")
+                raise InvalidArgument(f"{where} is {item!r}; JSON has no NaN or infinity", argument=where)
         elif item is not None and not isinstance(item, int):  # int covers bool
-            raise TypeError(f"{where} is a {type(item).__name__}, which is not a JSON value")
+            raise InvalidArgumentType(
+                f"{where} is a {type(item).__name__}, which is not a JSON value", argument=where
+            )
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
@@ -177,7 +194,9 @@ def _check_json_str(where: str, value: str) -> None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise ValueError(f"{where} must be valid Unicode text (it contains a lone surrogate)") from None
+        raise InvalidArgument(
+            f"{where} must be valid Unicode text (it contains a lone surrogate)", argument=where
+        ) from None
 
 
 def decode_usage_raw(text: str | None) -> dict[str, Any] | None:
@@ -234,11 +253,13 @@ class UsageFact:
             cost_usd=self.cost_usd,
         )
         if isinstance(self.attempt, bool) or not isinstance(self.attempt, int):
-            raise TypeError(f"attempt must be an int, got {type(self.attempt).__name__}")
+            raise InvalidArgumentType(
+                f"attempt must be an int, got {type(self.attempt).__name__}", argument="attempt"
+            )
         if self.attempt < 0:
-            raise ValueError(f"attempt must not be negative, got {self.attempt}")
+            raise InvalidArgument(f"attempt must not be negative, got {self.attempt}", argument="attempt")
         if self.attempt > MAX_ATTEMPT:
-            raise ValueError(f"attempt must be below 2**31, got {self.attempt}")
+            raise InvalidArgument(f"attempt must be below 2**31, got {self.attempt}", argument="attempt")
         object.__setattr__(self, "usage_raw_json", encode_usage_raw(self.usage_raw))
         object.__setattr__(self, "_cost", cost)
 
@@ -255,10 +276,11 @@ def compute_idempotency_key(fact: UsageFact) -> str:
     The fact must already carry its usage_unit_id; `with_usage_unit_id` assigns the fallback.
     """
     if not isinstance(fact, UsageFact):
-        raise TypeError(f"expected a UsageFact, got {type(fact).__name__}")
+        raise InvalidArgumentType(f"expected a UsageFact, got {type(fact).__name__}", argument="fact")
     if fact.usage_unit_id is None:
-        raise ValueError(
-            "fact has no usage_unit_id; resolve it with with_usage_unit_id(fact, call_index) first"
+        raise InvalidArgument(
+            "fact has no usage_unit_id; resolve it with with_usage_unit_id(fact, call_index) first",
+            argument="fact",
         )
     return f"{fact.run_id}/{fact.attempt}/{fact.usage_unit_id}"
 
@@ -274,13 +296,15 @@ def with_usage_unit_id(fact: UsageFact, call_index: int) -> UsageFact:
     replay of the same run (same call order) never bills twice (docs/design.md §17).
     """
     if not isinstance(fact, UsageFact):
-        raise TypeError(f"expected a UsageFact, got {type(fact).__name__}")
+        raise InvalidArgumentType(f"expected a UsageFact, got {type(fact).__name__}", argument="fact")
     if isinstance(call_index, bool) or not isinstance(call_index, int):
-        raise TypeError(f"call_index must be an int, got {type(call_index).__name__}")
+        raise InvalidArgumentType(
+            f"call_index must be an int, got {type(call_index).__name__}", argument="call_index"
+        )
     if call_index < 0:
-        raise ValueError(f"call_index must not be negative, got {call_index}")
+        raise InvalidArgument(f"call_index must not be negative, got {call_index}", argument="call_index")
     if call_index > MAX_TOKENS:
-        raise ValueError(f"call_index must be below 2**63, got {call_index}")
+        raise InvalidArgument(f"call_index must be below 2**63, got {call_index}", argument="call_index")
     if fact.usage_unit_id is not None:
         return fact
     METRICS.increment("billing.missing_usage_unit_id")
@@ -290,7 +314,7 @@ def with_usage_unit_id(fact: UsageFact, call_index: int) -> UsageFact:
         fact.attempt,
         fact.model,
         call_index,
-        # Structured fields a logging handler can read (docs/billing.md, "Metrics").
+        # Structured fields a logging handler can read (docs/billing.md, "Money follows what happened").
         extra={
             "chainwarden_metric": "billing.missing_usage_unit_id",
             "chainwarden_run_id": fact.run_id,
@@ -299,3 +323,20 @@ def with_usage_unit_id(fact: UsageFact, call_index: int) -> UsageFact:
         },
     )
     return replace(fact, usage_unit_id=missing_usage_unit_id(fact.run_id, call_index))
+
+
+@dataclass(frozen=True, slots=True)
+class Billable:
+    """A fact resolved for billing, once: its usage_unit_id assigned (`with_usage_unit_id`), the call index
+    it was reported at, and its idempotency key. Made by `Billable.resolve` and carried as it is from the
+    write-ahead through the outbox and delivery to the ledger (docs/billing.md "The outbox"), so none of them
+    resolves the fact or computes its key again."""
+
+    fact: UsageFact
+    call_index: int
+    key: str
+
+    @classmethod
+    def resolve(cls, fact: UsageFact, call_index: int) -> Billable:
+        resolved = with_usage_unit_id(fact, call_index)
+        return cls(resolved, call_index, compute_idempotency_key(resolved))

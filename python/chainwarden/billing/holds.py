@@ -23,6 +23,7 @@ from typing import Any
 
 from chainwarden.billing.facts import check_text
 from chainwarden.billing.ledger import Ledger
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 
 __all__ = ["CreditHolds"]
 
@@ -54,7 +55,9 @@ class CreditHolds:
 
     def __init__(self, ledger: Ledger) -> None:
         if not isinstance(ledger, Ledger):
-            raise TypeError(f"ledger must be a Ledger, got {type(ledger).__name__}")
+            raise InvalidArgumentType(
+                f"ledger must be a Ledger, got {type(ledger).__name__}", argument="ledger"
+            )
         self.ledger = ledger
         now = ledger._NOW_EPOCH
         self._postgres = ledger._POSTGRES
@@ -85,7 +88,7 @@ class CreditHolds:
         available before it."""
         account = _account(billing_account_id)
         if isinstance(credits, bool) or not isinstance(credits, int) or credits < 0:
-            raise ValueError(f"credits must be an int >= 0, got {credits!r}")
+            raise InvalidArgument(f"credits must be an int >= 0, got {credits!r}", argument="credits")
         ledger = self.ledger
         hold_id = uuid.uuid4().hex
 

@@ -1,64 +1,43 @@
 """The one ledger writer (ONE_LEDGER_WRITER): the only code that writes receipts, balances and ledger entries.
 
-Stores (`SqliteLedger`, `PostgresLedger`) only supply connections, the schema, error classification and value
-codecs; every write statement lives here, so one CI check (tests/billing/test_one_ledger_writer.py) can prove
-nobody else writes.
+Every write statement lives here, with the commit path that runs them, so one CI check
+(tests/billing/test_one_ledger_writer.py) can prove nobody else writes. A `Ledger` reads through
+`LedgerReads` (billing/ledger_reads.py) and runs in its store through `Transactions`
+(billing/transactions.py); the stores (`SqliteLedger`, `PostgresLedger`) only supply connections, error
+classification and value codecs, and take their tables from billing/ledger_schema.py.
 """
 
 from __future__ import annotations
 
-import abc
 import json
 import logging
 import os
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from enum import Enum
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
-from chainwarden.billing.errors import LedgerUnavailable
 from chainwarden.billing.facts import (
+    Billable,
     UsageFact,
     check_text,
-    compute_idempotency_key,
     decode_usage_raw,
-    with_usage_unit_id,
 )
+from chainwarden.billing.ledger_reads import SELECT_RECEIPTS, LedgerReads, check_account_id
 from chainwarden.billing.metrics import METRICS
 from chainwarden.billing.pricing import MAX_CREDITS, Pricing
-from chainwarden.billing.records import (
-    RUN_STATUSES,
-    ChargeReceipt,
-    LedgerEntry,
-    RunRecord,
-    decode_run_context,
-    encode_run_context,
-)
+from chainwarden.billing.records import RUN_STATUSES, ChargeReceipt, RunRecord, encode_run_context
+from chainwarden.billing.transactions import Failure, Transactions
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
+
+__all__ = ["REASON_CHARGE", "REASON_OPENING", "Failure", "Ledger", "Transactions"]
 
 logger = logging.getLogger("chainwarden.billing")
 T = TypeVar("T")
 
 REASON_CHARGE = "charge_receipt"
 REASON_OPENING = "opening_balance"
-# Lock waits and deadlock victims are normal under concurrent writers; retrying the whole transaction is safe
-# because it is idempotent (the receipt insert decides everything).
-_MAX_LOCK_ATTEMPTS = 8
-# Backoff between attempts after a lost connection: short first (a restart takes about a second), capped so a
-# returning server is noticed quickly.
-_FIRST_BACKOFF_S = 0.05
-_MAX_BACKOFF_S = 1.0
-
-
-class Failure(Enum):
-    """How a store classifies an error: whether (and how) the transaction may be tried again."""
-
-    LOCK = "lock"  # lock wait / deadlock victim: retry at once
-    CONNECTION = "connection"  # the server went away: retry after a backoff, on a fresh connection
-
 
 _RECEIPT_COLUMNS = (
     "source_system, source_reference, run_id, attempt, usage_unit_id, billing_account_id, virtual_key_id, "
@@ -98,18 +77,12 @@ _DEBIT_WITH_ENTRY = (
     "SELECT %s, %s, balance_credits, %s, %s, %s FROM account RETURNING 1) "
     "SELECT balance_credits, created_at FROM account"
 )
-_READ_BALANCE = "SELECT balance_credits FROM billing_accounts WHERE id = %s"
 _INSERT_ENTRY = (
     "INSERT INTO credit_ledger (billing_account_id, amount, balance_after, reason, reference, created_at) "
     "VALUES (%s, %s, %s, %s, %s, %s)"
 )
-_SELECT_RECEIPTS = (
-    "SELECT source_system, source_reference, run_id, attempt, billing_account_id, virtual_key_id, "
-    "request_id, provider, model, input_tokens, output_tokens, charged_credits, response_cost_usd, "
-    "created_at, usage_raw"
-)
 _SELECT_RECEIPTS_BY_KEY = (
-    _SELECT_RECEIPTS
+    SELECT_RECEIPTS
     + ", commit_id FROM charge_receipts WHERE source_system = %s AND source_reference IN ({marks})"
 )
 # One row per (run_id, attempt): the start writes it, the end completes it; a re-run of the same attempt
@@ -124,20 +97,6 @@ _UPSERT_RUN = (
     "ended_at = excluded.ended_at, prompt_tokens = excluded.prompt_tokens, "
     "completion_tokens = excluded.completion_tokens, finish_reason = excluded.finish_reason, "
     "error = excluded.error, context = excluded.context"
-)
-_SELECT_RUNS = (
-    "SELECT r.run_id, r.attempt, r.graph_id, r.billing_account_id, r.virtual_key_id, r.model, r.status, "
-    "r.started_at, r.ended_at, r.prompt_tokens, r.completion_tokens, r.finish_reason, r.error, r.context, "
-    "(SELECT COALESCE(SUM(c.charged_credits), 0) FROM charge_receipts c "
-    "WHERE c.run_id = r.run_id AND c.attempt = r.attempt), "
-    "(SELECT COUNT(*) FROM charge_receipts c WHERE c.run_id = r.run_id AND c.attempt = r.attempt), "
-    "r.events "
-    "FROM runs r"
-)
-_MAX_RUNS_LISTED = 100_000
-_SELECT_ENTRIES = (
-    "SELECT billing_account_id, amount, balance_after, reason, reference, created_at FROM credit_ledger "
-    "WHERE billing_account_id = %s ORDER BY id"
 )
 
 
@@ -208,7 +167,7 @@ def _json_default(value: object) -> str:
     """The one row type JSON lacks, as its exact text: a Decimal cost."""
     if isinstance(value, Decimal):
         return str(value)
-    raise TypeError(f"a {type(value).__name__} cannot go into a batch row")
+    raise InvalidArgumentType(f"a {type(value).__name__} cannot go into a batch row")
 
 
 def _commit_id() -> str:
@@ -228,189 +187,30 @@ class _Charge:
         return (self.receipt.source_system, self.receipt.source_reference)
 
 
-def _check_account_id(billing_account_id: object) -> str:
-    checked = check_text("billing_account_id", billing_account_id)
-    assert checked is not None
-    return checked
-
-
-class Ledger(abc.ABC):
+class Ledger(LedgerReads):
     """Credits ledger: exactly-once charge receipts, account balances and an append-only entry log.
 
     Thread-safe; usable as a context manager. Every call retries what is safe to retry within one budget
     (`retry_timeout_s`) and then raises `LedgerUnavailable`.
     """
 
-    # Whether the store runs INSERT/UPDATE inside WITH (PostgreSQL does, SQLite does not): then a charge
-    # and its ledger entry are one statement.
-    _writable_ctes = False
-    # Whether many rows go in as one JSON document the server unpacks (PostgreSQL) rather than as multi-row
-    # VALUES lists (see `_insert_many`).
-    _json_batches = False
-
-    def __init__(self, *, retry_timeout_s: float) -> None:
-        self._closed = False
-        self._retry_timeout_s = retry_timeout_s
-
-    # --- what a store provides -------------------------------------------------------------------------
-    @property
-    @abc.abstractmethod
-    def describe(self) -> str:
-        """Where the ledger lives, for error messages (never a password)."""
-
-    @property
-    @abc.abstractmethod
-    def identity(self) -> str:
-        """Which ledger this is (same data, same identity, across processes): outbox entries belong to one."""
-
-    @abc.abstractmethod
-    def _attempt(self, timeout_s: float, work: Callable[[Any], T]) -> T:
-        """Runs `work(connection)` once on a DB-API connection this thread uses alone meanwhile, waiting at
-        most `timeout_s` for it (or for a lock). A method, not a context manager: it is on every commit's
-        path, and a generator-based block costs a commit as much as its Python does elsewhere."""
-
-    @abc.abstractmethod
-    def _begin(self, conn: Any) -> Any:
-        """Starts a write transaction and returns a DB-API cursor."""
-
-    @abc.abstractmethod
-    def _commit(self, cursor: Any) -> None: ...
-
-    @abc.abstractmethod
-    def _rollback(self, cursor: Any) -> None: ...
-
-    @abc.abstractmethod
-    def _sql(self, statement: str) -> str:
-        """Translates the `%s` placeholders used here to the store's paramstyle."""
-
-    @abc.abstractmethod
-    def _classify(self, error: Exception) -> Failure | None:
-        """Whether the failed transaction may be tried again (None: it may not, the error is raised)."""
-
-    @abc.abstractmethod
-    def _encode_time(self, value: datetime) -> Any: ...
-
-    @abc.abstractmethod
-    def _decode_time(self, value: Any) -> datetime: ...
-
-    @abc.abstractmethod
-    def _encode_decimal(self, value: Decimal | None) -> Any: ...
-
-    @abc.abstractmethod
-    def _decode_decimal(self, value: Any) -> Decimal | None: ...
-
-    @abc.abstractmethod
-    def _close_connection(self) -> None: ...
-
-    def _lock_keys(self, cursor: Any, idents: Sequence[tuple[str, str]]) -> None:  # noqa: B027 - a hook
-        """Takes, in one order for every writer, what a batch's receipt inserts would otherwise wait on
-        crosswise (docs/billing.md "Many facts in one transaction"). SQLite needs nothing: its write lock
-        already serializes whole transactions."""
-
-    # --- retries ---------------------------------------------------------------------------------------
-    def _retrying(self, work: Callable[[Any], T]) -> T:
-        """Runs `work(connection)`, retrying lock and connection failures within ONE budget per call.
-
-        The budget is the whole call's: a locked SQLite file costs one busy timeout in total, not one per
-        attempt, and a PostgreSQL server that stays away costs `retry_timeout_s` and then a typed error.
-        """
-        start = time.monotonic()
-        attempts = 0
-        backoff = _FIRST_BACKOFF_S
-        while True:
-            self._check_open()
-            attempts += 1
-            # The first attempt gets the whole budget as is (a store can keep its setting unchanged).
-            remaining = self._retry_timeout_s
-            if attempts > 1:
-                remaining -= time.monotonic() - start
-            try:
-                return self._attempt(max(remaining, 0.0), work)
-            except Exception as error:
-                failure = self._classify(error)
-                if failure is None:
-                    raise
-                waited = time.monotonic() - start
-                remaining = self._retry_timeout_s - waited
-                exhausted = remaining <= 0 or (failure is Failure.LOCK and attempts >= _MAX_LOCK_ATTEMPTS)
-                if exhausted:
-                    METRICS.increment("billing.ledger_unavailable")
-                    raise LedgerUnavailable(
-                        self.describe,
-                        attempts=attempts,
-                        waited_s=waited,
-                        reason=f"{type(error).__name__}: {str(error).strip()}",
-                    ) from error
-                logger.warning(
-                    "ledger %s: %s failure (%s), attempt %d, retrying",
-                    self.describe,
-                    failure.value,
-                    type(error).__name__,
-                    attempts,
-                )
-                # Also after a lock failure: some SQLite statements (a journal-mode switch) report BUSY at
-                # once instead of waiting, and must not spin through the attempts.
-                time.sleep(min(backoff, remaining))
-                backoff = min(backoff * 2, _MAX_BACKOFF_S)
-
-    def _run_write(self, body: Callable[[Any], T], *, durable: bool = True) -> T:
-        """Runs `body(cursor)` in one transaction (all or nothing), with the retries above.
-
-        `durable=False` is for history that a crash of the database's machine may cut short but a crash of
-        this process must not (a run's event log, docs/runtime.md "Reconnect, resume and retry"): the commit
-        does not wait for the disk. Money is always written durably."""
-
-        def work(conn: Any) -> T:
-            cursor = self._begin(conn) if durable else self._begin_relaxed(conn)
-            try:
-                result = body(cursor)
-            except BaseException:
-                self._rollback(cursor)
-                if not durable:
-                    self._end_relaxed(conn)
-                raise
-            self._commit(cursor)
-            if not durable:
-                self._end_relaxed(conn)
-            return result
-
-        return self._retrying(work)
-
-    def _begin_relaxed(self, conn: Any) -> Any:
-        """`_begin` for a transaction whose commit need not wait for the disk (a store may relax it)."""
-        return self._begin(conn)
-
-    def _end_relaxed(self, conn: Any) -> None:  # noqa: B027 - a hook
-        """Undoes what `_begin_relaxed` changed on the connection, once its transaction ended."""
-
-    #: The database's clock as epoch seconds, in SQL (leases are timed by it: docs/design.md §33).
-    _NOW_EPOCH = ""
-    # Whether the database is PostgreSQL (its advisory locks, its JSON functions); SQLite otherwise.
-    _POSTGRES = False
-
-    def _listener(self, channel: str) -> Any:
-        """A `chainwarden._sql.pg.Listener` on `channel` for a store whose commits notify (PostgreSQL);
-        None for one where readers poll (SQLite)."""
-        return None
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ValueError("ledger is closed")
-
     # --- writes ----------------------------------------------------------------------------------------
     def create_account(self, billing_account_id: str, balance_credits: int = 0) -> None:
         """Creates an account; `ValueError` if it exists. A non-zero opening balance is a ledger entry."""
-        account = _check_account_id(billing_account_id)
+        account = check_account_id(billing_account_id)
         if isinstance(balance_credits, bool) or not isinstance(balance_credits, int):
-            raise TypeError(f"balance_credits must be an int, got {type(balance_credits).__name__}")
+            raise InvalidArgumentType(
+                f"balance_credits must be an int, got {type(balance_credits).__name__}",
+                argument="balance_credits",
+            )
         if abs(balance_credits) > MAX_CREDITS:
-            raise ValueError("balance_credits does not fit a ledger column")
+            raise InvalidArgument("balance_credits does not fit a ledger column", argument="balance_credits")
         now = self._encode_time(datetime.now(UTC))
 
         def body(cursor: Any) -> None:
             cursor.execute(self._sql(_CREATE_ACCOUNT), (account, balance_credits, now))
             if cursor.rowcount != 1:
-                raise ValueError(f"billing account {account!r} already exists")
+                raise InvalidArgument(f"billing account {account!r} already exists", argument="account")
             if balance_credits != 0:
                 cursor.execute(
                     self._sql(_INSERT_ENTRY),
@@ -426,18 +226,16 @@ class Ledger(abc.ABC):
 
         self._run_write(body)
 
-    def _prepare(  # noqa: PLR0917  (one argument per field it fills)
+    def _prepare(
         self,
-        fact: UsageFact,
-        call_index: int,
+        billable: Billable,
         pricing: Pricing,
         ingress_request_id: str | None,
         created_at: datetime,
         commit_id: str,
     ) -> _Charge:
-        """Everything about one fact that needs no database: its key, price, receipt and row."""
-        fact = with_usage_unit_id(fact, call_index)
-        key = compute_idempotency_key(fact)
+        """Everything about one fact that needs no database: its price, receipt and row."""
+        fact, key = billable.fact, billable.key
         cost = fact.cost_decimal
         if cost is None:
             # Under-billing must be visible: the receipt says 0 credits and the log says why.
@@ -514,7 +312,7 @@ class Ledger(abc.ABC):
             cursor.execute(self._sql(_UPSERT_DEBIT), (account, -total, now, total, total - MAX_CREDITS))
         found = cursor.fetchone()
         if found is None:
-            raise ValueError(
+            raise InvalidArgument(
                 f"charging {total} credits would take the balance of {account!r} below the ledger's "
                 "64-bit range"
             )
@@ -558,7 +356,8 @@ class Ledger(abc.ABC):
         PostgreSQL: one statement over one JSON document of the rows, encoded by the json module's C encoder:
         one round trip, one execution and one parameter (psycopg splits a 500-row VALUES list's placeholders
         in Python, and dumps array parameters element by element in Python: either cost more than the
-        insert; benches/README.md "Batch commits"). SQLite: multi-row VALUES lists, one per chunk.
+        insert; benches/README.md "Batch commits and round trips"). SQLite: multi-row VALUES lists, one per
+        chunk.
         """
         found: list[Any] = []
         if not rows:
@@ -593,13 +392,23 @@ class Ledger(abc.ABC):
         stays away: committing the same fact again later is safe.
         """
         if not isinstance(pricing, Pricing):
-            raise TypeError(f"pricing must be a Pricing, got {type(pricing).__name__}")
+            raise InvalidArgumentType(
+                f"pricing must be a Pricing, got {type(pricing).__name__}", argument="pricing"
+            )
         check_text("ingress_request_id", ingress_request_id, optional=True)
+        return self._commit_usage_fact(
+            Billable.resolve(fact, call_index), pricing=pricing, ingress_request_id=ingress_request_id
+        )
+
+    def _commit_usage_fact(
+        self, billable: Billable, *, pricing: Pricing, ingress_request_id: str | None
+    ) -> ChargeReceipt | None:
+        """`commit_usage_fact` of a fact resolved already (its arguments checked)."""
         created_at = datetime.now(UTC)
         # Identifies this call's row: after a connection broke during COMMIT, a retry that finds the key
         # taken can tell "my first attempt landed" from "someone else billed it".
         commit_id = _commit_id()
-        charge = self._prepare(fact, call_index, pricing, ingress_request_id, created_at, commit_id)
+        charge = self._prepare(billable, pricing, ingress_request_id, created_at, commit_id)
         receipt = charge.receipt
         account, key = receipt.billing_account_id, receipt.source_reference
         now = charge.row[-1]
@@ -643,43 +452,50 @@ class Ledger(abc.ABC):
         before anything is written, its error naming `facts[i]`; an error inside the transaction (a store
         refusal, a balance out of range) rolls the whole batch back. Retrying a batch is always safe.
         """
-        committed = self._commit_usage_facts(
-            facts, pricing=pricing, call_indexes=call_indexes, ingress_request_id=ingress_request_id
-        )
-        return [receipt for receipt, _ in committed]
-
-    def _commit_usage_facts(
-        self,
-        facts: Sequence[UsageFact],
-        *,
-        pricing: Pricing,
-        call_indexes: Sequence[int] | None = None,
-        ingress_request_id: str | None = None,
-    ) -> list[tuple[ChargeReceipt, bool]]:
-        """`commit_usage_facts`, each receipt with whether this call charged it (False: a duplicate)."""
         if isinstance(facts, str | bytes) or not isinstance(facts, Sequence):
-            raise TypeError(f"facts must be a sequence of UsageFact, got {type(facts).__name__}")
+            raise InvalidArgumentType(
+                f"facts must be a sequence of UsageFact, got {type(facts).__name__}", argument="facts"
+            )
         if not isinstance(pricing, Pricing):
-            raise TypeError(f"pricing must be a Pricing, got {type(pricing).__name__}")
+            raise InvalidArgumentType(
+                f"pricing must be a Pricing, got {type(pricing).__name__}", argument="pricing"
+            )
         check_text("ingress_request_id", ingress_request_id, optional=True)
         if call_indexes is None:
             indexes: Sequence[int] = range(len(facts))
         elif isinstance(call_indexes, str | bytes) or not isinstance(call_indexes, Sequence):
-            raise TypeError(
-                f"call_indexes must be a sequence of int or None, got {type(call_indexes).__name__}"
+            raise InvalidArgumentType(
+                f"call_indexes must be a sequence of int or None, got {type(call_indexes).__name__}",
+                argument="call_indexes",
             )
         elif len(call_indexes) != len(facts):
-            raise ValueError(f"call_indexes has {len(call_indexes)} items for {len(facts)} facts")
+            raise InvalidArgument(
+                f"call_indexes has {len(call_indexes)} items for {len(facts)} facts", argument="call_indexes"
+            )
         else:
             indexes = call_indexes
+        billables = []
+        for i, (fact, call_index) in enumerate(zip(facts, indexes, strict=True)):
+            try:
+                billables.append(Billable.resolve(fact, call_index))
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"facts[{i}]: {error}") from error
+        committed = self._commit_usage_facts(
+            billables, pricing=pricing, ingress_request_id=ingress_request_id
+        )
+        return [receipt for receipt, _ in committed]
+
+    def _commit_usage_facts(
+        self, billables: Sequence[Billable], *, pricing: Pricing, ingress_request_id: str | None
+    ) -> list[tuple[ChargeReceipt, bool]]:
+        """`commit_usage_facts` of facts resolved already (its arguments checked), each receipt with whether
+        this call charged it (False: a duplicate)."""
         created_at = datetime.now(UTC)
         commit_id = _commit_id()
         charges: list[_Charge] = []
-        for i, (fact, call_index) in enumerate(zip(facts, indexes, strict=True)):
+        for i, billable in enumerate(billables):
             try:
-                charges.append(
-                    self._prepare(fact, call_index, pricing, ingress_request_id, created_at, commit_id)
-                )
+                charges.append(self._prepare(billable, pricing, ingress_request_id, created_at, commit_id))
             except (TypeError, ValueError) as error:
                 raise type(error)(f"facts[{i}]: {error}") from error
         # One row per key, first occurrence wins (a second commit of a key is a duplicate).
@@ -772,23 +588,31 @@ class Ledger(abc.ABC):
     def _run_row(self, record: RunRecord) -> tuple[Any, ...]:
         """The checked row of ``_UPSERT_RUN`` for ``record``."""
         if not isinstance(record, RunRecord):
-            raise TypeError(f"record must be a RunRecord, got {type(record).__name__}")
+            raise InvalidArgumentType(
+                f"record must be a RunRecord, got {type(record).__name__}", argument="record"
+            )
         for name in ("run_id", "graph_id", "billing_account_id", "virtual_key_id", "model"):
             check_text(name, getattr(record, name))
         check_text("finish_reason", record.finish_reason, optional=True)
         check_text("error", record.error, optional=True)
         if record.status not in RUN_STATUSES:
-            raise ValueError(f"status must be one of {RUN_STATUSES}, got {record.status!r}")
+            raise InvalidArgument(
+                f"status must be one of {RUN_STATUSES}, got {record.status!r}", argument="record"
+            )
         for name in ("attempt", "prompt_tokens", "completion_tokens"):
             value = getattr(record, name)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+                raise InvalidArgumentType(f"{name} must be an int, got {type(value).__name__}", argument=name)
             if not 0 <= value <= MAX_CREDITS:
-                raise ValueError(f"{name} must be between 0 and {MAX_CREDITS}, got {value}")
+                raise InvalidArgument(
+                    f"{name} must be between 0 and {MAX_CREDITS}, got {value}", argument=name
+                )
         for name in ("started_at", "ended_at"):
             value = getattr(record, name)
             if not (isinstance(value, datetime) or (name == "ended_at" and value is None)):
-                raise TypeError(f"{name} must be a datetime, got {type(value).__name__}")
+                raise InvalidArgumentType(
+                    f"{name} must be a datetime, got {type(value).__name__}", argument=name
+                )
         return (
             record.run_id,
             record.attempt,
@@ -805,143 +629,3 @@ class Ledger(abc.ABC):
             record.error,
             encode_run_context(record.context),
         )
-
-    # --- reads -----------------------------------------------------------------------------------------
-    def _read(self, statement: str, params: tuple[Any, ...]) -> list[Any]:
-        def work(conn: Any) -> list[Any]:
-            cursor = conn.cursor()
-            try:
-                cursor.execute(self._sql(statement), params)
-                return list(cursor.fetchall())
-            finally:
-                cursor.close()
-
-        return self._retrying(work)
-
-    def receipts(self, *, run_id: str | None = None) -> list[ChargeReceipt]:
-        """Receipts in commit order, optionally for one run."""
-        if run_id is None:
-            rows = self._read(_SELECT_RECEIPTS + " FROM charge_receipts ORDER BY id", ())
-        elif isinstance(run_id, str):
-            rows = self._read(
-                _SELECT_RECEIPTS + " FROM charge_receipts WHERE run_id = %s ORDER BY id", (run_id,)
-            )
-        else:
-            raise TypeError(f"run_id must be a str or None, got {type(run_id).__name__}")
-        return [self._receipt(r) for r in rows]
-
-    def _receipt(self, r: Any) -> ChargeReceipt:
-        return ChargeReceipt(
-            source_system=r[0],
-            source_reference=r[1],
-            run_id=r[2],
-            attempt=int(r[3]),
-            billing_account_id=r[4],
-            virtual_key_id=r[5],
-            ingress_request_id=r[6],
-            provider=r[7],
-            model=r[8],
-            input_tokens=r[9],
-            output_tokens=r[10],
-            charged_credits=int(r[11]),
-            response_cost_usd=self._decode_decimal(r[12]),
-            created_at=self._decode_time(r[13]),
-            usage_raw=decode_usage_raw(r[14]),
-        )
-
-    def runs(
-        self,
-        *,
-        run_id: str | None = None,
-        billing_account_id: str | None = None,
-        status: str | None = None,
-        limit: int = 50,
-    ) -> list[RunRecord]:
-        """Run records, the latest started first (every attempt of ``run_id`` when given), optionally of one
-        account or in one status."""
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise TypeError(f"limit must be an int, got {type(limit).__name__}")
-        if not 1 <= limit <= _MAX_RUNS_LISTED:
-            raise ValueError(f"limit must be between 1 and {_MAX_RUNS_LISTED}, got {limit}")
-        if status is not None and status not in RUN_STATUSES:
-            raise ValueError(f"status must be one of {RUN_STATUSES} or None, got {status!r}")
-        where: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("run_id", run_id),
-            ("billing_account_id", billing_account_id),
-            ("status", status),
-        ):
-            if value is None:
-                continue
-            if not isinstance(value, str):
-                raise TypeError(f"{column} must be a str or None, got {type(value).__name__}")
-            where.append(f"r.{column} = %s")
-            params.append(value)
-        clause = (" WHERE " + " AND ".join(where)) if where else ""
-        order = " ORDER BY r.started_at DESC, r.run_id, r.attempt DESC LIMIT %s"
-        rows = self._read(_SELECT_RUNS + clause + order, (*params, limit))
-        return [
-            RunRecord(
-                run_id=r[0],
-                attempt=int(r[1]),
-                graph_id=r[2],
-                billing_account_id=r[3],
-                virtual_key_id=r[4],
-                model=r[5],
-                status=r[6],
-                started_at=self._decode_time(r[7]),
-                ended_at=None if r[8] is None else self._decode_time(r[8]),
-                prompt_tokens=int(r[9]),
-                completion_tokens=int(r[10]),
-                finish_reason=r[11],
-                error=r[12],
-                context=decode_run_context(r[13]),
-                charged_credits=int(r[14]),
-                receipt_count=int(r[15]),
-                events=int(r[16] or 0),
-            )
-            for r in rows
-        ]
-
-    def balance(self, billing_account_id: str) -> int:
-        """The account's balance in credits; `KeyError` for an unknown account."""
-        account = _check_account_id(billing_account_id)
-        rows = self._read(_READ_BALANCE, (account,))
-        if not rows:
-            raise KeyError(account)
-        return int(rows[0][0])
-
-    def ledger_entries(self, billing_account_id: str) -> list[LedgerEntry]:
-        """The account's entries, oldest first; `KeyError` for an unknown account."""
-        account = _check_account_id(billing_account_id)
-        if not self._read(_READ_BALANCE, (account,)):
-            raise KeyError(account)
-        return [
-            LedgerEntry(
-                billing_account_id=r[0],
-                amount=int(r[1]),
-                balance_after=int(r[2]),
-                reason=r[3],
-                reference=r[4],
-                created_at=self._decode_time(r[5]),
-            )
-            for r in self._read(_SELECT_ENTRIES, (account,))
-        ]
-
-    # --- lifetime --------------------------------------------------------------------------------------
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._close_connection()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

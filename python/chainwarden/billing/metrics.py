@@ -1,5 +1,6 @@
 """Process-local counters for billing anomalies (missing ids, missing costs, negative balances, usage
-missing) and billing events, readable by an OpenTelemetry meter (docs/billing.md, "Metrics")."""
+missing) and billing events, readable by an OpenTelemetry meter (docs/billing.md, "Money follows what
+happened")."""
 
 from __future__ import annotations
 

@@ -36,8 +36,9 @@ from typing import Any
 
 from chainwarden._sql import Schema, columns, ensure, table_exists
 from chainwarden._sql.sqlite import Connection, connect
-from chainwarden.billing.facts import UsageFact, compute_idempotency_key
+from chainwarden.billing.facts import Billable, UsageFact
 from chainwarden.billing.pricing import Pricing
+from chainwarden.errors import ClosedError, InvalidArgumentType
 
 _V1 = (
     """CREATE TABLE IF NOT EXISTS usage_outbox (
@@ -182,11 +183,11 @@ def _owner_alive(owner: str, mine: str) -> bool:
 
 @dataclass(frozen=True)
 class OutboxEntry:
-    """One parked fact (its usage_unit_id already resolved) and how to commit it."""
+    """One parked fact, resolved as it was written (its key read back, never computed again), and how to
+    commit it."""
 
     seq: int
-    fact: UsageFact
-    call_index: int
+    billable: Billable
     ingress_request_id: str | None
     pricing: Pricing
     attempts: int
@@ -194,7 +195,7 @@ class OutboxEntry:
 
     @property
     def key(self) -> str:
-        return compute_idempotency_key(self.fact)
+        return self.billable.key
 
 
 class Outbox:
@@ -205,7 +206,9 @@ class Outbox:
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout_s: float = 30.0) -> None:
         if not isinstance(path, str | os.PathLike):
-            raise TypeError(f"outbox path must be a str or PathLike, got {type(path).__name__}")
+            raise InvalidArgumentType(
+                f"outbox path must be a str or PathLike, got {type(path).__name__}", argument="outbox"
+            )
         self.path = os.fspath(path)
         self._lock = threading.Lock()
         self._conn: Connection | None = None
@@ -224,7 +227,7 @@ class Outbox:
     def _connection(self) -> Connection:
         # Opened on first use, so a runtime that never parks a fact never creates the file.
         if self._closed:
-            raise ValueError(f"outbox {self.path} is closed")
+            raise ClosedError(f"outbox {self.path} is closed")
         if self._conn is None:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -246,22 +249,21 @@ class Outbox:
     def put(
         self,
         ledger: str,
-        fact: UsageFact,
+        billable: Billable,
         *,
-        call_index: int,
         pricing: Pricing,
         ingress_request_id: str | None,
         error: str,
     ) -> bool:
-        """Parks a fact (usage_unit_id resolved); False when its key is parked already (kept as it was)."""
-        key = compute_idempotency_key(fact)
+        """Parks a fact; False when its key is parked already (kept as it was)."""
+        fact = billable.fact
         row = (
             ledger,
             fact.source,
-            key,
+            billable.key,
             fact.run_id,
             encode_fact(fact),
-            call_index,
+            billable.call_index,
             ingress_request_id,
             str(pricing.exact_markup),
             time.time(),
@@ -290,14 +292,14 @@ class Outbox:
     def write_ahead(
         self,
         ledger: str,
-        facts: Sequence[tuple[UsageFact, int]],
+        billables: Sequence[Billable],
         *,
         pricing: Pricing,
         ingress_request_id: str | None,
     ) -> list[int]:
-        """Writes `(fact, call_index)` pairs (usage_unit_id resolved) in one transaction, claimed by this
-        process; returns each one's row. A key already kept (a replay, or parked earlier) keeps its row,
-        which this process now claims: it is about to commit that key."""
+        """Writes facts in one transaction, claimed by this process; returns each one's row. A key already
+        kept (a replay, or parked earlier) keeps its row, which this process now claims: it is about to
+        commit that key."""
         now = time.time()
         owner = self.owner
         markup = str(pricing.exact_markup)
@@ -314,18 +316,18 @@ class Outbox:
                         "SET owner = excluded.owner, parked_at = excluded.parked_at RETURNING seq",
                         (
                             ledger,
-                            fact.source,
-                            compute_idempotency_key(fact),
-                            fact.run_id,
-                            encode_fact(fact),
-                            call_index,
+                            b.fact.source,
+                            b.key,
+                            b.fact.run_id,
+                            encode_fact(b.fact),
+                            b.call_index,
                             ingress_request_id,
                             markup,
                             now,
                             owner,
                         ),
                     ).fetchone()[0]
-                    for fact, call_index in facts
+                    for b in billables
                 ]
                 conn.execute("COMMIT")
             except BaseException:
@@ -383,7 +385,8 @@ class Outbox:
             conn = self._connection()
             condition, params = self._available(conn, ledger, when)
             rows = conn.execute(
-                "SELECT seq, fact, call_index, ingress_request_id, markup, attempts, last_error "
+                "SELECT seq, fact, call_index, ingress_request_id, markup, attempts, last_error, "
+                "source_reference "
                 f"FROM usage_outbox WHERE ledger = %s AND next_attempt_at <= %s AND {condition} "
                 "ORDER BY seq LIMIT %s",
                 (ledger, when, *params, limit),
@@ -391,8 +394,7 @@ class Outbox:
         return [
             OutboxEntry(
                 seq=r[0],
-                fact=decode_fact(r[1]),
-                call_index=r[2],
+                billable=Billable(decode_fact(r[1]), r[2], r[7]),
                 ingress_request_id=r[3],
                 pricing=Pricing(markup=Decimal(r[4])),
                 attempts=r[5],

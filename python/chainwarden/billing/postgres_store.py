@@ -15,94 +15,18 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from chainwarden._secrets import mask_secrets
-from chainwarden._sql import Fault, Schema, Unreachable, classify, columns, ensure, table_exists
+from chainwarden._sql import Fault, Unreachable, classify, ensure
 from chainwarden._sql.pg import Listener, Pool, psycopg_modules
 from chainwarden.billing.errors import LedgerUnavailable
 from chainwarden.billing.ledger import Failure, Ledger
-from chainwarden.billing.run_store import CONTEXT_STEP, POSTGRES_STEP
+from chainwarden.billing.ledger_schema import schema
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 
 T = TypeVar("T")
 
 logger = logging.getLogger("chainwarden.billing")
 
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS billing_accounts (
-        id TEXT PRIMARY KEY,
-        balance_credits BIGINT NOT NULL,
-        created_at TIMESTAMPTZ NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS charge_receipts (
-        id BIGSERIAL PRIMARY KEY,
-        source_system TEXT NOT NULL,
-        source_reference TEXT NOT NULL,
-        run_id TEXT NOT NULL,
-        attempt INTEGER NOT NULL DEFAULT 0,
-        usage_unit_id TEXT NOT NULL,
-        billing_account_id TEXT NOT NULL,
-        virtual_key_id TEXT NOT NULL,
-        request_id TEXT,
-        provider TEXT,
-        model TEXT,
-        input_tokens BIGINT,
-        output_tokens BIGINT,
-        cache_read_tokens BIGINT,
-        cache_write_tokens BIGINT,
-        charged_credits BIGINT NOT NULL,
-        response_cost_usd NUMERIC,
-        usage_raw TEXT,
-        commit_id TEXT,
-        created_at TIMESTAMPTZ NOT NULL,
-        UNIQUE (source_system, source_reference)
-    )""",
-    "CREATE INDEX IF NOT EXISTS charge_receipts_run ON charge_receipts (run_id, attempt)",
-    "CREATE INDEX IF NOT EXISTS charge_receipts_request ON charge_receipts (request_id)",
-    """CREATE TABLE IF NOT EXISTS credit_ledger (
-        id BIGSERIAL PRIMARY KEY,
-        billing_account_id TEXT NOT NULL,
-        amount BIGINT NOT NULL,
-        balance_after BIGINT NOT NULL,
-        reason TEXT NOT NULL,
-        reference TEXT NOT NULL,
-        created_at TIMESTAMPTZ NOT NULL
-    )""",
-    "CREATE INDEX IF NOT EXISTS credit_ledger_account ON credit_ledger (billing_account_id, id)",
-    """CREATE TABLE IF NOT EXISTS runs (
-        run_id TEXT NOT NULL,
-        attempt INTEGER NOT NULL,
-        graph_id TEXT NOT NULL,
-        billing_account_id TEXT NOT NULL,
-        virtual_key_id TEXT NOT NULL,
-        model TEXT NOT NULL,
-        status TEXT NOT NULL,
-        started_at TIMESTAMPTZ NOT NULL,
-        ended_at TIMESTAMPTZ,
-        prompt_tokens BIGINT NOT NULL,
-        completion_tokens BIGINT NOT NULL,
-        finish_reason TEXT,
-        error TEXT,
-        PRIMARY KEY (run_id, attempt)
-    )""",
-    "CREATE INDEX IF NOT EXISTS runs_started ON runs (started_at)",
-)
-# Columns added after the first release; an older schema gets them on open.
-_MIGRATIONS = (
-    "ALTER TABLE charge_receipts ADD COLUMN IF NOT EXISTS usage_raw TEXT",
-    "ALTER TABLE charge_receipts ADD COLUMN IF NOT EXISTS commit_id TEXT",
-)
-_TABLES = ("billing_accounts", "charge_receipts", "credit_ledger", "runs")
-
-
-def _legacy(cursor: Any) -> int:
-    """A ledger made before `chainwarden_schema`: version 1 without the added columns, 2 with them."""
-    if not all(table_exists(cursor, table) for table in _TABLES):
-        return 0
-    return 2 if {"usage_raw", "commit_id"} <= columns(cursor, "charge_receipts") else 1
-
-
-# Version 1 creates every table as it is now (CREATE TABLE IF NOT EXISTS: a first-release database keeps its
-# own), version 2 adds what the first release lacked (ADD COLUMN IF NOT EXISTS: a no-op on a new one), version
-# 3 what runs that outlive their process need, version 4 a run's context (billing/run_store.py).
-_SCHEMA_VERSIONS = Schema("billing", (_SCHEMA, _MIGRATIONS, POSTGRES_STEP, CONTEXT_STEP), legacy=_legacy)
+_SCHEMA_VERSIONS = schema(postgres=True)
 
 
 # A batch's receipt keys are locked as (this class, a 32-bit hash of the key): transaction-level advisory
@@ -143,19 +67,35 @@ class PostgresLedger(Ledger):
         pool_size: int = 4,
     ) -> None:
         if not isinstance(dsn, str):
-            raise TypeError(f"dsn must be a str, got {type(dsn).__name__}")
+            raise InvalidArgumentType(f"dsn must be a str, got {type(dsn).__name__}", argument="dsn")
         if isinstance(connect_timeout_s, bool) or not isinstance(connect_timeout_s, int):
-            raise TypeError(f"connect_timeout_s must be an int, got {type(connect_timeout_s).__name__}")
+            raise InvalidArgumentType(
+                f"connect_timeout_s must be an int, got {type(connect_timeout_s).__name__}",
+                argument="connect_timeout_s",
+            )
         if not 1 <= connect_timeout_s <= 3600:
-            raise ValueError(f"connect_timeout_s must be between 1 and 3600, got {connect_timeout_s}")
+            raise InvalidArgument(
+                f"connect_timeout_s must be between 1 and 3600, got {connect_timeout_s}",
+                argument="connect_timeout_s",
+            )
         if isinstance(retry_timeout_s, bool) or not isinstance(retry_timeout_s, int | float):
-            raise TypeError(f"retry_timeout_s must be a number, got {type(retry_timeout_s).__name__}")
+            raise InvalidArgumentType(
+                f"retry_timeout_s must be a number, got {type(retry_timeout_s).__name__}",
+                argument="retry_timeout_s",
+            )
         if not math.isfinite(retry_timeout_s) or not 0 <= retry_timeout_s <= 86_400:
-            raise ValueError(f"retry_timeout_s must be between 0 and 86400, got {retry_timeout_s!r}")
+            raise InvalidArgument(
+                f"retry_timeout_s must be between 0 and 86400, got {retry_timeout_s!r}",
+                argument="retry_timeout_s",
+            )
         if isinstance(pool_size, bool) or not isinstance(pool_size, int):
-            raise TypeError(f"pool_size must be an int, got {type(pool_size).__name__}")
+            raise InvalidArgumentType(
+                f"pool_size must be an int, got {type(pool_size).__name__}", argument="pool_size"
+            )
         if not 1 <= pool_size <= 1000:
-            raise ValueError(f"pool_size must be between 1 and 1000, got {pool_size}")
+            raise InvalidArgument(
+                f"pool_size must be between 1 and 1000, got {pool_size}", argument="pool_size"
+            )
         super().__init__(retry_timeout_s=float(retry_timeout_s))
         # psycopg is the optional `postgres` extra: importing it lazily keeps SQLite-only installs working.
         self._psycopg, _ = psycopg_modules("PostgresLedger")
@@ -164,8 +104,10 @@ class PostgresLedger(Ledger):
         try:
             params = conninfo_to_dict(dsn)
         except self._psycopg.ProgrammingError as error:  # docs/design.md §31: the DSN is shown masked
-            raise ValueError(
-                f"dsn {mask_secrets(dsn)!r} is not a PostgreSQL connection string: {mask_secrets(str(error))}"
+            raise InvalidArgument(
+                f"dsn {mask_secrets(dsn)!r} is not a PostgreSQL connection string: "
+                f"{mask_secrets(str(error))}",
+                argument="dsn",
             ) from None
         # Everything that selects the data (host, database, user, options such as search_path), never the
         # password.

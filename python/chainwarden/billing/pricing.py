@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 
 from chainwarden.billing.facts import check_cost_usd
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 
 CREDITS_PER_USD = 10_000_000
 DEFAULT_MARKUP = 2.0
@@ -37,11 +38,11 @@ def _ceil_credits(usd: Decimal) -> int:
     if usd.adjusted() < _TINY_ADJUSTED:
         return 1 if usd > 0 else 0
     if usd.adjusted() >= _HUGE_ADJUSTED:
-        raise ValueError(f"{usd} USD is more credits than a ledger can hold")
+        raise InvalidArgument(f"{usd} USD is more credits than a ledger can hold", argument="usd")
     numerator, denominator = usd.as_integer_ratio()
     credits = -(-numerator * CREDITS_PER_USD // denominator)
     if credits > MAX_CREDITS:
-        raise ValueError(f"{usd} USD is more credits than a ledger can hold")
+        raise InvalidArgument(f"{usd} USD is more credits than a ledger can hold", argument="usd")
     return credits
 
 
@@ -53,9 +54,9 @@ def usd_to_credits(usd: float | int | Decimal) -> int:
 def cents_to_credits(cents: int) -> int:
     """Credits for a whole number of cents (top-ups)."""
     if isinstance(cents, bool) or not isinstance(cents, int):
-        raise TypeError(f"cents must be an int, got {type(cents).__name__}")
+        raise InvalidArgumentType(f"cents must be an int, got {type(cents).__name__}", argument="cents")
     if cents < 0:
-        raise ValueError(f"cents must not be negative, got {cents}")
+        raise InvalidArgument(f"cents must not be negative, got {cents}", argument="cents")
     return _ceil_credits(Decimal(cents).scaleb(-2))
 
 
@@ -63,7 +64,7 @@ def _check_markup(markup: object) -> Decimal:
     # Same type and finiteness rules as an amount; below 1.0 the user would pay less than the cost.
     value = check_cost_usd(markup, "markup")
     if value < 1:
-        raise ValueError(f"markup must be at least 1.0, got {markup!r}")
+        raise InvalidArgument(f"markup must be at least 1.0, got {markup!r}", argument="markup")
     return value
 
 

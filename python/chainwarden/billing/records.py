@@ -9,6 +9,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from chainwarden.errors import InvalidArgumentType
+
 
 @dataclass(frozen=True)
 class ChargeReceipt:
@@ -84,7 +86,9 @@ def encode_run_context(context: Mapping[str, Any] | None) -> str | None:
     if context is None:
         return None
     if not isinstance(context, Mapping):
-        raise TypeError(f"context must be a mapping or None, got {type(context).__name__}")
+        raise InvalidArgumentType(
+            f"context must be a mapping or None, got {type(context).__name__}", argument="context"
+        )
     return json.dumps(dict(context), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from chainwarden._sql import columns
 from chainwarden.billing.ledger import _UPSERT_RUN, Ledger
 from chainwarden.billing.records import RunRecord
+from chainwarden.errors import ChainwardenError, InvalidArgumentType
 
 __all__ = [
     "CHANNEL",
@@ -172,7 +173,7 @@ _NOTIFY = "SELECT pg_notify(%s, %s)"
 _ROWS_PER_INSERT = 200  # 11 parameters a call row: far below SQLite's bound
 
 
-class TakenOver(Exception):
+class TakenOver(ChainwardenError):
     """The run's record is no longer this process's: its lease ran out and another runtime marked it
     abandoned. Nothing more of it is written."""
 
@@ -221,7 +222,9 @@ class RunStore:
 
     def __init__(self, ledger: Ledger) -> None:
         if not isinstance(ledger, Ledger):
-            raise TypeError(f"ledger must be a Ledger, got {type(ledger).__name__}")
+            raise InvalidArgumentType(
+                f"ledger must be a Ledger, got {type(ledger).__name__}", argument="ledger"
+            )
         self.ledger = ledger
         now = ledger._NOW_EPOCH
         self._postgres = ledger._POSTGRES

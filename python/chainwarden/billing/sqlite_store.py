@@ -11,107 +11,15 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, TypeVar
 
-from chainwarden._sql import Fault, Schema, classify, columns, ensure, qmark, table_exists
+from chainwarden._sql import Fault, classify, ensure, qmark
 from chainwarden.billing.errors import LedgerUnavailable
 from chainwarden.billing.ledger import Failure, Ledger
-from chainwarden.billing.run_store import CONTEXT_STEP, SQLITE_STEP
+from chainwarden.billing.ledger_schema import schema
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 
 T = TypeVar("T")
 
-# Amounts are TEXT so a Decimal round-trips exactly; SQLite has no exact numeric type.
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS billing_accounts (
-    id TEXT PRIMARY KEY,
-    balance_credits INTEGER NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS charge_receipts (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    source_system TEXT NOT NULL,
-    source_reference TEXT NOT NULL,
-    run_id TEXT NOT NULL,
-    attempt INTEGER NOT NULL DEFAULT 0,
-    usage_unit_id TEXT NOT NULL,
-    billing_account_id TEXT NOT NULL,
-    virtual_key_id TEXT NOT NULL,
-    request_id TEXT,
-    provider TEXT,
-    model TEXT,
-    input_tokens INTEGER,
-    output_tokens INTEGER,
-    cache_read_tokens INTEGER,
-    cache_write_tokens INTEGER,
-    charged_credits INTEGER NOT NULL,
-    response_cost_usd TEXT,
-    usage_raw TEXT,
-    commit_id TEXT,
-    created_at TEXT NOT NULL,
-    UNIQUE (source_system, source_reference)
-);
-CREATE INDEX IF NOT EXISTS charge_receipts_run ON charge_receipts (run_id, attempt);
-CREATE INDEX IF NOT EXISTS charge_receipts_request ON charge_receipts (request_id);
-CREATE TABLE IF NOT EXISTS credit_ledger (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    billing_account_id TEXT NOT NULL,
-    amount INTEGER NOT NULL,
-    balance_after INTEGER NOT NULL,
-    reason TEXT NOT NULL,
-    reference TEXT NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS credit_ledger_account ON credit_ledger (billing_account_id, id);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT NOT NULL,
-    attempt INTEGER NOT NULL,
-    graph_id TEXT NOT NULL,
-    billing_account_id TEXT NOT NULL,
-    virtual_key_id TEXT NOT NULL,
-    model TEXT NOT NULL,
-    status TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    ended_at TEXT,
-    prompt_tokens INTEGER NOT NULL,
-    completion_tokens INTEGER NOT NULL,
-    finish_reason TEXT,
-    error TEXT,
-    PRIMARY KEY (run_id, attempt)
-);
-CREATE INDEX IF NOT EXISTS runs_started ON runs (started_at);
-"""
-
-
-# Columns added after the first release; an older file gets them on open (one write transaction, once).
-_ADDED_COLUMNS = (("charge_receipts", "usage_raw", "TEXT"), ("charge_receipts", "commit_id", "TEXT"))
-_TABLES = ("billing_accounts", "charge_receipts", "credit_ledger", "runs")
-
-
-def _add_columns(cursor: Any) -> None:
-    for table, column, kind in _ADDED_COLUMNS:
-        if column not in columns(cursor, table):
-            cursor.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
-
-
-def _legacy(cursor: Any) -> int:
-    """A ledger file made before `chainwarden_schema`: version 1 without the added columns, 2 with them."""
-    if not all(table_exists(cursor, table) for table in _TABLES):
-        return 0
-    present = columns(cursor, "charge_receipts")
-    return 2 if all(column in present for _, column, _ in _ADDED_COLUMNS) else 1
-
-
-# Version 1 creates every table as it is now (IF NOT EXISTS: a first-release file keeps its own), version 2
-# adds the columns the first release lacked (a no-op on a new file), version 3 what runs that outlive their
-# process need, version 4 a run's context (billing/run_store.py).
-_SCHEMA_VERSIONS = Schema(
-    "billing",
-    (
-        [statement for statement in _SCHEMA.split(";") if statement.strip()],
-        [_add_columns],
-        SQLITE_STEP,
-        CONTEXT_STEP,
-    ),
-    legacy=_legacy,
-)
+_SCHEMA_VERSIONS = schema(postgres=False)
 
 
 class SqliteLedger(Ledger):
@@ -123,11 +31,19 @@ class SqliteLedger(Ledger):
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, busy_timeout_s: float = 60.0) -> None:
         if not isinstance(path, str | os.PathLike):
-            raise TypeError(f"path must be a str or PathLike, got {type(path).__name__}")
+            raise InvalidArgumentType(
+                f"path must be a str or PathLike, got {type(path).__name__}", argument="path"
+            )
         if isinstance(busy_timeout_s, bool) or not isinstance(busy_timeout_s, int | float):
-            raise TypeError(f"busy_timeout_s must be a number, got {type(busy_timeout_s).__name__}")
+            raise InvalidArgumentType(
+                f"busy_timeout_s must be a number, got {type(busy_timeout_s).__name__}",
+                argument="busy_timeout_s",
+            )
         if not math.isfinite(busy_timeout_s) or busy_timeout_s < 0 or busy_timeout_s > 86_400:
-            raise ValueError(f"busy_timeout_s must be between 0 and 86400, got {busy_timeout_s!r}")
+            raise InvalidArgument(
+                f"busy_timeout_s must be between 0 and 86400, got {busy_timeout_s!r}",
+                argument="busy_timeout_s",
+            )
         super().__init__(retry_timeout_s=float(busy_timeout_s))
         self.path = os.fspath(path)
         self._lock = threading.Lock()

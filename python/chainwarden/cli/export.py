@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Any
 
 from chainwarden.containment import ContextSnapshot
+from chainwarden.errors import InvalidArgumentType
 
 __all__ = ["context_snapshot_dict", "context_snapshot_json"]
 
@@ -42,7 +43,9 @@ def _plain(value: Any) -> Any:
 def context_snapshot_dict(snapshot: ContextSnapshot) -> dict[str, Any]:
     """The snapshot as a JSON-ready dict (every node record built)."""
     if not isinstance(snapshot, ContextSnapshot):
-        raise TypeError(f"snapshot must be a ContextSnapshot, got {type(snapshot).__name__}")
+        raise InvalidArgumentType(
+            f"snapshot must be a ContextSnapshot, got {type(snapshot).__name__}", argument="snapshot"
+        )
     doc: dict[str, Any] = _plain(snapshot)
     return doc
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from chainwarden.billing import ChargeReceipt, Ledger, PostgresLedger, RunRecord, SqliteLedger
 from chainwarden.cli.console import Section
+from chainwarden.errors import ChainwardenError
 
 __all__ = ["LedgerSourceError", "is_ledger", "ledger_sections", "ledger_summary", "open_ledger"]
 
@@ -19,7 +20,7 @@ _DSN_PREFIXES = ("postgresql://", "postgres://")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-class LedgerSourceError(ValueError):
+class LedgerSourceError(ChainwardenError, ValueError):
     """The source looks like a database but is not a chainwarden ledger (the message says why)."""
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from chainwarden._chain_context import RunLabels, read_labels
+from chainwarden.errors import ChainwardenError
 
 __all__ = ["Call", "Run", "RunFileError", "finite", "load_run", "parse_run"]
 
@@ -30,7 +31,7 @@ HALT_STATUSES = frozenset({"halt", "halted", "aborted", "timeout", "rejected", "
 FAIL_STATUSES = frozenset({"fail", "error", "errored"})
 
 
-class RunFileError(ValueError):
+class RunFileError(ChainwardenError, ValueError):
     """The file is not a run chainwarden can read; the message says what was expected."""
 
 

@@ -28,6 +28,7 @@ from chainwarden.containment._report import CURRENT_CALL, Binding, enclosing
 from chainwarden.containment._rich import bind as bind_options
 from chainwarden.containment._state import ChainState
 from chainwarden.containment.types import WrapOptions
+from chainwarden.errors import InvalidArgumentType, InvalidState
 from chainwarden.shield.types import Decision
 
 __all__ = ["wrap_async"]
@@ -96,15 +97,17 @@ async def wrap_async(
     options: WrapOptions | None,
 ) -> Decision:
     if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+        raise InvalidArgumentType(f"fn must be callable, got {type(fn).__name__}", argument="fn")
     opts = _DEFAULT_OPTIONS if options is None else options
     if not isinstance(opts, WrapOptions):
-        raise TypeError(f"options must be a WrapOptions or None, got {type(opts).__name__}")
+        raise InvalidArgumentType(
+            f"options must be a WrapOptions or None, got {type(opts).__name__}", argument="options"
+        )
     loop = get_running_loop()
     task = _CURRENT_TASKS.get(loop) if _CURRENT_TASKS is not None else _current_task(loop)
     if task is None:
         # Driven by hand outside any task: there would be nothing to cancel on a timeout or abort.
-        raise RuntimeError("an async wrap must be awaited inside an asyncio task")
+        raise InvalidState("an async wrap must be awaited inside an asyncio task")
     core = s.core
     s.async_used = True
     node = core.begin(

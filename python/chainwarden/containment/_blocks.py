@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from contextvars import Token
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, Self
+from typing import TYPE_CHECKING, Literal
 
 from chainwarden._core import CallKind
 from chainwarden.containment._outcomes import NO_RESULT, failed, gate, refuse, succeeded
 from chainwarden.containment._report import CURRENT_CALL, Binding, bind, enclosing
 from chainwarden.containment.types import WrapOptions
+from chainwarden.errors import CallRefused, ChainHalted
 from chainwarden.shield.types import Decision
 
 if TYPE_CHECKING:
@@ -21,44 +22,6 @@ if TYPE_CHECKING:
     from chainwarden.containment.context import ExecutionContext
 
 __all__ = ["CallRefused", "ChainHalted", "ContainedBlock", "halted"]
-
-
-class CallRefused(RuntimeError):
-    """A contained call did not run (or its result was not accepted).
-
-    ``decision`` is the refusing verdict, ``stop_reason`` why, and ``detail`` the chain's figures
-    for that limit at the time (e.g. ``spent $1.0200 of the $1.0000 ceiling``), also in the message.
-    """
-
-    _prefix = "call refused"
-
-    def __init__(self, decision: Decision, stop_reason: str | None, detail: str | None = None) -> None:
-        text = f"{self._prefix}: {stop_reason or 'unknown'} ({decision.value})"
-        super().__init__(f"{text}: {detail}" if detail else text)
-        self.decision = decision
-        self.stop_reason = stop_reason
-        self.detail = detail
-
-    @classmethod
-    def of(cls, s: ChainState, decision: Decision, stop_reason: str | None = None) -> Self:
-        """The refusal of a call of chain ``s``, with the chain's figures for the limit that refused it
-        (``stop_reason`` defaults to the reason the last call on this thread recorded)."""
-        reason = s.note.reason if stop_reason is None else stop_reason
-        return cls(decision, reason, s.describe_stop(reason))
-
-    def __reduce__(self) -> tuple[type[Self], tuple[Decision, str | None, str | None]]:
-        return (type(self), (self.decision, self.stop_reason, self.detail))
-
-
-class ChainHalted(CallRefused):
-    """Containment refused a call made through an integration (a provider client, a LangChain
-    callback, a LangGraph node): the run stops here (docs/integrations.md).
-
-    A ``CallRefused``, so code that already catches refusals of ``@ctx.llm_call`` catches these;
-    ``stop_reason`` names why (``budget_exceeded``, ``step_limit_exceeded``, ``pipeline_halt``, ...)
-    and ``decision`` is the refusing verdict (HALT, or a pipeline's DEGRADE / QUARANTINE / ...)."""
-
-    _prefix = "chain halted"
 
 
 def halted(ctx: ExecutionContext, decision: Decision) -> ChainHalted:

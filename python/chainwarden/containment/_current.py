@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, ParamSpec, Ty
 from chainwarden._core import ChainCore, open_sync_calls
 from chainwarden.containment._report import CURRENT_CALL, Binding
 from chainwarden.containment.types import WrapOptions
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 
 if TYPE_CHECKING:
     from chainwarden.containment.context import ExecutionContext
@@ -125,12 +126,14 @@ def contained(
     ``name`` is given; outside any context the function simply runs. Same parameters and return type for
     type checkers; a refused call raises ``CallRefused``."""
     if kind not in ("llm", "tool"):
-        raise ValueError(f"kind must be 'llm' or 'tool', got {kind!r}")
+        raise InvalidArgument(f"kind must be 'llm' or 'tool', got {kind!r}", argument="kind")
     opts = WrapOptions(name, cost, timeout_ms)  # validated now, not at the first call
 
     def decorate(func: Callable[P, R]) -> Callable[P, R]:
         if not callable(func):
-            raise TypeError(f"contained decorates a function, got {type(func).__name__}")
+            raise InvalidArgumentType(
+                f"contained decorates a function, got {type(func).__name__}", argument="func"
+            )
         named = opts if opts.operation_name else dataclasses.replace(opts, operation_name=func.__qualname__)
 
         def for_context(ctx: ExecutionContext) -> Callable[P, R]:

@@ -19,6 +19,7 @@ from chainwarden.containment._async import wrap_async
 from chainwarden.containment._blocks import CallRefused, ContainedBlock
 from chainwarden.containment._capture import INPUT_ATTR, CallInput
 from chainwarden.containment.types import WrapOptions
+from chainwarden.errors import InvalidArgumentType
 from chainwarden.shield.types import Decision
 
 if TYPE_CHECKING:
@@ -54,7 +55,9 @@ class Contained(ContainedBlock):
         """Decorates ``fn`` (same parameters and return type for type checkers); an unnamed call is
         named after the function's ``__qualname__``."""
         if not callable(fn):
-            raise TypeError(f"a contained call decorates a function, got {type(fn).__name__}")
+            raise InvalidArgumentType(
+                f"a contained call decorates a function, got {type(fn).__name__}", argument="fn"
+            )
         opts = self._opts
         if not opts.operation_name:
             opts = dataclasses.replace(opts, operation_name=_qualname(fn))

@@ -12,6 +12,7 @@ from chainwarden._core import CallKind
 from chainwarden.containment._state import ChainState
 from chainwarden.containment.memory import MemoryAction, MemoryOperation, MemoryPolicyContext
 from chainwarden.containment.types import WrapOptions
+from chainwarden.errors import InvalidArgumentType
 
 __all__ = ["DENIED", "admit", "notify", "take"]
 
@@ -51,7 +52,7 @@ def admit(s: ChainState, node: int, kind: CallKind, opts: WrapOptions) -> str | 
     try:
         decision = s.governor.evaluate(operation, context)
         if decision is None:
-            raise TypeError("evaluate() returned None")
+            raise InvalidArgumentType("evaluate() returned None")
         denied = bool(decision.denied)
     except Exception as err:
         # docs/design.md §22: logged, and the call fails closed.

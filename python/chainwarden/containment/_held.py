@@ -21,6 +21,7 @@ from chainwarden.containment._outcomes import NO_RESULT, failed, gate, refuse, s
 from chainwarden.containment._report import enclosing
 from chainwarden.containment._state import ChainState
 from chainwarden.containment.types import WrapOptions
+from chainwarden.errors import InvalidArgumentType
 from chainwarden.shield.types import Decision
 
 if TYPE_CHECKING:
@@ -131,5 +132,7 @@ def open_call(
 ) -> HeldCall:
     """Admits one call of ``ctx`` that ``succeed`` / ``fail`` settle later; raises ``ChainHalted``."""
     if not isinstance(opts, WrapOptions):
-        raise TypeError(f"options must be a WrapOptions, got {type(opts).__name__}")
+        raise InvalidArgumentType(
+            f"options must be a WrapOptions, got {type(opts).__name__}", argument="opts"
+        )
     return HeldCall(ctx._s, kind, opts, parent)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from chainwarden._core import CallKind
 from chainwarden.containment._fast import sync_wrap
 from chainwarden.containment.types import WrapOptions
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 from chainwarden.shield.types import Decision
 
 if TYPE_CHECKING:
@@ -29,10 +30,12 @@ def memory_kind(kind: object) -> CallKind:
     """The call kind of ``"memory_read"`` / ``"memory_write"``; ``ValueError`` (``TypeError`` for a
     non-str) names the argument otherwise."""
     if not isinstance(kind, str):
-        raise TypeError(f"kind must be 'memory_read' or 'memory_write', got {type(kind).__name__}")
+        raise InvalidArgumentType(
+            f"kind must be 'memory_read' or 'memory_write', got {type(kind).__name__}", argument="kind"
+        )
     found = _KINDS.get(kind)
     if found is None:
-        raise ValueError(f"kind must be 'memory_read' or 'memory_write', got {kind!r}")
+        raise InvalidArgument(f"kind must be 'memory_read' or 'memory_write', got {kind!r}", argument="kind")
     return found
 
 

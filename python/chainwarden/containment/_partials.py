@@ -22,6 +22,7 @@ from chainwarden._core import ChainCore
 from chainwarden.containment._current import owner
 from chainwarden.containment._report import current_call
 from chainwarden.containment.partial import MAX_KEPT_BUFFERS
+from chainwarden.errors import InvalidArgumentType, InvalidState
 
 __all__ = ["PartialBuffers", "attach_partial_buffer", "get_current_partial_buffer"]
 
@@ -52,7 +53,7 @@ class PartialBuffers:
             kept = self._kept.get(name)
             if kept is not None:
                 if kept[1] is not buffer:
-                    raise RuntimeError(
+                    raise InvalidState(
                         f"a different partial buffer is already attached to call {name}; "
                         "a call keeps one buffer"
                     )
@@ -117,7 +118,9 @@ def attach_partial_buffer(buf: Any) -> None:
     (``get_current_partial_buffer``), as in the reference."""
     for method in ("append", "mark_complete", "get_partial"):
         if not callable(getattr(buf, method, None)):
-            raise TypeError(f"buf must provide a callable {method}(), got {type(buf).__name__}")
+            raise InvalidArgumentType(
+                f"buf must provide a callable {method}(), got {type(buf).__name__}", argument="buf"
+            )
     found = _call_buffers()
     if found is not None:
         buffers, node = found
@@ -125,7 +128,7 @@ def attach_partial_buffer(buf: Any) -> None:
         return
     current = _OUTSIDE.get()
     if current is not None and current is not buf:
-        raise RuntimeError(
+        raise InvalidState(
             "attach_partial_buffer() was given a different buffer than the one already attached"
         )
     _OUTSIDE.set(buf)

@@ -14,6 +14,7 @@ from typing import Any, overload
 from chainwarden._core import CallRecord, ChainCore
 from chainwarden.containment._partials import PartialBuffers
 from chainwarden.containment.types import NodeRecord
+from chainwarden.errors import InvalidArgumentType
 
 __all__ = ["NodeRecordView"]
 
@@ -76,7 +77,9 @@ class NodeRecordView(Sequence[NodeRecord]):
                 return tuple(_build_all(self._core.records(start, max(start, stop)), self._partials))
             return tuple(self[i] for i in range(start, stop, step))
         if isinstance(index, bool) or not isinstance(index, int):
-            raise TypeError(f"indices must be integers or slices, not {type(index).__name__}")
+            raise InvalidArgumentType(
+                f"indices must be integers or slices, not {type(index).__name__}", argument="index"
+            )
         position = index + self._len if index < 0 else index
         if not 0 <= position < self._len:
             raise IndexError("node record index out of range")

@@ -16,6 +16,7 @@ from threading import get_ident
 from typing import Final, NamedTuple
 
 from chainwarden._core import ChainCore, open_sync_calls
+from chainwarden.errors import InvalidArgument, InvalidArgumentType, InvalidState
 
 __all__ = ["CURRENT_CALL", "Binding", "bind", "current_call", "enclosing", "flag_current_call", "report_cost"]
 
@@ -61,20 +62,20 @@ _new_tuple: Final = tuple.__new__
 
 def _number(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+        raise InvalidArgumentType(f"{name} must be a number, got {type(value).__name__}", argument=name)
     try:
         return float(value)
     except (OverflowError, ValueError):
-        raise ValueError(f"{name} must be a finite number >= 0; got {value!r}") from None
+        raise InvalidArgument(f"{name} must be a finite number >= 0; got {value!r}", argument=name) from None
 
 
 def _tokens(value: object, name: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int or None, got {type(value).__name__}")
+        raise InvalidArgumentType(f"{name} must be an int or None, got {type(value).__name__}", argument=name)
     if not 0 <= value < 2**63:
-        raise ValueError(f"{name} must be >= 0 and < 2**63; got {value}")
+        raise InvalidArgument(f"{name} must be >= 0 and < 2**63; got {value}", argument=name)
     return value
 
 
@@ -106,7 +107,7 @@ def report_cost(
     try:
         core.report(node, cost, tin, tout)
     except KeyError:
-        raise RuntimeError("report_cost() was called after its wrapped call had ended") from None
+        raise InvalidState("report_cost() was called after its wrapped call had ended") from None
 
 
 def flag_current_call(key: str) -> None:
@@ -116,14 +117,14 @@ def flag_current_call(key: str) -> None:
     try:
         core.flag(node, key)
     except KeyError:
-        raise RuntimeError("flag_current_call() was called after its wrapped call had ended") from None
+        raise InvalidState("flag_current_call() was called after its wrapped call had ended") from None
 
 
 def _current(who: str) -> tuple[ChainCore, int]:
     """The innermost open call of this thread or task, as ``report_cost`` charges it."""
     found = current_call()
     if found is None:
-        raise RuntimeError(
+        raise InvalidState(
             f"{who}() must be called inside a call wrapped by an ExecutionContext "
             "(wrap_llm_call, wrap_tool_call, their async forms, @ctx.llm_call or with ctx.llm_call())"
         )

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Final
 
 from chainwarden.containment._validate import MAX_TIMEOUT_MS
+from chainwarden.errors import InvalidArgument
 
 __all__ = ["Timeouts", "timeouts"]
 
@@ -48,7 +49,9 @@ class Timeouts:
     def schedule(self, delay_s: float, callback: Callable[[], None]) -> int:
         """Runs ``callback`` once, ``delay_s`` seconds from now (0 <= delay_s <= MAX_TIMEOUT_MS / 1000)."""
         if not 0.0 <= delay_s <= MAX_TIMEOUT_MS / 1000.0:  # also rejects NaN
-            raise ValueError(f"delay_s must be in [0, {MAX_TIMEOUT_MS / 1000.0}], got {delay_s!r}")
+            raise InvalidArgument(
+                f"delay_s must be in [0, {MAX_TIMEOUT_MS / 1000.0}], got {delay_s!r}", argument="delay_s"
+            )
         with self._cond:
             handle = next(self._ids)
             self._callbacks[handle] = callback

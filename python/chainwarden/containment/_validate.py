@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
+from chainwarden.errors import InvalidArgumentType
 from chainwarden.shield._validate import MAX_INT64
 
 __all__ = [
@@ -47,9 +48,10 @@ def require_methods(value: object, name: str, methods: tuple[str, ...]) -> None:
     """``TypeError`` naming ``name`` and the first of ``methods`` that ``value`` lacks or cannot call."""
     for method in methods:
         if not callable(getattr(value, method, None)):
-            raise TypeError(
+            raise InvalidArgumentType(
                 f"{name} must provide a callable {method}() (needs {', '.join(methods)}); "
-                f"got {type(value).__name__}"
+                f"got {type(value).__name__}",
+                argument=name,
             )
 
 
@@ -99,15 +101,17 @@ def check_identity(agent_identity: object, memory_governor: object, policy_view_
     if agent_identity is not None:
         agent_id = getattr(agent_identity, "agent_id", None)
         if not isinstance(agent_id, str) or not agent_id:
-            raise TypeError(
+            raise InvalidArgumentType(
                 "agent_identity must have a non-empty str agent_id (e.g. veronica-core's AgentIdentity), "
-                f"got {type(agent_identity).__name__}"
+                f"got {type(agent_identity).__name__}",
+                argument="agent_identity",
             )
     if memory_governor is not None:
         require_methods(memory_governor, "memory_governor", GOVERNOR_METHODS)
     if policy_view_holder is not None and not hasattr(policy_view_holder, "current"):
-        raise TypeError(
-            f"policy_view_holder must have a current attribute, got {type(policy_view_holder).__name__}"
+        raise InvalidArgumentType(
+            f"policy_view_holder must have a current attribute, got {type(policy_view_holder).__name__}",
+            argument="policy_view_holder",
         )
 
 

@@ -22,6 +22,7 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 from chainwarden.shield._validate import finite_non_negative
 
 __all__ = [
@@ -47,7 +48,10 @@ class AllocationResult:
 
     def __post_init__(self) -> None:
         if not isinstance(self.allocations, Mapping):
-            raise TypeError(f"allocations must be a mapping, got {type(self.allocations).__name__}")
+            raise InvalidArgumentType(
+                f"allocations must be a mapping, got {type(self.allocations).__name__}",
+                argument="allocations",
+            )
         object.__setattr__(self, "allocations", MappingProxyType(dict(self.allocations)))
 
 
@@ -63,20 +67,29 @@ class BudgetAllocator(Protocol):
 
 def _names(agent_names: object) -> list[str]:
     if isinstance(agent_names, str | bytes) or not isinstance(agent_names, Sequence):
-        raise TypeError(f"agent_names must be a list of str, got {type(agent_names).__name__}")
+        raise InvalidArgumentType(
+            f"agent_names must be a list of str, got {type(agent_names).__name__}", argument="agent_names"
+        )
     names = list(agent_names)
     for name in names:
         if not isinstance(name, str):
-            raise TypeError(f"agent_names must hold str, got {type(name).__name__}")
+            raise InvalidArgumentType(
+                f"agent_names must hold str, got {type(name).__name__}", argument="agent_names"
+            )
     if len(set(names)) != len(names):
         duplicates = sorted({n for n in names if names.count(n) > 1})
-        raise ValueError(f"agent_names must not repeat a name, got {duplicates} more than once")
+        raise InvalidArgument(
+            f"agent_names must not repeat a name, got {duplicates} more than once", argument="agent_names"
+        )
     return names
 
 
 def _usage(current_usage: object, names: list[str]) -> list[Fraction]:
     if not isinstance(current_usage, Mapping):
-        raise TypeError(f"current_usage must be a mapping of str to USD, got {type(current_usage).__name__}")
+        raise InvalidArgumentType(
+            f"current_usage must be a mapping of str to USD, got {type(current_usage).__name__}",
+            argument="current_usage",
+        )
     return [Fraction(finite_non_negative(current_usage.get(n, 0.0), f"current_usage[{n!r}]")) for n in names]
 
 
@@ -135,15 +148,22 @@ class WeightedAllocator(_ExactAllocator):
 
     def __init__(self, weights: dict[str, float]) -> None:
         if not isinstance(weights, Mapping):
-            raise TypeError(f"weights must be a mapping of str to a weight, got {type(weights).__name__}")
+            raise InvalidArgumentType(
+                f"weights must be a mapping of str to a weight, got {type(weights).__name__}",
+                argument="weights",
+            )
         checked: dict[str, float] = {}
         for name, weight in weights.items():
             if not isinstance(name, str):
-                raise TypeError(f"weights keys must be str, got {type(name).__name__}")
+                raise InvalidArgumentType(
+                    f"weights keys must be str, got {type(name).__name__}", argument="weights"
+                )
             try:
                 checked[name] = finite_non_negative(weight, f"weights[{name!r}]")
             except ValueError as err:
-                raise ValueError(f"weights must be non-negative finite numbers: {err}") from None
+                raise InvalidArgument(
+                    f"weights must be non-negative finite numbers: {err}", argument="weights"
+                ) from None
         self._weights = checked
 
     def _shares(self, total: float, names: list[str], usage: list[Fraction]) -> list[float]:
@@ -159,7 +179,7 @@ class DynamicAllocator(_ExactAllocator):
     def __init__(self, min_share: float = 0.05) -> None:
         share = finite_non_negative(min_share, "min_share")
         if share >= 1.0:
-            raise ValueError(f"min_share must be in [0.0, 1.0), got {min_share!r}")
+            raise InvalidArgument(f"min_share must be in [0.0, 1.0), got {min_share!r}", argument="min_share")
         self._min_share = share
 
     def _shares(self, total: float, names: list[str], usage: list[Fraction]) -> list[float]:

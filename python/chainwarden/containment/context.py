@@ -37,6 +37,7 @@ from chainwarden.containment.types import (
     ExecutionConfig,
     WrapOptions,
 )
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 from chainwarden.shield.event import SafetyEvent
 from chainwarden.shield.types import Decision
 
@@ -52,9 +53,11 @@ R = TypeVar("R")
 
 def _max_nodes(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"max_nodes must be an int, got {type(value).__name__}")
+        raise InvalidArgumentType(
+            f"max_nodes must be an int, got {type(value).__name__}", argument="max_nodes"
+        )
     if not 1 <= value <= 2**32:
-        raise ValueError(f"max_nodes must be between 1 and 2**32, got {value}")
+        raise InvalidArgument(f"max_nodes must be between 1 and 2**32, got {value}", argument="max_nodes")
     return value
 
 
@@ -80,15 +83,23 @@ class ExecutionContext:
         max_nodes: int = DEFAULT_MAX_NODES,
     ) -> None:
         if not isinstance(config, ExecutionConfig):
-            raise TypeError(f"config must be an ExecutionConfig, got {type(config).__name__}")
+            raise InvalidArgumentType(
+                f"config must be an ExecutionConfig, got {type(config).__name__}", argument="config"
+            )
         if metadata is not None and not isinstance(metadata, ChainMetadata):
-            raise TypeError(f"metadata must be a ChainMetadata, got {type(metadata).__name__}")
+            raise InvalidArgumentType(
+                f"metadata must be a ChainMetadata, got {type(metadata).__name__}", argument="metadata"
+            )
         if parent is not None and not isinstance(parent, ExecutionContext):
-            raise TypeError(f"parent must be an ExecutionContext, got {type(parent).__name__}")
+            raise InvalidArgumentType(
+                f"parent must be an ExecutionContext, got {type(parent).__name__}", argument="parent"
+            )
         metrics = check_collaborators(pipeline, circuit_breaker, metrics)
         check_identity(agent_identity, memory_governor, policy_view_holder)
         if cost_of is not None and not callable(cost_of):
-            raise TypeError(f"cost_of must be callable or None, got {type(cost_of).__name__}")
+            raise InvalidArgumentType(
+                f"cost_of must be callable or None, got {type(cost_of).__name__}", argument="cost_of"
+            )
         cap = _max_nodes(max_nodes)
         metadata = metadata or ChainMetadata(request_id=str(uuid.uuid4()), chain_id=str(uuid.uuid4()))
         if circuit_breaker is not None and hasattr(circuit_breaker, "bind_to_context"):
@@ -191,7 +202,7 @@ class ExecutionContext:
         """Stops the chain from any thread: in-flight async calls are cancelled, sync callables see
         ``cancellation_token``, every later wrap returns HALT. Idempotent; never raises on reuse."""
         if not isinstance(reason, str):
-            raise TypeError(f"reason must be a str, got {type(reason).__name__}")
+            raise InvalidArgumentType(f"reason must be a str, got {type(reason).__name__}", argument="reason")
         s = self._s
         if s.stop_snapshot is None:
             s.first_stop = "aborted"
@@ -290,14 +301,18 @@ class ExecutionContext:
         had none or the context no longer keeps it (docs/containment.md "Streamed calls, response usage
         and reconciliation")."""
         if not isinstance(node_id, str):
-            raise TypeError(f"node_id must be a str, got {type(node_id).__name__}")
+            raise InvalidArgumentType(
+                f"node_id must be a str, got {type(node_id).__name__}", argument="node_id"
+            )
         return self._s.partials.get(node_id)
 
     def record_event(self, event: SafetyEvent) -> None:
         """Adds an application-emitted event to the chain log (deduplicated by content)."""
         for name in ("event_type", "decision", "reason", "hook", "request_id"):
             if not hasattr(event, name):
-                raise TypeError(f"event must be a SafetyEvent, got {type(event).__name__}")
+                raise InvalidArgumentType(
+                    f"event must be a SafetyEvent, got {type(event).__name__}", argument="event"
+                )
         self._s.events.append(event)
 
     # -- wrapping --------------------------------------------------------------------------
@@ -427,7 +442,10 @@ class ExecutionContext:
         ``allocator.allocate(total_budget, agent_names, current_usage)``, by default a
         ``FairShareAllocator`` (equal shares)."""
         if agent_name not in agent_names:
-            raise ValueError(f"agent_name {agent_name!r} must be present in agent_names {agent_names!r}")
+            raise InvalidArgument(
+                f"agent_name {agent_name!r} must be present in agent_names {agent_names!r}",
+                argument="agent_name",
+            )
         remaining = self._s.remaining_budget()
         chosen = FairShareAllocator() if allocator is None else allocator
         result = chosen.allocate(

@@ -2,9 +2,6 @@
 (docs/design.md §42, docs/containment.md "Migrating from veronica-core"). The names live in
 ``chainwarden.containment``."""
 
-from typing import Final
-
-from chainwarden._core import MAX_RECORDS
 from chainwarden.containment._partials import attach_partial_buffer, get_current_partial_buffer
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.containment.types import (
@@ -27,7 +24,3 @@ __all__ = [
     "attach_partial_buffer",
     "get_current_partial_buffer",
 ]
-
-# How many finished calls a snapshot keeps (``ContextSnapshot.nodes``): the reference's private constant,
-# read by code written against it.
-_MAX_NODES: Final = MAX_RECORDS

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from chainwarden._core import ExecutionGraph, NodeEvent
+from chainwarden.errors import InvalidArgumentType
 
 __all__ = ["ExecutionGraph", "Node", "NodeEvent", "NodeSignature"]
 
@@ -46,5 +47,7 @@ class Node:
     def from_snapshot(cls, node: Mapping[str, Any]) -> Node:
         """The node of a ``snapshot()["nodes"]`` entry (``KeyError`` naming a missing field)."""
         if not isinstance(node, Mapping):
-            raise TypeError(f"node must be a snapshot's node dict, got {type(node).__name__}")
+            raise InvalidArgumentType(
+                f"node must be a snapshot's node dict, got {type(node).__name__}", argument="node"
+            )
         return cls(**{f.name: node[f.name] for f in fields(cls)})

@@ -17,6 +17,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
+
 __all__ = ["MemoryAction", "MemoryOperation", "MemoryPolicyContext"]
 
 
@@ -50,12 +52,18 @@ class MemoryOperation:
 
     def __post_init__(self) -> None:
         if not isinstance(self.action, MemoryAction):
-            raise TypeError(f"action must be a MemoryAction, got {type(self.action).__name__}")
+            raise InvalidArgumentType(
+                f"action must be a MemoryAction, got {type(self.action).__name__}", argument="action"
+            )
         size = self.content_size_bytes
         if isinstance(size, bool) or not isinstance(size, int):
-            raise TypeError(f"content_size_bytes must be an int, got {type(size).__name__}")
+            raise InvalidArgumentType(
+                f"content_size_bytes must be an int, got {type(size).__name__}", argument="content_size_bytes"
+            )
         if size < 0:
-            raise ValueError(f"content_size_bytes must be >= 0, got {size}")
+            raise InvalidArgument(
+                f"content_size_bytes must be >= 0, got {size}", argument="content_size_bytes"
+            )
         object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
 
 

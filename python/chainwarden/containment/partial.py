@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Final
 
+from chainwarden.errors import ChainwardenError, ClosedError, InvalidArgumentType
 from chainwarden.shield._validate import strict_int
 
 __all__ = ["MAX_BYTES", "MAX_CHUNKS", "MAX_KEPT_BUFFERS", "PartialBufferOverflow", "PartialResultBuffer"]
@@ -27,7 +28,7 @@ MAX_BYTES: Final = 10 * 1024 * 1024
 MAX_KEPT_BUFFERS: Final = 1_000
 
 
-class PartialBufferOverflow(ValueError):
+class PartialBufferOverflow(ChainwardenError, ValueError):
     """A chunk would take a buffer past its chunk or byte limit; the buffer is unchanged.
 
     ``truncation_point`` names the limit (``"chunk_count"`` or ``"byte_size"``); ``kept_chunks`` /
@@ -78,11 +79,11 @@ class PartialResultBuffer:
     def append(self, chunk: str) -> None:
         """Adds one chunk, or raises ``PartialBufferOverflow`` (a ``ValueError``) past a limit."""
         if not isinstance(chunk, str):
-            raise TypeError(f"chunk must be a str, got {type(chunk).__name__}")
+            raise InvalidArgumentType(f"chunk must be a str, got {type(chunk).__name__}", argument="chunk")
         size = len(chunk.encode("utf-8", "surrogatepass"))
         with self._lock:
             if self._complete:
-                raise ValueError("cannot append to a PartialResultBuffer marked complete")
+                raise ClosedError("cannot append to a PartialResultBuffer marked complete")
             count = len(self._chunks)
             if count >= self._max_chunks or self._bytes + size > self._max_bytes:
                 self._overflowed = True
@@ -127,7 +128,7 @@ class PartialResultBuffer:
 
     def set_metadata(self, key: str, value: Any) -> None:
         if not isinstance(key, str):
-            raise TypeError(f"key must be a str, got {type(key).__name__}")
+            raise InvalidArgumentType(f"key must be a str, got {type(key).__name__}", argument="key")
         with self._lock:
             self._meta[key] = value
 

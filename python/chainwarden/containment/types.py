@@ -11,6 +11,7 @@ from typing import Any, Literal
 from chainwarden._chain_context import Tags, checked_attributes, checked_tags
 from chainwarden.containment._validate import MAX_COUNT, MAX_TIMEOUT_MS
 from chainwarden.containment.budget._protocol import check_backend
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 from chainwarden.shield._validate import finite_non_negative, strict_int
 from chainwarden.shield.event import SafetyEvent
 
@@ -54,12 +55,12 @@ class CancellationToken:
 
 def _optional_str(value: object, name: str) -> None:
     if value is not None and not isinstance(value, str):
-        raise TypeError(f"{name} must be a str or None, got {type(value).__name__}")
+        raise InvalidArgumentType(f"{name} must be a str or None, got {type(value).__name__}", argument=name)
 
 
 def _required_str(value: object, name: str) -> None:
     if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+        raise InvalidArgumentType(f"{name} must be a str, got {type(value).__name__}", argument=name)
 
 
 @dataclass(frozen=True)
@@ -132,19 +133,29 @@ class ExecutionConfig:
             check_backend(self.budget_backend)
         if self.redis_url is not None:
             if not isinstance(self.redis_url, str):
-                raise TypeError(f"redis_url must be a str or None, got {type(self.redis_url).__name__}")
+                raise InvalidArgumentType(
+                    f"redis_url must be a str or None, got {type(self.redis_url).__name__}",
+                    argument="redis_url",
+                )
             if not self.redis_url:
-                raise ValueError("redis_url must not be empty")
+                raise InvalidArgument("redis_url must not be empty", argument="redis_url")
             if self.budget_backend is not None:
-                raise ValueError("give budget_backend or redis_url, not both")
+                raise InvalidArgument("give budget_backend or redis_url, not both", argument="give")
         if not isinstance(self.budget_backend_fail_open, bool):
             name = type(self.budget_backend_fail_open).__name__
-            raise TypeError(f"budget_backend_fail_open must be a bool, got {name}")
+            raise InvalidArgumentType(
+                f"budget_backend_fail_open must be a bool, got {name}", argument="budget_backend_fail_open"
+            )
         if not isinstance(self.capture_content, bool):
-            raise TypeError(f"capture_content must be a bool, got {type(self.capture_content).__name__}")
+            raise InvalidArgumentType(
+                f"capture_content must be a bool, got {type(self.capture_content).__name__}",
+                argument="capture_content",
+            )
         strict_int(self.max_content_chars, "max_content_chars", maximum=MAX_CONTENT_CHARS)
         if self.mask is not None and not callable(self.mask):
-            raise TypeError(f"mask must be callable or None, got {type(self.mask).__name__}")
+            raise InvalidArgumentType(
+                f"mask must be callable or None, got {type(self.mask).__name__}", argument="mask"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,11 +196,17 @@ class WrapOptions:
             for method in ("append", "mark_complete", "get_partial"):
                 if not callable(getattr(self.partial_buffer, method, None)):
                     name = type(self.partial_buffer).__name__
-                    raise TypeError(f"partial_buffer must provide a callable {method}(), got {name}")
+                    raise InvalidArgumentType(
+                        f"partial_buffer must provide a callable {method}(), got {name}",
+                        argument="partial_buffer",
+                    )
         callback = self.reconciliation_callback
         if callback is not None and not callable(getattr(callback, "on_reconcile", None)):
             name = type(callback).__name__
-            raise TypeError(f"reconciliation_callback must provide a callable on_reconcile(), got {name}")
+            raise InvalidArgumentType(
+                f"reconciliation_callback must provide a callable on_reconcile(), got {name}",
+                argument="reconciliation_callback",
+            )
         rich = not (self.response_hint is None and self.partial_buffer is None and callback is None)
         object.__setattr__(self, "_rich", rich)
 

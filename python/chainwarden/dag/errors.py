@@ -22,6 +22,7 @@ __all__ = [
 ]
 
 
-def invalid_argument(message: str) -> DagInvalidArgumentError:
-    """The error the Python layer raises for its own argument checks; the class carries its only code."""
-    return DagInvalidArgumentError(message)
+def invalid_argument(message: str, *, argument: str | None = None) -> DagInvalidArgumentError:
+    """The error the Python layer raises for its own argument checks, naming the argument; the class carries
+    its only code."""
+    return DagInvalidArgumentError(message, argument=argument)

@@ -26,6 +26,7 @@ from chainwarden.dag.errors import invalid_argument
 from chainwarden.dag.graph import Graph
 from chainwarden.dag.result import ExecutionResult
 from chainwarden.dag.vocabulary import EXECUTABLE
+from chainwarden.errors import InvalidArgumentType
 
 _log = logging.getLogger("chainwarden.dag")
 
@@ -46,22 +47,27 @@ def is_async(executor: object) -> bool:
 def _checked_executors(executors: object) -> dict[str, Executor]:
     """Refuses at construction what would otherwise fail only when the first node runs."""
     if not isinstance(executors, Mapping):
-        raise TypeError(
-            f"executors must be a mapping of node type to callable, not {type(executors).__name__}"
+        raise InvalidArgumentType(
+            f"executors must be a mapping of node type to callable, not {type(executors).__name__}",
+            argument="executors",
         )
     if not executors:
         raise invalid_argument(
-            "executors must register at least one executor (keys: 'agent_message', 'task')"
+            "executors must register at least one executor (keys: 'agent_message', 'task')",
+            argument="executors",
         )
     checked_map: dict[str, Executor] = {}
     for key, executor in executors.items():
         if key not in EXECUTABLE:
             raise invalid_argument(
                 f"executors key {key!r} is not a node type the runner executes "
-                "(expected 'agent_message' or 'task')"
+                "(expected 'agent_message' or 'task')",
+                argument="executors",
             )
         if not callable(executor):
-            raise TypeError(f"executors[{key!r}] must be callable, not {type(executor).__name__}")
+            raise InvalidArgumentType(
+                f"executors[{key!r}] must be callable, not {type(executor).__name__}", argument="executors"
+            )
         checked_map[str(key)] = executor
     return checked_map
 
@@ -73,7 +79,10 @@ def _check_context(ctx: object | None, executors: Mapping[str, Executor]) -> Non
     for node_type in sorted(executors):
         method = needed[node_type]
         if not callable(getattr(ctx, method, None)):
-            raise TypeError(f"execution_context has no callable {method} (needed for {node_type} executors)")
+            raise InvalidArgumentType(
+                f"execution_context has no callable {method} (needed for {node_type} executors)",
+                argument="execution_context",
+            )
 
 
 class Executors:
@@ -90,7 +99,10 @@ class Executors:
         self._executors = _checked_executors(executors)
         _check_context(execution_context, self._executors)
         if wrap_options is not None and not callable(wrap_options):
-            raise TypeError(f"wrap_options must be callable or None, not {type(wrap_options).__name__}")
+            raise InvalidArgumentType(
+                f"wrap_options must be callable or None, not {type(wrap_options).__name__}",
+                argument="wrap_options",
+            )
         self._ctx = execution_context
         self._wrap_options = wrap_options
 

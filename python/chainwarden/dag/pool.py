@@ -32,6 +32,7 @@ from chainwarden.dag.heartbeat import Heartbeat
 from chainwarden.dag.result import ExecutionResult
 from chainwarden.dag.runner import default_worker_id
 from chainwarden.dag.store import Store, StoredGraph, StoreError
+from chainwarden.errors import InvalidArgumentType, InvalidState
 
 _log = logging.getLogger("chainwarden.dag")
 
@@ -79,9 +80,9 @@ class _Wake:
 
 def _number(value: object, name: str, *, low: float = 0.0) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise invalid_argument(f"{name} must be a number of seconds > {low:g}")
+        raise invalid_argument(f"{name} must be a number of seconds > {low:g}", argument=name)
     if not low < value < 1e9:
-        raise invalid_argument(f"{name} must be a number of seconds > {low:g}")
+        raise invalid_argument(f"{name} must be a number of seconds > {low:g}", argument=name)
     return float(value)
 
 
@@ -102,23 +103,29 @@ class WorkerPool:
         wrap_options: WrapOptionsFactory | None = None,
     ) -> None:
         if not isinstance(store, Store):
-            raise TypeError(f"store must be a chainwarden.dag.Store, not {type(store).__name__}")
+            raise InvalidArgumentType(
+                f"store must be a chainwarden.dag.Store, not {type(store).__name__}", argument="store"
+            )
         if worker_id is not None and (not isinstance(worker_id, str) or not worker_id):
-            raise invalid_argument("worker_id must be a non-empty string or None")
+            raise invalid_argument("worker_id must be a non-empty string or None", argument="worker_id")
         if (
             isinstance(concurrency, bool)
             or not isinstance(concurrency, int)
             or not 1 <= concurrency <= 10_000
         ):
-            raise invalid_argument("concurrency must be an int between 1 and 10000")
+            raise invalid_argument("concurrency must be an int between 1 and 10000", argument="concurrency")
         self.lease_s = _number(lease_s, "lease_s")
         self.poll_s = _number(poll_s, "poll_s")
         if graph_ids is not None:
             if isinstance(graph_ids, (str, bytes)) or not isinstance(graph_ids, Iterable):
-                raise invalid_argument("graph_ids must be an iterable of graph id strings or None")
+                raise invalid_argument(
+                    "graph_ids must be an iterable of graph id strings or None", argument="graph_ids"
+                )
             graph_ids = list(graph_ids)
             if not graph_ids or not all(isinstance(g, str) and g for g in graph_ids):
-                raise invalid_argument("graph_ids must be a non-empty iterable of graph id strings or None")
+                raise invalid_argument(
+                    "graph_ids must be a non-empty iterable of graph id strings or None", argument="graph_ids"
+                )
         self._executors = Executors(executors, execution_context, wrap_options)
         self.worker_id = worker_id or default_worker_id()
         self.concurrency = concurrency
@@ -168,10 +175,10 @@ class WorkerPool:
         """Serves until `stop()` (or, with `until_idle=True`, until no graph it serves has claimable work, an
         expired lease or a node running under a lease, and nothing runs here); returns the stats."""
         if not isinstance(until_idle, bool):
-            raise invalid_argument("until_idle must be a bool")
+            raise invalid_argument("until_idle must be a bool", argument="until_idle")
         with self._mutex:
             if self._running:
-                raise RuntimeError(f"worker pool {self.worker_id} is already running")
+                raise InvalidState(f"worker pool {self.worker_id} is already running")
             self._running = True
         _log.info(
             "worker pool %s started: concurrency=%d lease_s=%g graphs=%s",

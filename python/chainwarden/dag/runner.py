@@ -24,6 +24,7 @@ from chainwarden.dag.execution import LEASE_LOST, Applied, Context, Executor, Ex
 from chainwarden.dag.graph import Graph
 from chainwarden.dag.heartbeat import Heartbeat
 from chainwarden.dag.result import ExecutionResult
+from chainwarden.errors import InvalidArgumentType
 
 _log = logging.getLogger("chainwarden.dag")
 
@@ -61,7 +62,7 @@ class RunStats:
 
 def _positive_int(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise invalid_argument(f"{name} must be an int >= 1")
+        raise invalid_argument(f"{name} must be an int >= 1", argument=name)
     return value
 
 
@@ -82,13 +83,15 @@ class Runner:
         lease_s: float | None = None,
     ) -> None:
         if not isinstance(graph, Graph):
-            raise TypeError(f"graph must be a chainwarden.dag.Graph, not {type(graph).__name__}")
+            raise InvalidArgumentType(
+                f"graph must be a chainwarden.dag.Graph, not {type(graph).__name__}", argument="graph"
+            )
         if worker_id is not None and (not isinstance(worker_id, str) or not worker_id):
-            raise invalid_argument("worker_id must be a non-empty string or None")
+            raise invalid_argument("worker_id must be a non-empty string or None", argument="worker_id")
         if lease_s is not None and (
             isinstance(lease_s, bool) or not isinstance(lease_s, (int, float)) or not 0 < lease_s < 1e9
         ):
-            raise invalid_argument("lease_s must be a number of seconds > 0 or None")
+            raise invalid_argument("lease_s must be a number of seconds > 0 or None", argument="lease_s")
         if lease_s is not None and worker_id is None:
             worker_id = default_worker_id()
         #: Leased mode (docs/dag.md "Stores and workers"): reclaim expired leases before claiming, claim
@@ -113,7 +116,10 @@ class Runner:
         (docs/design.md §22). Adding the same object twice registers it once."""
         if not any(callable(getattr(listener, name, None)) for name in _LISTENER_METHODS):
             names = ", ".join(_LISTENER_METHODS)
-            raise TypeError(f"listener must have at least one of {names}, got {type(listener).__name__}")
+            raise InvalidArgumentType(
+                f"listener must have at least one of {names}, got {type(listener).__name__}",
+                argument="listener",
+            )
         if not any(existing is listener for existing in self._listeners):
             self._listeners = (*self._listeners, listener)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from chainwarden.containment.types import WrapOptions
+from chainwarden.errors import InvalidArgumentType
 from chainwarden.pricing import _overrides
 
 #: A checked price-override table: (provider, model) to its per-million-token prices.
@@ -14,7 +15,9 @@ PriceTable = dict[tuple[str, str], dict[str, Decimal]]
 
 def checked_provider(provider: object) -> str | None:
     if provider is not None and (not isinstance(provider, str) or not provider):
-        raise TypeError(f"provider must be a non-empty str or None, got {provider!r}")
+        raise InvalidArgumentType(
+            f"provider must be a non-empty str or None, got {provider!r}", argument="provider"
+        )
     return provider
 
 

@@ -1,7 +1,7 @@
 """A provider or LangChain call recorded into an ``ExecutionGraph`` rather than contained by a chain.
 
 What ``chainwarden.instrument()`` does with a call made outside any ``ExecutionContext``
-(docs/integrations.md, "One line: instrument()"): the call becomes a node of
+(docs/integrations.md, "One line: chainwarden.instrument()"): the call becomes a node of
 ``chainwarden.default_recorder()``, opened when it starts and closed with its usage, price and facts when it
 ends. ``GraphCall`` has the interface of a held contained call (``containment._held.HeldCall``), so the
 stream proxies and the LangChain handler settle either the same way; nothing is ever refused here (there

@@ -20,6 +20,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 from chainwarden.billing.metrics import METRICS
+from chainwarden.errors import ChainwardenError
 from chainwarden.pricing import price_usage
 
 __all__ = [
@@ -43,7 +44,7 @@ MAX_TOKENS: Final = 2**63 - 1
 USAGE_MISSING: Final = "usage_missing"
 
 
-class UsageError(ValueError):
+class UsageError(ChainwardenError, ValueError):
     """The usage a provider (or a framework) reported cannot be a token count: the call ends with it.
 
     ``field`` names the count, ``value`` is what was reported."""

@@ -1,7 +1,7 @@
 """``chainwarden.instrument()`` / ``uninstrument()``: every installed SDK chainwarden knows, in one line.
 
-(docs/integrations.md, "One line: instrument()".) Instrumenting patches the SDKs' own classes, so every client
-of the process is covered, whenever it was made:
+(docs/integrations.md, "One line: chainwarden.instrument()".) Instrumenting patches the SDKs' own classes,
+so every client of the process is covered, whenever it was made:
 
 - OpenAI: ``chat.completions.create`` and ``responses.create`` (sync and async resource classes);
 - Anthropic: ``messages.create`` (sync and async);
@@ -27,6 +27,7 @@ from chainwarden._default_recorder import default_recorder
 from chainwarden.containment._capture import Capture
 from chainwarden.containment._current import current_context
 from chainwarden.containment.types import MAX_CONTENT_CHARS
+from chainwarden.errors import InvalidArgumentType
 from chainwarden.integrations._anthropic import MESSAGES
 from chainwarden.integrations._calls import Dialect, Setup, acall, call
 from chainwarden.integrations._openai import CHAT, RESPONSES
@@ -117,10 +118,15 @@ def _settings_of(
     estimate = checked_hint(cost_estimate_hint)
     table = checked_overrides(price_overrides)
     if not isinstance(capture_content, bool):
-        raise TypeError(f"capture_content must be a bool, got {type(capture_content).__name__}")
+        raise InvalidArgumentType(
+            f"capture_content must be a bool, got {type(capture_content).__name__}",
+            argument="capture_content",
+        )
     strict_int(max_content_chars, "max_content_chars", maximum=MAX_CONTENT_CHARS)
     if mask is not None and not callable(mask):
-        raise TypeError(f"mask must be callable or None, got {type(mask).__name__}")
+        raise InvalidArgumentType(
+            f"mask must be callable or None, got {type(mask).__name__}", argument="mask"
+        )
     capture = Capture(max_content_chars, mask) if capture_content else None
     return Recording(estimate, table, capture)
 

@@ -15,6 +15,7 @@ from typing import Any, Final, TypeVar
 
 from chainwarden._extras import require
 from chainwarden.containment.context import ExecutionContext
+from chainwarden.errors import InvalidArgumentType
 from chainwarden.integrations._anthropic import MESSAGES
 from chainwarden.integrations._calls import Dialect, Setup, acall, call
 from chainwarden.integrations._openai import CHAT, RESPONSES
@@ -50,9 +51,10 @@ def _targets(client: object) -> tuple[bool, list[tuple[Any, Dialect]]]:
         anthropic = require("anthropic", "anthropic")
         if isinstance(client, anthropic.Anthropic | anthropic.AsyncAnthropic):
             return isinstance(client, anthropic.AsyncAnthropic), [(client.messages, MESSAGES)]
-    raise TypeError(
+    raise InvalidArgumentType(
         "client must be an openai.OpenAI, openai.AsyncOpenAI, anthropic.Anthropic or "
-        f"anthropic.AsyncAnthropic, got {type(client).__name__}"
+        f"anthropic.AsyncAnthropic, got {type(client).__name__}",
+        argument="client",
     )
 
 
@@ -94,7 +96,9 @@ def instrument(
     §35), ``price_overrides`` is ``price_usage``'s ``overrides`` table. Bad arguments raise
     ``TypeError`` / ``ValueError`` naming the argument, with the client unchanged."""
     if not isinstance(ctx, ExecutionContext):
-        raise TypeError(f"ctx must be an ExecutionContext, got {type(ctx).__name__}")
+        raise InvalidArgumentType(
+            f"ctx must be an ExecutionContext, got {type(ctx).__name__}", argument="ctx"
+        )
     checked_provider(provider)
     hint = checked_hint(cost_estimate_hint)
     table = checked_overrides(price_overrides)

@@ -3,7 +3,7 @@
 - ``instrument(client, ctx, ...)`` makes one OpenAI / Anthropic client's calls contained calls of ``ctx``
   (``integrations.clients``, docs/integrations.md "OpenAI and Anthropic clients");
 - ``instrument()`` instruments every installed SDK chainwarden knows (OpenAI, Anthropic, LangChain) for the
-  whole process (``integrations.auto``, docs/integrations.md "One line: instrument()").
+  whole process (``integrations.auto``, docs/integrations.md "One line: chainwarden.instrument()").
 
 ``uninstrument(client)`` / ``uninstrument()`` undo them.
 """
@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 from chainwarden.containment.context import ExecutionContext
+from chainwarden.errors import InvalidArgumentType
 from chainwarden.integrations import auto, clients
 from chainwarden.integrations._usage import PriceOverrides
 
@@ -58,8 +59,9 @@ def instrument(
     the context's own settings do)."""
     if client is None:
         if ctx is not None or provider is not None:
-            raise TypeError(
-                "instrument() without a client takes no ctx or provider: calls go to their context"
+            raise InvalidArgumentType(
+                "instrument() without a client takes no ctx or provider: calls go to their context",
+                argument="ctx",
             )
         return auto.instrument_all(
             cost_estimate_hint=cost_estimate_hint,
@@ -69,11 +71,14 @@ def instrument(
             mask=mask,
         )
     if ctx is None:
-        raise TypeError("instrument(client, ctx): ctx must be an ExecutionContext, got None")
+        raise InvalidArgumentType(
+            "instrument(client, ctx): ctx must be an ExecutionContext, got None", argument="ctx"
+        )
     if capture_content or mask is not None or max_content_chars != 4096:
-        raise TypeError(
+        raise InvalidArgumentType(
             "instrument(client, ctx) captures content as ctx's ExecutionConfig says: "
-            "capture_content, max_content_chars and mask belong to instrument() without a client"
+            "capture_content, max_content_chars and mask belong to instrument() without a client",
+            argument="capture_content",
         )
     return clients.instrument(
         client, ctx, provider=provider, cost_estimate_hint=cost_estimate_hint, price_overrides=price_overrides

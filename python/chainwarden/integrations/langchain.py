@@ -30,6 +30,7 @@ from chainwarden.containment._current import current_context
 from chainwarden.containment._held import HeldCall, open_call
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.containment.types import WrapOptions
+from chainwarden.errors import InvalidArgumentType
 from chainwarden.integrations._estimate import Estimate, estimate, output_limit, prompt_tokens
 from chainwarden.integrations._facts import request_facts, response_facts
 from chainwarden.integrations._options import checked_hint, checked_overrides, checked_provider
@@ -173,7 +174,9 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
         price_overrides: PriceOverrides | None = None,
     ) -> None:
         if not isinstance(ctx, ExecutionContext):
-            raise TypeError(f"ctx must be an ExecutionContext, got {type(ctx).__name__}")
+            raise InvalidArgumentType(
+                f"ctx must be an ExecutionContext, got {type(ctx).__name__}", argument="ctx"
+            )
         self._setup(provider, cost_estimate_hint, price_overrides)
         self.ctx = ctx
 
@@ -441,8 +444,8 @@ def _halted(decision: Decision, held: Held) -> ChainHalted:
 
 class _InstrumentedHandler(ChainwardenCallbackHandler):
     """The handler ``chainwarden.instrument()`` adds to every LangChain run (docs/integrations.md, "One
-    line: instrument()"): a run inside an ``ExecutionContext`` is a contained call of it, any other is
-    recorded into ``chainwarden.default_recorder()``."""
+    line: chainwarden.instrument()"): a run inside an ``ExecutionContext`` is a contained call of it, any
+    other is recorded into ``chainwarden.default_recorder()``."""
 
     def __init__(self, settings: Callable[[], Recording | None]) -> None:
         self._settings = settings

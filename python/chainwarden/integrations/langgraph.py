@@ -20,6 +20,7 @@ from chainwarden._extras import require
 from chainwarden.containment._capture import INPUT_ATTR, CallInput
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.containment.types import WrapOptions
+from chainwarden.errors import InvalidArgumentType
 from chainwarden.integrations._calls import outcome
 
 require("langgraph", "langgraph")
@@ -35,14 +36,18 @@ def contained_node(
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorator: each run of the node function is one contained call of ``ctx``."""
     if not isinstance(ctx, ExecutionContext):
-        raise TypeError(f"ctx must be an ExecutionContext, got {type(ctx).__name__}")
+        raise InvalidArgumentType(
+            f"ctx must be an ExecutionContext, got {type(ctx).__name__}", argument="ctx"
+        )
     if name is not None and not isinstance(name, str):
-        raise TypeError(f"name must be a str or None, got {type(name).__name__}")
+        raise InvalidArgumentType(f"name must be a str or None, got {type(name).__name__}", argument="name")
     estimate = WrapOptions(cost_estimate_hint=cost_estimate_hint).cost_estimate_hint
 
     def decorate(fn: Callable[P, R]) -> Callable[P, R]:
         if not callable(fn):
-            raise TypeError(f"contained_node decorates a function, got {type(fn).__name__}")
+            raise InvalidArgumentType(
+                f"contained_node decorates a function, got {type(fn).__name__}", argument="fn"
+            )
         opts = WrapOptions(name or getattr(fn, "__name__", "") or type(fn).__name__, estimate)
         if inspect.iscoroutinefunction(fn):
             afn = cast(Callable[..., Awaitable[Any]], fn)

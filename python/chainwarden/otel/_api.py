@@ -8,6 +8,7 @@ from typing import Any
 from chainwarden._core import ExecutionGraph
 from chainwarden.containment import ExecutionContext
 from chainwarden.dag.runner import Runner
+from chainwarden.errors import InvalidArgumentType
 from chainwarden.otel._context_live import ContextExport
 from chainwarden.otel._graph_live import GraphExport
 from chainwarden.otel._handle import OtelHandle
@@ -27,7 +28,9 @@ def export_snapshot(
     capture_content: bool | None,
 ) -> int:
     if isinstance(events, str | bytes) or not isinstance(events, Iterable):
-        raise TypeError(f"events must be an iterable of safety events, got {type(events).__name__}")
+        raise InvalidArgumentType(
+            f"events must be an iterable of safety events, got {type(events).__name__}", argument="events"
+        )
     tracer = Tracer(tracer_provider, meter_provider, capture_content)
     return export_snapshot_with(snapshot, tracer, events=list(events))
 
@@ -50,5 +53,8 @@ def instrument(
         )
     else:
         kind = type(target).__name__
-        raise TypeError(f"target must be an ExecutionGraph, an ExecutionContext or a dag.Runner, got {kind}")
+        raise InvalidArgumentType(
+            f"target must be an ExecutionGraph, an ExecutionContext or a dag.Runner, got {kind}",
+            argument="target",
+        )
     return OtelHandle(target, export)

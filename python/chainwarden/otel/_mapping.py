@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from chainwarden import _call_facts as facts
 from chainwarden._chain_context import CONTEXT_KEYS
+from chainwarden.errors import InvalidArgument
 
 __all__ = [
     "CLIENT",
@@ -218,7 +219,7 @@ def event_fields(event: Any) -> tuple[str, dict[str, Any], int | None, str | Non
         metadata = metadata if isinstance(metadata, Mapping) else {}
     name = fields.get("event_type")
     if not isinstance(name, str) or not name:
-        raise ValueError(f"safety event without an event_type: {event!r}")
+        raise InvalidArgument(f"safety event without an event_type: {event!r}", argument="event")
     attrs: dict[str, Any] = {}
     for key in ("decision", "reason", "hook", "request_id", "severity", "detection_mode"):
         value = fields.get(key)

@@ -19,6 +19,7 @@ from typing import Any, Final
 from opentelemetry import metrics
 
 from chainwarden._core import __version__
+from chainwarden.errors import InvalidArgumentType
 from chainwarden.otel._mapping import (
     COST,
     ERROR_TYPE,
@@ -47,7 +48,10 @@ class GenAiMetrics:
     def __init__(self, meter_provider: Any = None) -> None:
         if meter_provider is not None and not callable(getattr(meter_provider, "get_meter", None)):
             kind = type(meter_provider).__name__
-            raise TypeError(f"meter_provider must be an OpenTelemetry MeterProvider, got {kind}")
+            raise InvalidArgumentType(
+                f"meter_provider must be an OpenTelemetry MeterProvider, got {kind}",
+                argument="meter_provider",
+            )
         provider = meter_provider if meter_provider is not None else metrics.get_meter_provider()
         meter = provider.get_meter("chainwarden", __version__)
         self._tokens = meter.create_histogram(

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
+
 __all__ = ["Node", "Snapshot", "read_snapshot"]
 
 _NS_PER_MS = 1_000_000
@@ -50,22 +52,23 @@ def read_snapshot(snapshot: object) -> Snapshot:
         try:
             snapshot = json.loads(bytes(snapshot) if not isinstance(snapshot, str) else snapshot)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise ValueError(f"snapshot is not valid JSON: {exc}") from exc
+            raise InvalidArgument(f"snapshot is not valid JSON: {exc}", argument="snapshot") from exc
     if not isinstance(snapshot, Mapping):
-        raise TypeError(
+        raise InvalidArgumentType(
             "snapshot must be an ExecutionGraph.snapshot() dict or its JSON bytes, "
-            f"got {type(snapshot).__name__}"
+            f"got {type(snapshot).__name__}",
+            argument="snapshot",
         )
     raw_nodes = snapshot.get("nodes")
     if not isinstance(raw_nodes, Mapping):
-        raise ValueError("snapshot['nodes'] must be a mapping of node id to node")
+        raise InvalidArgument("snapshot['nodes'] must be a mapping of node id to node", argument="snapshot")
     nodes = {key: _node(key, value) for key, value in raw_nodes.items()}
     root_id = _opt_str(snapshot.get("root_id"), "snapshot['root_id']")
     chain_id = _opt_str(snapshot.get("chain_id"), "snapshot['chain_id']")
     taken = snapshot.get("snapshot_ts_ms")
     events = snapshot.get("events", [])
     if not isinstance(events, list | tuple):
-        raise ValueError("snapshot['events'] must be a list")
+        raise InvalidArgument("snapshot['events'] must be a list", argument="snapshot")
     return Snapshot(
         chain_id=chain_id,
         root_id=root_id if root_id in nodes else None,
@@ -78,14 +81,14 @@ def read_snapshot(snapshot: object) -> Snapshot:
 def _node(key: object, raw: object) -> Node:
     where = f"snapshot['nodes'][{key!r}]"
     if not isinstance(key, str) or not isinstance(raw, Mapping):
-        raise ValueError(f"{where} must be a node dict under its str id")
+        raise InvalidArgument(f"{where} must be a node dict under its str id", argument=where)
     node_id = raw.get("node_id", key)
     if node_id != key:
-        raise ValueError(f"{where}['node_id'] is {node_id!r}, not its key")
+        raise InvalidArgument(f"{where}['node_id'] is {node_id!r}, not its key", argument=where)
     end = raw.get("end_ts_ms")
     metadata = raw.get("metadata") or {}
     if not isinstance(metadata, Mapping):
-        raise ValueError(f"{where}['metadata'] must be a dict")
+        raise InvalidArgument(f"{where}['metadata'] must be a dict", argument=where)
     return Node(
         node_id=key,
         parent_id=_opt_str(raw.get("parent_id"), f"{where}['parent_id']"),
@@ -114,7 +117,9 @@ def _parents_first(nodes: dict[str, Node]) -> list[Node]:
         current: str | None = node_id
         while current is not None and current in nodes and current not in depth:
             if len(chain) > len(nodes):
-                raise ValueError(f"snapshot['nodes'] has a parent cycle through {node_id!r}")
+                raise InvalidArgument(
+                    f"snapshot['nodes'] has a parent cycle through {node_id!r}", argument="snapshot"
+                )
             chain.append(current)
             current = nodes[current].parent_id
         base = depth.get(current, -1) if current is not None else -1
@@ -126,7 +131,7 @@ def _parents_first(nodes: dict[str, Node]) -> list[Node]:
 
 def _str(value: object, where: str) -> str:
     if not isinstance(value, str):
-        raise ValueError(f"{where} must be a str, got {type(value).__name__}")
+        raise InvalidArgument(f"{where} must be a str, got {type(value).__name__}", argument=where)
     return value
 
 
@@ -138,13 +143,13 @@ def _opt_int(value: object, where: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{where} must be a non-negative int, got {value!r}")
+        raise InvalidArgument(f"{where} must be a non-negative int, got {value!r}", argument=where)
     return value
 
 
 def _number(value: object, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{where} must be a finite non-negative number, got {value!r}")
+        raise InvalidArgument(f"{where} must be a finite non-negative number, got {value!r}", argument=where)
     return float(value)
 
 

@@ -15,6 +15,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, SpanKind, Status, StatusCode
 
 from chainwarden._core import __version__
+from chainwarden.errors import InvalidArgumentType
 from chainwarden.otel._mapping import CLIENT, SpanShape, error_description, event_fields
 from chainwarden.otel._metrics import GenAiMetrics
 
@@ -47,9 +48,15 @@ class Tracer:
     ) -> None:
         if tracer_provider is not None and not callable(getattr(tracer_provider, "get_tracer", None)):
             kind = type(tracer_provider).__name__
-            raise TypeError(f"tracer_provider must be an OpenTelemetry TracerProvider, got {kind}")
+            raise InvalidArgumentType(
+                f"tracer_provider must be an OpenTelemetry TracerProvider, got {kind}",
+                argument="tracer_provider",
+            )
         if capture_content is not None and not isinstance(capture_content, bool):
-            raise TypeError(f"capture_content must be a bool or None, got {type(capture_content).__name__}")
+            raise InvalidArgumentType(
+                f"capture_content must be a bool or None, got {type(capture_content).__name__}",
+                argument="capture_content",
+            )
         self.metrics = GenAiMetrics(meter_provider)
         provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         self._tracer = provider.get_tracer("chainwarden", __version__)

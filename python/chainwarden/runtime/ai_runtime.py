@@ -27,6 +27,7 @@ from chainwarden.billing.holds import CreditHolds
 from chainwarden.billing.outbox import Outbox, default_outbox_path
 from chainwarden.billing.records import RUN_STATUSES
 from chainwarden.billing.run_store import CHANNEL, RunStore
+from chainwarden.errors import InvalidArgument, InvalidArgumentType, NotFound
 from chainwarden.runtime.attach import Attachment, RunWaker
 from chainwarden.runtime.billing_sink import BillingSink
 from chainwarden.runtime.credits import CURRENT, CreditPolicy, RunCredits, admitted
@@ -123,9 +124,13 @@ class Run:
         """
         if timeout is not None:
             if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-                raise TypeError(f"timeout must be a number or None, got {type(timeout).__name__}")
+                raise InvalidArgumentType(
+                    f"timeout must be a number or None, got {type(timeout).__name__}", argument="timeout"
+                )
             if not math.isfinite(timeout) or timeout < 0:
-                raise ValueError(f"timeout must be a finite number >= 0 or None, got {timeout!r}")
+                raise InvalidArgument(
+                    f"timeout must be a finite number >= 0 or None, got {timeout!r}", argument="timeout"
+                )
         start = time.monotonic()
         await self._relay.wait()
         await self._sink.settled()
@@ -242,28 +247,49 @@ class AiRuntime:
         credit_policy: CreditPolicy | None = None,
     ) -> None:
         if not isinstance(executors, Mapping):
-            raise TypeError(f"executors must be a mapping, got {type(executors).__name__}")
+            raise InvalidArgumentType(
+                f"executors must be a mapping, got {type(executors).__name__}", argument="executors"
+            )
         for provider, executor in executors.items():
             if not isinstance(provider, str) or not provider or ":" in provider:
-                raise ValueError(f"executor provider must be a non-empty str without ':', got {provider!r}")
+                raise InvalidArgument(
+                    f"executor provider must be a non-empty str without ':', got {provider!r}",
+                    argument="executor",
+                )
             if not isinstance(executor, GraphExecutor):
-                raise TypeError(f"executor for {provider!r} has no run_graph method")
+                raise InvalidArgumentType(
+                    f"executor for {provider!r} has no run_graph method", argument="executor"
+                )
         if not isinstance(ledger, Ledger):
-            raise TypeError(f"ledger must be a Ledger, got {type(ledger).__name__}")
+            raise InvalidArgumentType(
+                f"ledger must be a Ledger, got {type(ledger).__name__}", argument="ledger"
+            )
         if pricing is not None and not isinstance(pricing, Pricing):
-            raise TypeError(f"pricing must be a Pricing, got {type(pricing).__name__}")
+            raise InvalidArgumentType(
+                f"pricing must be a Pricing, got {type(pricing).__name__}", argument="pricing"
+            )
         if isinstance(ui_buffer, bool) or not isinstance(ui_buffer, int) or ui_buffer < 1:
-            raise ValueError(f"ui_buffer must be a positive int, got {ui_buffer!r}")
+            raise InvalidArgument(
+                f"ui_buffer must be a positive int, got {ui_buffer!r}", argument="ui_buffer"
+            )
         if isinstance(run_lease_s, bool) or not isinstance(run_lease_s, int | float):
-            raise TypeError(f"run_lease_s must be a number, got {type(run_lease_s).__name__}")
+            raise InvalidArgumentType(
+                f"run_lease_s must be a number, got {type(run_lease_s).__name__}", argument="run_lease_s"
+            )
         if not math.isfinite(run_lease_s) or not 0.1 <= run_lease_s <= 86_400:
-            raise ValueError(f"run_lease_s must be between 0.1 and 86400 seconds, got {run_lease_s!r}")
+            raise InvalidArgument(
+                f"run_lease_s must be between 0.1 and 86400 seconds, got {run_lease_s!r}",
+                argument="run_lease_s",
+            )
         if credit_policy is not None and not isinstance(credit_policy, CreditPolicy):
-            raise TypeError(
-                f"credit_policy must be a CreditPolicy or None, got {type(credit_policy).__name__}"
+            raise InvalidArgumentType(
+                f"credit_policy must be a CreditPolicy or None, got {type(credit_policy).__name__}",
+                argument="credit_policy",
             )
         if outbox is not None and not isinstance(outbox, str | os.PathLike | Outbox):
-            raise TypeError(f"outbox must be a path, an Outbox or None, got {type(outbox).__name__}")
+            raise InvalidArgumentType(
+                f"outbox must be a path, an Outbox or None, got {type(outbox).__name__}", argument="outbox"
+            )
         if outbox is None:
             ledger_path = ledger.path if isinstance(ledger, SqliteLedger) else None
             outbox = default_outbox_path(ledger.identity, ledger_path)
@@ -293,7 +319,7 @@ class AiRuntime:
     def run_graph(self, req: GraphRunRequest) -> Run:
         """Starts the run now (call from inside a running event loop); never raises for an unknown graph."""
         if not isinstance(req, GraphRunRequest):
-            raise TypeError(f"expected a GraphRunRequest, got {type(req).__name__}")
+            raise InvalidArgumentType(f"expected a GraphRunRequest, got {type(req).__name__}", argument="req")
         # The run's ids go into every usage fact: refuse here what the billing limits would refuse later
         # (docs/design.md §26), before anything runs or is owed.
         for name in ("run_id", "ingress_request_id", "billing_account_id", "virtual_key_id"):
@@ -401,9 +427,9 @@ class AiRuntime:
         check_run_id(run_id)
         check_text("run_id", run_id)
         if isinstance(after, bool) or not isinstance(after, int) or after < 0:
-            raise ValueError(f"after must be an int >= 0, got {after!r}")
+            raise InvalidArgument(f"after must be an int >= 0, got {after!r}", argument="after")
         if attempt is not None and (isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 0):
-            raise ValueError(f"attempt must be an int >= 0 or None, got {attempt!r}")
+            raise InvalidArgument(f"attempt must be an int >= 0 or None, got {attempt!r}", argument="attempt")
         check_text("ingress_request_id", ingress_request_id, optional=True)
         return Attachment(
             run_id,
@@ -425,19 +451,22 @@ class AiRuntime:
         check_run_id(run_id)
         check_text("run_id", run_id)
         if run_id in self._live:
-            raise ValueError(f"run {run_id!r} is still running here; retry it once it ended")
+            raise InvalidArgument(
+                f"run {run_id!r} is still running here; retry it once it ended", argument="run_id"
+            )
         latest = self._runs.latest_attempt(run_id)
         if latest is None:
-            raise KeyError(run_id)
+            raise NotFound(run_id)
         records = self._ledger.runs(run_id=run_id, limit=1)
         record = next((r for r in records if r.attempt == latest), None)
         request = self._runs.request(run_id, latest)
         if record is None or request is None:
-            raise KeyError(run_id)
+            raise NotFound(run_id)
         if record.status == "running":
-            raise ValueError(
+            raise InvalidArgument(
                 f"run {run_id!r} attempt {latest} is still running (in another process, or abandoned once "
-                "its lease runs out)"
+                "its lease runs out)",
+                argument="run_id",
             )
         context = record.context or {}  # who and what the run was for goes with every attempt
         return self.run_graph(
@@ -463,7 +492,9 @@ class AiRuntime:
         """Run records of the ledger's database, the newest first, of one account and in one status
         (`running`, `ok`, `error`, `abandoned`) when given."""
         if status is not None and status not in RUN_STATUSES:
-            raise ValueError(f"status must be one of {RUN_STATUSES} or None, got {status!r}")
+            raise InvalidArgument(
+                f"status must be one of {RUN_STATUSES} or None, got {status!r}", argument="status"
+            )
         return self._ledger.runs(billing_account_id=billing_account_id, status=status, limit=limit)
 
     def close(self) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from chainwarden._extras import require
 from chainwarden.containment.types import WrapOptions
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 from chainwarden.integrations._anthropic import MESSAGES
 from chainwarden.integrations._estimate import estimate, prompt_tokens
 from chainwarden.integrations._usage import Usage, UsageError, price_of
@@ -54,13 +55,18 @@ class AnthropicTool:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"name must be a non-empty str, got {self.name!r}")
+            raise InvalidArgument(f"name must be a non-empty str, got {self.name!r}", argument="name")
         if not isinstance(self.description, str):
-            raise TypeError(f"description must be a str, got {type(self.description).__name__}")
+            raise InvalidArgumentType(
+                f"description must be a str, got {type(self.description).__name__}", argument="description"
+            )
         if not callable(self.fn):
-            raise TypeError(f"fn must be callable, got {type(self.fn).__name__}")
+            raise InvalidArgumentType(f"fn must be callable, got {type(self.fn).__name__}", argument="fn")
         if not isinstance(self.input_schema, Mapping):
-            raise TypeError(f"input_schema must be a mapping, got {type(self.input_schema).__name__}")
+            raise InvalidArgumentType(
+                f"input_schema must be a mapping, got {type(self.input_schema).__name__}",
+                argument="input_schema",
+            )
 
     def definition(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "input_schema": dict(self.input_schema)}
@@ -97,10 +103,12 @@ def tools_by_name(tools: Iterable[AnthropicTool]) -> dict[str, AnthropicTool]:
     tool_list = list(tools)
     for tool in tool_list:
         if not isinstance(tool, AnthropicTool):
-            raise TypeError(f"tools must hold AnthropicTool objects, got {type(tool).__name__}")
+            raise InvalidArgumentType(
+                f"tools must hold AnthropicTool objects, got {type(tool).__name__}", argument="tools"
+            )
     named = {tool.name: tool for tool in tool_list}
     if len(named) != len(tool_list):
-        raise ValueError("tools: two tools have the same name")
+        raise InvalidArgument("tools: two tools have the same name", argument="tools")
     return named
 
 
@@ -129,14 +137,22 @@ class AnthropicExecutor:
     ) -> None:
         anthropic = require("anthropic", "anthropic")
         if not isinstance(client, anthropic.AsyncAnthropic):
-            raise TypeError(f"client must be an anthropic.AsyncAnthropic, got {type(client).__name__}")
+            raise InvalidArgumentType(
+                f"client must be an anthropic.AsyncAnthropic, got {type(client).__name__}", argument="client"
+            )
         self._tools = tools_by_name(tools)
         if system is not None and not isinstance(system, str):
-            raise TypeError(f"system must be a str or None, got {type(system).__name__}")
+            raise InvalidArgumentType(
+                f"system must be a str or None, got {type(system).__name__}", argument="system"
+            )
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
+            raise InvalidArgument(
+                f"max_tokens must be a positive int, got {max_tokens!r}", argument="max_tokens"
+            )
         if not isinstance(stream, bool):
-            raise TypeError(f"stream must be a bool, got {type(stream).__name__}")
+            raise InvalidArgumentType(
+                f"stream must be a bool, got {type(stream).__name__}", argument="stream"
+            )
         self._client = client
         self._system = system
         self._max_tokens = max_tokens
@@ -301,7 +317,7 @@ def _split_system(
     rest = [dict(m) for m in messages if m.get("role") != "system"]
     texts = [text for text in system if isinstance(text, str)]
     if len(texts) != len(system):
-        raise TypeError("a system message's content must be a str")
+        raise InvalidArgumentType("a system message's content must be a str", argument="messages")
     if default is not None:
         texts.insert(0, default)
     return ("\n\n".join(texts) if texts else None), rest

@@ -147,7 +147,7 @@ class BillingSink:
                     ingress_request_id=self._ingress_request_id,
                 )
             except Exception as error:  # commit does not raise; this is the last line of defence
-                self._lose([item.call_index for item in batch], error)
+                self._lose([item.billable.call_index for item in batch], error)
                 continue
             charged = [o.receipt.charged_credits for o in outcomes if o.receipt is not None]
             for item, outcome in zip(batch, outcomes, strict=True):
@@ -171,7 +171,7 @@ class BillingSink:
         if outcome.lost:
             assert outcome.error is not None
             self.failures.append(outcome.error)
-            self.lost.append(f"{self._run_id}/call-index-{item.call_index}")
+            self.lost.append(f"{self._run_id}/call-index-{item.billable.call_index}")
         elif outcome.parked:
             assert outcome.error is not None
             self.failures.append(outcome.error)

@@ -29,6 +29,7 @@ from typing import Any
 
 from chainwarden._extras import require
 from chainwarden.containment.types import WrapOptions
+from chainwarden.errors import ChainwardenError, InvalidArgument, InvalidArgumentType
 from chainwarden.integrations._estimate import estimate
 from chainwarden.integrations._usage import Usage, UsageError, count
 from chainwarden.runtime.anthropic_executor import (
@@ -52,7 +53,13 @@ logger = logging.getLogger("chainwarden.runtime")
 SERVER = "chainwarden"
 #: What a message may write at most when the options do not say (the CLI's default for current models).
 DEFAULT_MAX_OUTPUT_TOKENS = 32_000
+
+
 # The SDK result's subtypes that are the CLI's own limits, as the containment stop reasons they mirror.
+class AgentQueryFailed(ChainwardenError, RuntimeError):
+    """The Claude Agent SDK's query ended without a result, or with an error result."""
+
+
 _LIMIT_STOPS = {"error_max_budget_usd": "budget_exceeded", "error_max_turns": "step_limit_exceeded"}
 
 
@@ -78,8 +85,9 @@ class ClaudeAgentExecutor:
         if options is None:
             options = self._sdk.ClaudeAgentOptions()
         if not isinstance(options, self._sdk.ClaudeAgentOptions):
-            raise TypeError(
-                f"options must be a claude_agent_sdk.ClaudeAgentOptions, got {type(options).__name__}"
+            raise InvalidArgumentType(
+                f"options must be a claude_agent_sdk.ClaudeAgentOptions, got {type(options).__name__}",
+                argument="options",
             )
         self._tools = tools_by_name(tools)
         if (
@@ -87,7 +95,10 @@ class ClaudeAgentExecutor:
             or not isinstance(max_output_tokens, int)
             or max_output_tokens < 1
         ):
-            raise ValueError(f"max_output_tokens must be a positive int, got {max_output_tokens!r}")
+            raise InvalidArgument(
+                f"max_output_tokens must be a positive int, got {max_output_tokens!r}",
+                argument="max_output_tokens",
+            )
         if cost_estimate_usd is not None:
             cost_estimate_usd = WrapOptions(cost_estimate_hint=cost_estimate_usd).cost_estimate_hint
         self._options = options
@@ -365,12 +376,12 @@ class _Messages:
     def result(self) -> str | None:
         final = self._final
         if final is None:
-            raise RuntimeError("the Claude Agent SDK query ended without a result")
+            raise AgentQueryFailed("the Claude Agent SDK query ended without a result")
         stop = _LIMIT_STOPS.get(getattr(final, "subtype", ""))
         if stop is not None:
             raise LlmCallRefused("HALT", stop_reason=stop)
         if getattr(final, "is_error", False):
-            raise RuntimeError(f"the Claude Agent SDK query failed: {getattr(final, 'subtype', '?')}")
+            raise AgentQueryFailed(f"the Claude Agent SDK query failed: {getattr(final, 'subtype', '?')}")
         text = getattr(final, "result", None)
         return text if isinstance(text, str) else None
 
@@ -409,7 +420,7 @@ def _prompt(messages: list[dict[str, Any]]) -> tuple[str | None, str]:
     system = [_text_of(m.get("content")) for m in messages if m.get("role") == "system"]
     turns = [m for m in messages if m.get("role") != "system"]
     if not turns:
-        raise ValueError("messages hold no user message to send")
+        raise InvalidArgument("messages hold no user message to send", argument="messages")
     last = _text_of(turns[-1].get("content"))
     earlier = [f"{m.get('role', 'user')}: {_text_of(m.get('content'))}" for m in turns[:-1]]
     prompt = last if not earlier else "Conversation so far:\n" + "\n".join(earlier) + "\n\n" + last

@@ -30,6 +30,7 @@ from typing import Any, Final
 from chainwarden.billing import Pricing
 from chainwarden.billing.holds import CreditHolds
 from chainwarden.billing.pricing import MAX_CREDITS
+from chainwarden.errors import ChainwardenError, InvalidArgument, InvalidArgumentType
 from chainwarden.runtime.events import AiEvent, Done, Error, ErrorCode
 from chainwarden.runtime.once import Once
 from chainwarden.runtime.port import GraphExecutor, GraphFinal, GraphRunRequest, GraphRunResult, Usage
@@ -53,14 +54,22 @@ class CreditPolicy:
     def __post_init__(self) -> None:
         value = self.min_balance_credits
         if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"min_balance_credits must be an int, got {type(value).__name__}")
+            raise InvalidArgumentType(
+                f"min_balance_credits must be an int, got {type(value).__name__}",
+                argument="min_balance_credits",
+            )
         if abs(value) > MAX_CREDITS:
-            raise ValueError(f"min_balance_credits must fit a ledger column, got {value}")
+            raise InvalidArgument(
+                f"min_balance_credits must fit a ledger column, got {value}", argument="min_balance_credits"
+            )
         if not isinstance(self.hold_estimates, bool):
-            raise TypeError(f"hold_estimates must be a bool, got {type(self.hold_estimates).__name__}")
+            raise InvalidArgumentType(
+                f"hold_estimates must be a bool, got {type(self.hold_estimates).__name__}",
+                argument="hold_estimates",
+            )
 
 
-class InsufficientCredits(OverflowError):
+class InsufficientCredits(ChainwardenError, OverflowError):
     """A call's estimate does not fit the account's available credits (the containment gate refuses the call
     with this `stop_reason`)."""
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from chainwarden.billing.facts import check_text
 from chainwarden.dag.result import ExecutionResult
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 from chainwarden.runtime.ai_runtime import AiRuntime
 from chainwarden.runtime.port import GraphRunRequest
 
@@ -91,7 +92,9 @@ class DagNodeExecutor:
         messages: MessagesOf | None = None,
     ) -> None:
         if not isinstance(runtime, AiRuntime):
-            raise TypeError(f"runtime must be an AiRuntime, got {type(runtime).__name__}")
+            raise InvalidArgumentType(
+                f"runtime must be an AiRuntime, got {type(runtime).__name__}", argument="runtime"
+            )
         for name, value in (
             ("graph_id", graph_id),
             ("billing_account_id", billing_account_id),
@@ -100,9 +103,13 @@ class DagNodeExecutor:
         ):
             check_text(name, value)
         if ":" not in graph_id:
-            raise ValueError(f"graph_id must be '<provider>:<name>', got {graph_id!r}")
+            raise InvalidArgument(
+                f"graph_id must be '<provider>:<name>', got {graph_id!r}", argument="graph_id"
+            )
         if messages is not None and not callable(messages):
-            raise TypeError(f"messages must be callable or None, got {type(messages).__name__}")
+            raise InvalidArgumentType(
+                f"messages must be callable or None, got {type(messages).__name__}", argument="messages"
+            )
         self.runtime = runtime
         self.graph_id = graph_id
         self.billing_account_id = billing_account_id
@@ -114,13 +121,17 @@ class DagNodeExecutor:
         """The run request of one execution of `node` (the run id and attempt it is billed under)."""
         dag_graph_id = node.get("graph_id")
         if not isinstance(dag_graph_id, str) or not dag_graph_id:
-            raise ValueError("the node has no graph_id: run it with a chainwarden Runner or WorkerPool")
+            raise InvalidArgument(
+                "the node has no graph_id: run it with a chainwarden Runner or WorkerPool", argument="node"
+            )
         attempt = (node.get("metadata") or {}).get("attempt", 0)
         if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 0:
-            raise ValueError(f"the node's metadata attempt must be an int >= 0, got {attempt!r}")
+            raise InvalidArgument(
+                f"the node's metadata attempt must be an int >= 0, got {attempt!r}", argument="node"
+            )
         messages = self._messages(node, context)
         if not isinstance(messages, list):
-            raise TypeError(
+            raise InvalidArgumentType(
                 f"messages(node, context) must return a list of dicts, got {type(messages).__name__}"
             )
         return GraphRunRequest(

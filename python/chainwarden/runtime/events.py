@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from chainwarden.billing import UsageFact
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 
 ErrorCode = Literal[
     "invalid_request", "not_found", "timeout", "aborted", "rate_limit", "internal", "insufficient_credits"
@@ -57,9 +58,14 @@ class UsageReport:
 
     def __post_init__(self) -> None:
         if not isinstance(self.fact, UsageFact):
-            raise TypeError(f"fact must be a UsageFact, got {type(self.fact).__name__}")
+            raise InvalidArgumentType(
+                f"fact must be a UsageFact, got {type(self.fact).__name__}", argument="fact"
+            )
         if not isinstance(self.usage_missing, bool):
-            raise TypeError(f"usage_missing must be a bool, got {type(self.usage_missing).__name__}")
+            raise InvalidArgumentType(
+                f"usage_missing must be a bool, got {type(self.usage_missing).__name__}",
+                argument="usage_missing",
+            )
 
 
 @dataclass(frozen=True)
@@ -84,7 +90,9 @@ class Error:
 
     def __post_init__(self) -> None:
         if self.code not in ERROR_CODES:
-            raise ValueError(f"unknown error code {self.code!r}; expected one of {sorted(ERROR_CODES)}")
+            raise InvalidArgument(
+                f"unknown error code {self.code!r}; expected one of {sorted(ERROR_CODES)}", argument="unknown"
+            )
 
 
 AiEvent = TextDelta | ToolCallStart | ToolCallResult | UsageReport | AssistantFinal | Done | Error
@@ -133,7 +141,7 @@ def encode_event(event: UiEvent) -> str:
     elif isinstance(event, Done):
         body = {}
     else:
-        raise TypeError(f"{type(event).__name__} is not a UI event")
+        raise InvalidArgumentType(f"{type(event).__name__} is not a UI event", argument="event")
     # ASCII escapes: a lone surrogate in a text stays valid JSON and encodable by every database driver.
     return json.dumps(body, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
 
@@ -142,7 +150,7 @@ def decode_event(kind: str, body: str, seq: int) -> UiEvent:
     """A UI event read back from a run's log, at its position ``seq``."""
     cls = UI_EVENT_TYPES.get(kind)
     if cls is None:
-        raise ValueError(f"unknown event type {kind!r} in a run's log")
+        raise InvalidArgument(f"unknown event type {kind!r} in a run's log", argument="kind")
     event: UiEvent = cls(**json.loads(body), seq=seq)
     return event
 

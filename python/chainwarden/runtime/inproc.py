@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from chainwarden.billing.facts import check_run_id
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 from chainwarden.runtime.containment_port import Containment, RunLimits
 from chainwarden.runtime.events import AiEvent, AssistantFinal, Done, Error, ErrorCode, UsageReport
 from chainwarden.runtime.once import Once
@@ -59,7 +60,7 @@ class InProcGraphExecutor:
         source: str = SOURCE_SYSTEM,
     ) -> None:
         if not isinstance(source, str) or not source:
-            raise ValueError(f"source must be a non-empty str, got {source!r}")
+            raise InvalidArgument(f"source must be a non-empty str, got {source!r}", argument="source")
         self._source = source
         if isinstance(graph_fn, Mapping):
             self._graphs: Mapping[str, GraphFn] | None = dict(graph_fn)
@@ -67,14 +68,17 @@ class InProcGraphExecutor:
         elif callable(graph_fn):
             self._graphs, self._single = None, graph_fn
         else:
-            raise TypeError("graph_fn must be an async function or a mapping of names to them")
+            raise InvalidArgumentType(
+                "graph_fn must be an async function or a mapping of names to them", argument="graph_fn"
+            )
         if (
             isinstance(max_concurrent_llm_calls, bool)
             or not isinstance(max_concurrent_llm_calls, int)
             or max_concurrent_llm_calls < 1
         ):
-            raise ValueError(
-                f"max_concurrent_llm_calls must be a positive int, got {max_concurrent_llm_calls!r}"
+            raise InvalidArgument(
+                f"max_concurrent_llm_calls must be a positive int, got {max_concurrent_llm_calls!r}",
+                argument="max_concurrent_llm_calls",
             )
         self._limits = limits or RunLimits()
         self._containment = containment or Containment()
@@ -96,7 +100,7 @@ class InProcGraphExecutor:
 
     def run_graph(self, req: GraphRunRequest) -> GraphRunResult:
         if not isinstance(req, GraphRunRequest):
-            raise TypeError(f"expected a GraphRunRequest, got {type(req).__name__}")
+            raise InvalidArgumentType(f"expected a GraphRunRequest, got {type(req).__name__}", argument="req")
         # docs/design.md §29: every executor checks the run id it runs under, whoever built the request.
         run_id = check_run_id(req.run_id) if req.run_id is not None else new_run_id()
         final: Once[GraphFinal] = Once()
@@ -158,7 +162,9 @@ class InProcGraphExecutor:
                     )
                 )
                 if content is not None and not isinstance(content, str):
-                    raise TypeError(f"a graph must return str or None, got {type(content).__name__}")
+                    raise InvalidArgumentType(
+                        f"a graph must return str or None, got {type(content).__name__}"
+                    )
                 if content is not None:
                     emit(AssistantFinal(content))
                 finish(True, content=content)

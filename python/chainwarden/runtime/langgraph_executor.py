@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from chainwarden._extras import require
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 from chainwarden.runtime.containment_port import Containment, RunLimits
 from chainwarden.runtime.events import TextDelta, ToolCallResult, ToolCallStart
 from chainwarden.runtime.inproc import InProcGraphExecutor
@@ -95,12 +96,16 @@ class LangGraphExecutor:
             candidates = [graphs]
         for graph in candidates:
             if not callable(getattr(graph, "astream", None)):
-                raise TypeError(f"graphs must be compiled LangGraph graphs, got {type(graph).__name__}")
+                raise InvalidArgumentType(
+                    f"graphs must be compiled LangGraph graphs, got {type(graph).__name__}", argument="graphs"
+                )
         for name, fn in (("input_of", input_of), ("output_of", output_of)):
             if not callable(fn):
-                raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+                raise InvalidArgumentType(f"{name} must be callable, got {type(fn).__name__}", argument=name)
         if isinstance(recursion_limit, bool) or not isinstance(recursion_limit, int) or recursion_limit < 1:
-            raise ValueError(f"recursion_limit must be a positive int, got {recursion_limit!r}")
+            raise InvalidArgument(
+                f"recursion_limit must be a positive int, got {recursion_limit!r}", argument="recursion_limit"
+            )
         self._input_of = input_of
         self._output_of = output_of
         self._price_overrides = price_overrides

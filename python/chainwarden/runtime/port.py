@@ -8,6 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from chainwarden._chain_context import Tags, checked_attributes, checked_tags, context_of
 from chainwarden.billing.facts import check_run_id
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 from chainwarden.runtime.events import AiEvent
 
 
@@ -15,9 +16,9 @@ def _check_str(name: str, value: object, *, optional: bool = False) -> None:
     if value is None and optional:
         return
     if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+        raise InvalidArgumentType(f"{name} must be a str, got {type(value).__name__}", argument=name)
     if not value:
-        raise ValueError(f"{name} must not be empty")
+        raise InvalidArgument(f"{name} must not be empty", argument=name)
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,13 @@ class GraphRunRequest:
             check_run_id(self.run_id)  # docs/design.md §29: it enters every idempotency key
         _check_str("ingress_request_id", self.ingress_request_id, optional=True)
         if not isinstance(self.messages, list) or not all(isinstance(m, dict) for m in self.messages):
-            raise TypeError("messages must be a list of dicts")
+            raise InvalidArgumentType("messages must be a list of dicts", argument="messages")
         if isinstance(self.attempt, bool) or not isinstance(self.attempt, int):
-            raise TypeError(f"attempt must be an int, got {type(self.attempt).__name__}")
+            raise InvalidArgumentType(
+                f"attempt must be an int, got {type(self.attempt).__name__}", argument="attempt"
+            )
         if self.attempt < 0:
-            raise ValueError(f"attempt must not be negative, got {self.attempt}")
+            raise InvalidArgument(f"attempt must not be negative, got {self.attempt}", argument="attempt")
 
 
 @dataclass(frozen=True)

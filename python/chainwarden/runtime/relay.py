@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import TypeGuard
 
 from chainwarden.billing import UsageFact
+from chainwarden.errors import InvalidArgument
 from chainwarden.runtime.events import (
     AI_EVENT_TYPES,
     AiEvent,
@@ -63,7 +64,9 @@ class RunEventRelay:
         name: str = "run",
     ) -> None:
         if isinstance(ui_buffer, bool) or not isinstance(ui_buffer, int) or ui_buffer < 1:
-            raise ValueError(f"ui_buffer must be a positive int, got {ui_buffer!r}")
+            raise InvalidArgument(
+                f"ui_buffer must be a positive int, got {ui_buffer!r}", argument="ui_buffer"
+            )
         self._upstream = upstream
         self._on_usage = on_usage
         self._on_close = on_close
@@ -242,7 +245,7 @@ class RunEventRelay:
         """The run's UI events after position `after` (0: from the start), ending after Done; leaving early
         only detaches. A position at or past the end of a finished run's log gives nothing."""
         if isinstance(after, bool) or not isinstance(after, int) or after < 0:
-            raise ValueError(f"after must be an int >= 0, got {after!r}")
+            raise InvalidArgument(f"after must be an int >= 0, got {after!r}", argument="after")
         cursor = after
         sub: _Subscriber | None = None
         try:

@@ -15,6 +15,7 @@ from typing import Any
 
 from chainwarden.billing import UsageFact
 from chainwarden.billing.facts import check_usage_fields, encode_usage_raw, with_usage_unit_id
+from chainwarden.errors import ChainwardenError, InvalidArgument, InvalidArgumentType
 from chainwarden.integrations._usage import note_usage_missing
 from chainwarden.runtime.containment_port import (
     Containment,
@@ -51,7 +52,9 @@ class LlmResult:
         # (docs/design.md §26): a value the ledger would refuse must not surface only once the usage,
         # which already happened, is being billed.
         if not isinstance(self.content, str):
-            raise TypeError(f"content must be a str, got {type(self.content).__name__}")
+            raise InvalidArgumentType(
+                f"content must be a str, got {type(self.content).__name__}", argument="content"
+            )
         check_usage_fields(
             usage_unit_id=self.usage_unit_id,
             provider=self.provider,
@@ -71,7 +74,7 @@ class LlmResult:
         return self.cost_usd is None and all(n is None for n in counts)
 
 
-class LlmCallFailed(Exception):
+class LlmCallFailed(ChainwardenError):
     """An LLM call that failed after its provider had reported usage (a stream cut after its first
     event): raise it ``from`` the error, with what was used as ``result``. The run bills that usage once
     and counts it against its cost ceiling before any retry; the call counts as failed
@@ -79,15 +82,19 @@ class LlmCallFailed(Exception):
 
     def __init__(self, result: LlmResult, cause: BaseException) -> None:
         if not isinstance(result, LlmResult):
-            raise TypeError(f"result must be an LlmResult, got {type(result).__name__}")
+            raise InvalidArgumentType(
+                f"result must be an LlmResult, got {type(result).__name__}", argument="result"
+            )
         if not isinstance(cause, BaseException):
-            raise TypeError(f"cause must be an exception, got {type(cause).__name__}")
+            raise InvalidArgumentType(
+                f"cause must be an exception, got {type(cause).__name__}", argument="cause"
+            )
         super().__init__(f"LLM call failed after using tokens: {type(cause).__name__}: {cause}")
         self.result = result
         self.cause = cause
 
 
-class LlmCallRefused(Exception):
+class LlmCallRefused(ChainwardenError):
     """The ExecutionContext did not let the call through (limit reached, breaker open, retries spent)."""
 
     def __init__(
@@ -141,7 +148,9 @@ class RunContext:
     def emit(self, event: AiEvent) -> None:
         """Streams an event to the run's subscribers (Done/Error are the executor's, not the graph's)."""
         if isinstance(event, Done | Error | UsageReport):
-            raise TypeError(f"a graph may not emit {type(event).__name__}; the executor does")
+            raise InvalidArgumentType(
+                f"a graph may not emit {type(event).__name__}; the executor does", argument="event"
+            )
         self._emit(event)
 
     async def call_llm(
@@ -224,7 +233,7 @@ class RunContext:
         A tool that raises is not retried: its exception propagates (the caller decides, e.g. tells the
         model). A call the context refuses before it runs raises ``LlmCallRefused``."""
         if not isinstance(name, str) or not name:
-            raise ValueError(f"name must be a non-empty str, got {name!r}")
+            raise InvalidArgument(f"name must be a non-empty str, got {name!r}", argument="name")
         options = self._containment.wrap_options(name, 0.0)
         outcome: list[Any] = []
         failure: list[BaseException] = []
@@ -293,7 +302,9 @@ class RunContext:
         ``call_llm``): one ``UsageReport``, ``usage_unit_id`` as for ``call_llm``. ``usage_missing_noted``:
         whoever contained the call already logged and counted that it reported no usage."""
         if not isinstance(result, LlmResult):
-            raise TypeError(f"result must be an LlmResult, got {type(result).__name__}")
+            raise InvalidArgumentType(
+                f"result must be an LlmResult, got {type(result).__name__}", argument="result"
+            )
         return self._report(result, usage_missing_noted=usage_missing_noted)
 
     def _report(self, result: LlmResult, *, usage_missing_noted: bool = False) -> LlmResult:
@@ -375,5 +386,5 @@ class _BridgedCall:
 async def _call(call: Callable[[], Awaitable[LlmResult]]) -> LlmResult:
     result = await call()
     if not isinstance(result, LlmResult):
-        raise TypeError(f"an LLM call must return LlmResult, got {type(result).__name__}")
+        raise InvalidArgumentType(f"an LLM call must return LlmResult, got {type(result).__name__}")
     return result

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from chainwarden.billing import Ledger, Pricing, RunRecord, UsageFact
-from chainwarden.billing.facts import compute_idempotency_key, with_usage_unit_id
+from chainwarden.billing.facts import Billable
 from chainwarden.billing.run_store import CallRow, EventRow, RunStore, TakenOver
 from chainwarden.runtime.events import UiEvent, encode_event
 from chainwarden.runtime.port import GraphFinal, GraphRunRequest
@@ -109,7 +109,7 @@ class RunRecorder:
         self._next_call += 1
         if self._lost or not isinstance(fact, UsageFact):
             return
-        billed = with_usage_unit_id(fact, index)
+        billed = Billable.resolve(fact, index)
         cost = fact.cost_decimal
         try:
             credits = None if cost is None else self._pricing.credits_for(cost)
@@ -122,7 +122,7 @@ class RunRecorder:
                 attempt=fact.attempt,
                 call_index=index,
                 source_system=fact.source,
-                source_reference=compute_idempotency_key(billed),
+                source_reference=billed.key,
                 credits=credits,
                 cost_usd=cost,
                 model=fact.model,

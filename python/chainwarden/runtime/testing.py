@@ -26,13 +26,14 @@ from typing import Any
 
 from chainwarden.billing import UsageFact
 from chainwarden.billing.facts import compute_idempotency_key, with_usage_unit_id
+from chainwarden.errors import ChainwardenError, InvalidArgument, InvalidArgumentType
 from chainwarden.runtime.events import AI_EVENT_TYPES, AiEvent, Done, Error, UsageReport
 from chainwarden.runtime.port import GraphExecutor, GraphFinal, GraphRunRequest, GraphRunResult
 
 __all__ = ["ContractViolation", "ExecutorCheck", "check_executor"]
 
 
-class ContractViolation(AssertionError):
+class ContractViolation(ChainwardenError, AssertionError):
     """The executor broke the port's contract; `problems` lists every rule, one line each."""
 
     def __init__(self, problems: list[str]) -> None:
@@ -57,11 +58,17 @@ async def check_executor(
     """Checks `executor` against the port's contract with `request` (see the module); returns what the run
     showed, or raises `ContractViolation`."""
     if not callable(getattr(executor, "run_graph", None)):
-        raise TypeError(f"executor has no run_graph method: {type(executor).__name__}")
+        raise InvalidArgumentType(
+            f"executor has no run_graph method: {type(executor).__name__}", argument="executor"
+        )
     if not isinstance(request, GraphRunRequest):
-        raise TypeError(f"request must be a GraphRunRequest, got {type(request).__name__}")
+        raise InvalidArgumentType(
+            f"request must be a GraphRunRequest, got {type(request).__name__}", argument="request"
+        )
     if request.run_id is None:
-        raise ValueError("request.run_id must be given: the check compares every fact with it")
+        raise InvalidArgument(
+            "request.run_id must be given: the check compares every fact with it", argument="request.run_id"
+        )
     problems: list[str] = []
     check = await _one_run(executor, request, problems, timeout_s)
     if replay and not problems:

@@ -8,6 +8,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Final
 
+from chainwarden.errors import InvalidArgument, InvalidArgumentType
 from chainwarden.shield._validate import finite_non_negative, strict_int
 from chainwarden.shield.types import Decision, ToolCallContext
 
@@ -37,12 +38,15 @@ class BudgetWindowHook:
         strict_int(max_calls, "max_calls", minimum=1, maximum=MAX_CALLS)
         window = finite_non_negative(window_seconds, "window_seconds")
         if window == 0.0:
-            raise ValueError("window_seconds must be > 0")
+            raise InvalidArgument("window_seconds must be > 0", argument="window_seconds")
         threshold = finite_non_negative(degrade_threshold, "degrade_threshold")
         if not 0.0 < threshold <= 1.0:
-            raise ValueError(f"degrade_threshold must be in (0, 1], got {degrade_threshold!r}")
+            raise InvalidArgument(
+                f"degrade_threshold must be in (0, 1], got {degrade_threshold!r}",
+                argument="degrade_threshold",
+            )
         if not callable(clock):
-            raise TypeError(f"clock must be callable, got {type(clock).__name__}")
+            raise InvalidArgumentType(f"clock must be callable, got {type(clock).__name__}", argument="clock")
         self.max_calls = max_calls
         self.window_seconds = window
         self.degrade_threshold = threshold

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+from chainwarden.errors import InvalidArgumentType, InvalidState
 from chainwarden.shield._validate import finite_non_negative, strict_int
 from chainwarden.shield.policy import PolicyContext, PolicyDecision
 
@@ -46,11 +47,12 @@ class CircuitBreaker:
         strict_int(failure_threshold, "failure_threshold", minimum=1)
         recovery = finite_non_negative(recovery_timeout, "recovery_timeout")
         if failure_predicate is not None and not callable(failure_predicate):
-            raise TypeError(
-                f"failure_predicate must be callable or None, got {type(failure_predicate).__name__}"
+            raise InvalidArgumentType(
+                f"failure_predicate must be callable or None, got {type(failure_predicate).__name__}",
+                argument="failure_predicate",
             )
         if not callable(clock):
-            raise TypeError(f"clock must be callable, got {type(clock).__name__}")
+            raise InvalidArgumentType(f"clock must be callable, got {type(clock).__name__}", argument="clock")
         self.failure_threshold = failure_threshold
         self.recovery_timeout = recovery
         self.failure_predicate = failure_predicate
@@ -69,7 +71,7 @@ class CircuitBreaker:
             if self._owner is None:
                 self._owner = chain_id
             elif self._owner != chain_id:
-                raise RuntimeError("CircuitBreaker is already bound to another ExecutionContext")
+                raise InvalidState("CircuitBreaker is already bound to another ExecutionContext")
 
     def _refresh(self) -> None:
         if (

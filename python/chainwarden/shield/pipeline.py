@@ -6,6 +6,7 @@ import logging
 import threading
 from typing import Final
 
+from chainwarden.errors import InvalidArgumentType
 from chainwarden.shield.event import SafetyEvent
 from chainwarden.shield.hooks import (
     BudgetBoundaryHook,
@@ -73,11 +74,16 @@ class ShieldPipeline:
         on_error_policy: Decision | None = None,
     ) -> None:
         if on_error_policy is not None and not isinstance(on_error_policy, Decision):
-            raise TypeError(f"on_error_policy must be a Decision, got {type(on_error_policy).__name__}")
+            raise InvalidArgumentType(
+                f"on_error_policy must be a Decision, got {type(on_error_policy).__name__}",
+                argument="on_error_policy",
+            )
         hooks = (pre_dispatch, egress, retry, budget, tool_dispatch)
         for hook, (arg, method) in zip(hooks, _HOOK_METHODS, strict=True):
             if hook is not None and not callable(getattr(hook, method, None)):
-                raise TypeError(f"{arg} must provide a callable {method}(), got {type(hook).__name__}")
+                raise InvalidArgumentType(
+                    f"{arg} must provide a callable {method}(), got {type(hook).__name__}", argument=arg
+                )
         self._pre_dispatch = pre_dispatch
         self._egress = egress
         self._retry = retry

@@ -176,6 +176,60 @@ fn uuid_text(x: u128) -> [u8; 36] {
     out
 }
 
+/// The value of an id written as [`uuid_text`] writes UUIDs (lowercase 8-4-4-4-12 hex), None for any
+/// other text. The two orders agree: for such ids, comparing the values is comparing the text, so the DAG
+/// indexes the ids it generates by value, in creation order, without hashing them (`dag/index.rs`).
+pub fn parse_uuid(s: &str) -> Option<u128> {
+    let b: &[u8; 36] = s.as_bytes().try_into().ok()?;
+    if b[8] != b'-' || b[13] != b'-' || b[18] != b'-' || b[23] != b'-' {
+        return None;
+    }
+    let eight = |at: usize| u64::from_be_bytes(b[at..at + 8].try_into().unwrap_or_default());
+    let four = |at: usize| {
+        u64::from(u32::from_be_bytes(
+            b[at..at + 4].try_into().unwrap_or_default(),
+        ))
+    };
+    // The 32 digits as four words of eight, the dashes left out.
+    let words = [
+        eight(0),
+        four(9) << 32 | four(14),
+        four(19) << 32 | four(24),
+        eight(28),
+    ];
+    let mut bad = 0;
+    let mut half = |a: u64, b: u64| {
+        let (a, a_bad) = hex8(a);
+        let (b, b_bad) = hex8(b);
+        bad |= a_bad | b_bad;
+        u64::from(a) << 32 | u64::from(b)
+    };
+    let value = u128::from(half(words[0], words[1])) << 64 | u128::from(half(words[2], words[3]));
+    (bad == 0).then_some(value)
+}
+
+/// Eight lowercase hex digits (big-endian in `x`, the first digit in its top byte) as a number, eight
+/// bytes at a time (a UUID is parsed per DAG lookup), and a word that is not zero when one of the bytes
+/// is not such a digit.
+fn hex8(x: u64) -> (u32, u64) {
+    const fn every_byte(b: u8) -> u64 {
+        b as u64 * 0x0101_0101_0101_0101
+    }
+    const HIGH: u64 = every_byte(0x80);
+    // Per byte, for bytes below 0x80: `c + (0x80 - k)` has its high bit set when c >= k, and
+    // `(0x80 + k) - c` when c <= k; neither carries into the next byte. A byte from 0x80 up is refused by
+    // its own high bit, whatever the sums did.
+    let ascii = x & !HIGH;
+    let digit = (ascii + every_byte(0x80 - b'0')) & (every_byte(0x80 + b'9') - ascii);
+    let letter = (ascii + every_byte(0x80 - b'a')) & (every_byte(0x80 + b'f') - ascii);
+    let bad = (x | !(digit | letter)) & HIGH;
+    // '0'..'9' keep their low nibble; 'a'..'f' (0x61..) gain 9 on it.
+    let nibbles = (x & every_byte(0x0F)) + ((x & every_byte(0x40)) >> 6) * 9;
+    let pairs = (nibbles | (nibbles >> 4)) & 0x00FF_00FF_00FF_00FF;
+    let quads = (pairs | (pairs >> 8)) & 0x0000_FFFF_0000_FFFF;
+    (((quads | (quads >> 16)) & 0xFFFF_FFFF) as u32, bad)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,5 +298,53 @@ mod tests {
             assert!(*next > *prev, "{next} <= {prev} (at {at})");
             prev = next;
         }
+    }
+
+    #[test]
+    fn parse_uuid_reads_exactly_what_uuid_text_writes() {
+        let mut state = 0x0bad_cafe_u64;
+        for _ in 0..10_000 {
+            let x = (u128::from(splitmix(&mut state)) << 64) | u128::from(splitmix(&mut state));
+            let text = uuid_text(x);
+            assert_eq!(parse_uuid(std::str::from_utf8(&text).unwrap()), Some(x));
+        }
+        let id = uuid7();
+        assert!(parse_uuid(&id).is_some());
+        // Other spellings of a UUID, and anything else, are not canonical: their order is the text's.
+        for other in [
+            id.to_uppercase(),
+            id.replace('-', ""),
+            format!("{{{id}}}"),
+            format!("{id} "),
+            id.replacen('-', "_", 1),
+            id[..35].to_owned() + "g",
+            id[..35].to_owned() + "G",
+            id[..35].to_owned() + "/",
+            id[..35].to_owned() + ":",
+            id[..35].to_owned() + "`",
+            id[..34].to_owned() + "\u{e9}",
+            String::new(),
+            "t1".to_owned(),
+        ] {
+            assert_eq!(parse_uuid(&other), None, "{other}");
+        }
+        // Every byte at every digit position: accepted exactly when it is a lowercase hex digit.
+        let zero = "00000000-0000-0000-0000-000000000000";
+        for at in (0..36).filter(|i| ![8, 13, 18, 23].contains(i)) {
+            for c in 0..=255u8 {
+                let mut bytes = zero.as_bytes().to_vec();
+                bytes[at] = c;
+                let Ok(text) = std::str::from_utf8(&bytes) else {
+                    continue;
+                };
+                let digit = (c as char).to_digit(16).filter(|_| !c.is_ascii_uppercase());
+                let shift = 4 * (31 - (at - [8, 13, 18, 23].iter().filter(|&&d| d < at).count()));
+                let want = digit.map(|d| u128::from(d) << shift);
+                assert_eq!(parse_uuid(text), want, "{text:?}");
+            }
+        }
+        // Value order is text order.
+        let (a, b) = (uuid7(), uuid7());
+        assert!(a < b && parse_uuid(&a) < parse_uuid(&b));
     }
 }

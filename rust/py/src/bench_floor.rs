@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chainwarden_core::ids::uuid7_arc;
 
 use crate::convert::py_str;
-use pyo3::exceptions::PyKeyError;
+use crate::exceptions::not_found;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use rustc_hash::FxHashMap;
@@ -111,7 +111,7 @@ impl BuildFloor {
             .get(from_id)
             .copied()
             .zip(self.nodes.get(to_id).copied());
-        let ends = ends.ok_or_else(|| PyKeyError::new_err("unknown node"))?;
+        let ends = ends.ok_or_else(|| not_found(py, "unknown node".to_owned()))?;
         let id = uuid7_arc();
         let out = py_str(py, &id).unbind();
         self.edges.insert(id, ends);

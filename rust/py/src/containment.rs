@@ -12,7 +12,6 @@ use chainwarden_core::ids::{id_string, NodeId};
 use chainwarden_core::recorder::Kind;
 use std::os::raw::c_int;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::sync::PyOnceLock;
@@ -22,6 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyFunction, PyList, PyTuple};
 
 use crate::errors;
+use crate::exceptions::{invalid_argument, invalid_argument_type};
 
 /// One finished contained call, as `ChainCore.records` returns it (`NodeRecord` is built from it).
 #[pyclass(frozen, get_all, module = "chainwarden._core")]
@@ -243,9 +243,13 @@ fn not_sync(f: &Bound<'_, PyAny>) -> PyErr {
     let name = f
         .getattr(intern!(f.py(), "__qualname__"))
         .map_or_else(|_| f.get_type().to_string(), |n| n.to_string());
-    PyTypeError::new_err(format!(
-        "fn is a coroutine function ({name}); use wrap_llm_call_async / wrap_tool_call_async"
-    ))
+    invalid_argument_type(
+        f.py(),
+        Some("fn"),
+        format!(
+            "fn is a coroutine function ({name}); use wrap_llm_call_async / wrap_tool_call_async"
+        ),
+    )
 }
 
 /// docs/design.md §21: a sync wrap refuses what it cannot run — a non-callable, a coroutine or
@@ -269,10 +273,11 @@ fn check_sync_callable(py: Python<'_>, f: &Bound<'_, PyAny>) -> PyResult<()> {
         return Ok(());
     }
     if !f.is_callable() {
-        return Err(PyTypeError::new_err(format!(
-            "fn must be callable, got {}",
-            f.get_type().name()?
-        )));
+        return Err(invalid_argument_type(
+            py,
+            Some("fn"),
+            format!("fn must be callable, got {}", f.get_type().name()?),
+        ));
     }
     // Bound methods, partials, objects with `__call__`: rarer, checked the thorough way.
     let (is_coroutine, is_async_gen) = INSPECT.get_or_try_init(py, || -> PyResult<_> {
@@ -320,6 +325,7 @@ impl ChainCore {
     #[pyo3(signature = (max_cost_usd, max_steps, max_retries_total, timeout_ms, chain_id, max_nodes=0, root_metadata=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         max_cost_usd: f64,
         max_steps: u64,
         max_retries_total: u64,
@@ -329,9 +335,11 @@ impl ChainCore {
         root_metadata: Option<&Bound<'_, PyAny>>,
     ) -> errors::Result<Self> {
         if !max_cost_usd.is_finite() || max_cost_usd < 0.0 {
-            return Err(PyValueError::new_err(format!(
-                "max_cost_usd must be finite and >= 0, got {max_cost_usd}"
-            ))
+            return Err(invalid_argument(
+                py,
+                Some("max_cost_usd"),
+                format!("max_cost_usd must be finite and >= 0, got {max_cost_usd}"),
+            )
             .into());
         }
         let limits = Limits {

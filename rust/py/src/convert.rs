@@ -2,9 +2,10 @@
 //! number extraction.
 
 use chainwarden_core::value::{Key, Value};
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+
+use crate::exceptions::{invalid_argument, invalid_argument_type};
 
 /// A Python str for `s`. ASCII text (ids, labels) is copied straight into a compact
 /// string, skipping CPython's UTF-8 decoder, which dominates when tens of thousands of
@@ -32,16 +33,22 @@ pub fn number(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<f64> {
         return Ok(f.value());
     }
     if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
-        return Err(PyTypeError::new_err(format!(
-            "{field} must be a number (int or float), not {}",
-            obj.get_type().name()?
-        )));
+        return Err(invalid_argument_type(
+            obj.py(),
+            Some(field),
+            format!(
+                "{field} must be a number (int or float), not {}",
+                obj.get_type().name()?
+            ),
+        ));
     }
     // An int beyond the float range is the caller's bad value, named as such.
     obj.extract::<f64>().map_err(|_| {
-        PyValueError::new_err(format!(
-            "{field} is out of range: an int beyond the float range"
-        ))
+        invalid_argument(
+            obj.py(),
+            Some(field),
+            format!("{field} is out of range: an int beyond the float range"),
+        )
     })
 }
 
@@ -51,14 +58,22 @@ pub fn opt_int(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<i
         return Ok(None);
     };
     if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
-        return Err(PyTypeError::new_err(format!(
-            "{field} must be an int or None, not {}",
-            obj.get_type().name()?
-        )));
+        return Err(invalid_argument_type(
+            obj.py(),
+            Some(field),
+            format!(
+                "{field} must be an int or None, not {}",
+                obj.get_type().name()?
+            ),
+        ));
     }
-    obj.extract::<i64>()
-        .map(Some)
-        .map_err(|_| PyValueError::new_err(format!("{field} is out of range: {obj}")))
+    obj.extract::<i64>().map(Some).map_err(|_| {
+        invalid_argument(
+            obj.py(),
+            Some(field),
+            format!("{field} is out of range: {obj}"),
+        )
+    })
 }
 
 /// How strict one engine's conversion is (docs/design.md §23). One converter serves both engines; what
@@ -70,18 +85,19 @@ pub struct Rules {
     /// Tuples come back as tuples (call-graph metadata is returned as given) or become arrays (DAG
     /// payloads survive a JSON round trip unchanged).
     pub keep_tuples: bool,
-    /// The exception for a value of the wrong type.
-    pub type_error: fn(Python<'_>, String) -> PyErr,
-    /// The exception for a value of the right type but a bad value (range, depth, encoding).
-    pub value_error: fn(Python<'_>, String) -> PyErr,
+    /// The exception for a value of the wrong type, given the argument's name and the message.
+    pub type_error: fn(Python<'_>, &str, String) -> PyErr,
+    /// The exception for a value of the right type but a bad value (range, depth, encoding), given the
+    /// argument's name and the message.
+    pub value_error: fn(Python<'_>, &str, String) -> PyErr,
 }
 
 /// The call graph's metadata: built-in `TypeError` / `ValueError` like the reference; tuples kept.
 pub const RECORDER: Rules = Rules {
     finite_only: false,
     keep_tuples: true,
-    type_error: |_, msg| PyTypeError::new_err(msg),
-    value_error: |_, msg| PyValueError::new_err(msg),
+    type_error: |py, what, msg| invalid_argument_type(py, Some(what), msg),
+    value_error: |py, what, msg| invalid_argument(py, Some(what), msg),
 };
 
 /// Deep enough for any real payload, shallow enough to stop a self-referencing dict.
@@ -101,10 +117,11 @@ pub fn named_metadata(o: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<Value
         return Ok(None);
     }
     let dict = o.cast::<PyDict>().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "{what} must be a dict or None, not {}",
-            type_name(o)
-        ))
+        invalid_argument_type(
+            o.py(),
+            Some(what),
+            format!("{what} must be a dict or None, not {}", type_name(o)),
+        )
     })?;
     if dict.is_empty() {
         return Ok(None);
@@ -122,6 +139,7 @@ fn utf8_str<'a>(s: &'a Bound<'_, PyString>, what: &str, rules: &Rules) -> PyResu
     s.to_str().map_err(|_| {
         (rules.value_error)(
             s.py(),
+            what,
             format!("{what} is not valid Unicode (lone surrogate)"),
         )
     })
@@ -137,6 +155,7 @@ fn convert(obj: &Bound<'_, PyAny>, what: &str, rules: &Rules, depth: usize) -> P
     if depth > MAX_DEPTH {
         return Err((rules.value_error)(
             py,
+            what,
             format!("{what} is nested too deeply (or refers to itself)"),
         ));
     }
@@ -151,7 +170,7 @@ fn convert(obj: &Bound<'_, PyAny>, what: &str, rules: &Rules, depth: usize) -> P
     }
     if obj.is_instance_of::<PyInt>() {
         return obj.extract::<i64>().map(Value::Int).map_err(|_| {
-            (rules.value_error)(py, format!("{what}: integer out of the 64-bit range"))
+            (rules.value_error)(py, what, format!("{what}: integer out of the 64-bit range"))
         });
     }
     if let Ok(f) = obj.cast::<PyFloat>() {
@@ -159,6 +178,7 @@ fn convert(obj: &Bound<'_, PyAny>, what: &str, rules: &Rules, depth: usize) -> P
         if rules.finite_only && !v.is_finite() {
             return Err((rules.value_error)(
                 py,
+                what,
                 format!("{what}: NaN and infinities are not JSON"),
             ));
         }
@@ -170,6 +190,7 @@ fn convert(obj: &Bound<'_, PyAny>, what: &str, rules: &Rules, depth: usize) -> P
             let Ok(key) = k.cast::<PyString>() else {
                 return Err((rules.type_error)(
                     py,
+                    what,
                     format!("{what}: dict keys must be str, not {}", type_name(&k)),
                 ));
             };
@@ -200,6 +221,7 @@ fn convert(obj: &Bound<'_, PyAny>, what: &str, rules: &Rules, depth: usize) -> P
     }
     Err((rules.type_error)(
         py,
+        what,
         format!(
             "{what}: {} is not JSON data (dict, list, tuple, str, int, float, bool, None)",
             type_name(obj)

@@ -5,9 +5,10 @@
 use chainwarden_core::containment::ContainmentError;
 use chainwarden_core::dag::DagError;
 use chainwarden_core::recorder::RecorderError;
-use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyValueError};
 use pyo3::types::{PyAnyMethods, PyString};
 use pyo3::{PyErr, Python};
+
+use crate::exceptions::{invalid_argument, invalid_state, not_found};
 
 pub enum Error {
     Py(PyErr),
@@ -58,8 +59,8 @@ impl From<Error> for PyErr {
     fn from(e: Error) -> Self {
         match e {
             Error::Py(e) => e,
-            Error::Recorder(e) => recorder(e),
-            Error::Containment(e) => containment(e),
+            Error::Recorder(e) => Python::attach(|py| recorder(py, e)),
+            Error::Containment(e) => Python::attach(|py| containment(py, e)),
             Error::Dag(e) => Python::attach(|py| crate::dag::errors::to_py(py, e)),
         }
     }
@@ -75,52 +76,73 @@ fn py_repr(id: &str) -> String {
     })
 }
 
-/// The recorder keeps the built-in exception types the reference raises (docs/recorder.md).
-fn recorder(e: RecorderError) -> PyErr {
-    match e {
+/// The recorder keeps the built-in exception types the reference raises (docs/recorder.md), as the
+/// second base of the package's own (docs/errors.md): `NotFound` is a `KeyError`, `InvalidState` a
+/// `RuntimeError`, `InvalidArgument` a `ValueError`.
+fn recorder(py: Python<'_>, e: RecorderError) -> PyErr {
+    let code = e.code();
+    let err = match e {
         RecorderError::NodeNotFound(id) => {
-            PyKeyError::new_err(format!("Node not found: {}", py_repr(&id)))
+            not_found(py, format!("Node not found: {}", py_repr(&id)))
         }
         RecorderError::ParentNotFound(id) => {
-            PyKeyError::new_err(format!("Parent node not found: {}", py_repr(&id)))
+            not_found(py, format!("Parent node not found: {}", py_repr(&id)))
         }
-        RecorderError::RootExists(_) => PyRuntimeError::new_err(e.to_string()),
-        RecorderError::InvalidNumber { .. }
-        | RecorderError::InvalidMetadata(_)
-        | RecorderError::InvalidSnapshot(_)
-        | RecorderError::InvalidArgument { .. } => PyValueError::new_err(e.to_string()),
+        RecorderError::RootExists(_) => invalid_state(py, e.to_string()),
+        RecorderError::InvalidNumber { field, .. }
+        | RecorderError::InvalidArgument { field, .. } => {
+            invalid_argument(py, Some(field), e.to_string())
+        }
+        RecorderError::InvalidMetadata(_) => invalid_argument(py, Some("metadata"), e.to_string()),
+        RecorderError::InvalidSnapshot(_) => invalid_argument(py, Some("snapshot"), e.to_string()),
         // A batch's row raises what the same call alone would, its message naming the row.
-        RecorderError::Row { index, error } => match *error {
-            RecorderError::ParentNotFound(id) | RecorderError::NodeNotFound(id) => {
-                PyKeyError::new_err(format!(
-                    "rows[{index}].parent: Parent node not found: {}",
-                    py_repr(&id)
-                ))
+        RecorderError::Row { index, error } => {
+            let message = RecorderError::Row {
+                index,
+                error: error.clone(),
             }
-            inner => {
-                let message = RecorderError::Row {
-                    index,
-                    error: Box::new(inner.clone()),
+            .to_string();
+            match *error {
+                RecorderError::ParentNotFound(_) | RecorderError::NodeNotFound(_) => {
+                    not_found(py, message)
                 }
-                .to_string();
-                let err = recorder(inner);
-                Python::attach(|py| {
-                    let ty = err.get_type(py);
-                    PyErr::from_type(ty, message)
-                })
+                inner => {
+                    let alone = recorder(py, inner);
+                    let err = PyErr::from_type(alone.get_type(py), message);
+                    // The argument the single call would name, as the row's field (`rows[3].cost_usd`).
+                    if let Ok(arg) = alone.value(py).getattr("argument") {
+                        if let Ok(arg) = arg.extract::<String>() {
+                            let _ = err
+                                .value(py)
+                                .setattr("argument", format!("rows[{index}].{arg}"));
+                        }
+                    }
+                    err
+                }
             }
-        },
-    }
+        }
+    };
+    with_code(py, err, code)
 }
 
-/// Containment raises what the recorder would: `KeyError` for a call that is not open, `ValueError` for a
-/// bad number (docs/containment.md).
-fn containment(e: ContainmentError) -> PyErr {
-    match e {
-        ContainmentError::NotOpen(id) => {
-            PyKeyError::new_err(format!("Node not found: {}", py_repr(&id)))
+/// Containment raises what the recorder would: `NotFound` (a `KeyError`) for a call that is not open,
+/// `InvalidArgument` (a `ValueError`) for a bad number (docs/containment.md).
+fn containment(py: Python<'_>, e: ContainmentError) -> PyErr {
+    let code = e.code();
+    let err = match e {
+        ContainmentError::NotOpen(id) => not_found(py, format!("Node not found: {}", py_repr(&id))),
+        ContainmentError::InvalidNumber { field, .. } => {
+            invalid_argument(py, Some(field), e.to_string())
         }
-        ContainmentError::InvalidNumber { .. } => PyValueError::new_err(e.to_string()),
-        ContainmentError::Graph(e) => recorder(e),
+        ContainmentError::Graph(e) => return recorder(py, e),
+    };
+    with_code(py, err, code)
+}
+
+/// The error carrying its registry code (`err.code`), as every `DagError` does (docs/design.md §28).
+fn with_code(py: Python<'_>, err: PyErr, code: &str) -> PyErr {
+    match err.value(py).setattr("code", code) {
+        Ok(()) => err,
+        Err(e) => e,
     }
 }

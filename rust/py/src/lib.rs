@@ -9,11 +9,13 @@ mod containment;
 mod convert;
 mod dag;
 mod errors;
+mod exceptions;
 mod recorder;
 
 #[pymodule(gil_used = false)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    exceptions::register(m)?;
     recorder::register(m)?;
     dag::register(m)?;
     #[cfg(feature = "bench-floor")]

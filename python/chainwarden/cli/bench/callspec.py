@@ -12,11 +12,12 @@ from typing import Any
 
 from chainwarden.cli.bench.sampling import Batch, timed_loop
 from chainwarden.cli.bench.workloads import Workload, async_batch, cw_context
+from chainwarden.errors import ChainwardenError
 
 __all__ = ["CallSpecError", "call_workload", "resolve"]
 
 
-class CallSpecError(ValueError):
+class CallSpecError(ChainwardenError, ValueError):
     """A ``--call`` value that does not name an importable callable taking no arguments."""
 
 

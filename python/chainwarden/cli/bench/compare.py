@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from chainwarden.errors import ChainwardenError
+
 __all__ = ["CompareError", "load", "regressions"]
 
 
-class CompareError(ValueError):
+class CompareError(ChainwardenError, ValueError):
     """The --compare file is missing, not JSON or not a bench document."""
 
 

@@ -15,7 +15,13 @@ import subprocess
 import sys
 from typing import Any
 
+from chainwarden.errors import ChainwardenError
+
 __all__ = ["measure", "rss_bytes"]
+
+
+class MeasurementFailed(ChainwardenError, RuntimeError):
+    """The child process measuring one implementation's memory failed; its stderr is in the message."""
 
 
 def rss_bytes() -> int | None:
@@ -68,7 +74,7 @@ def measure(impl: str, n: int, timeout_s: float = 120.0) -> float | None:
         check=False,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"memory measurement for {impl} failed: {done.stderr.strip()[-500:]}")
+        raise MeasurementFailed(f"memory measurement for {impl} failed: {done.stderr.strip()[-500:]}")
     value = json.loads(done.stdout)["bytes_per_node"]
     return None if value is None else float(value)
 

@@ -1,11 +1,13 @@
 """Interleaved sampling: every round times the bare baseline and each implementation back to back, so a load
-spike on a shared machine hits all of them alike instead of one (docs/bench.md, "How it measures")."""
+spike on a shared machine hits all of them alike instead of one (docs/bench.md, "Reading the table")."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from chainwarden.errors import InvalidArgument
 
 # A batch runs an operation `k` times and returns the elapsed nanoseconds.
 Batch = Callable[[int], int]
@@ -25,7 +27,7 @@ def stats(samples: Sequence[float]) -> Stats:
     ordered = sorted(samples)
     n = len(ordered)
     if n == 0:
-        raise ValueError("samples must not be empty")
+        raise InvalidArgument("samples must not be empty", argument="samples")
     # Nearest-rank percentiles: always one of the measured values.
     p50 = ordered[(n - 1) // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
     p99 = ordered[min(n - 1, max(0, -(-99 * n // 100) - 1))]

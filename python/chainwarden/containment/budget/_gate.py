@@ -16,6 +16,7 @@ from typing import Any, Final
 from chainwarden._core import CallKind, CallStatus, ChainCore, ClosedCall, StopCause
 from chainwarden._secrets import mask_secrets
 from chainwarden.containment.budget._protocol import EPSILON, reserves
+from chainwarden.errors import BudgetExceeded
 
 __all__ = ["BackendStop", "BudgetedCore", "SharedBudget"]
 
@@ -91,7 +92,7 @@ class SharedBudget:
         with here.lock:
             spent = float(self.backend.get())
             if spent + EPSILON >= self.ceiling or spent + here.held + estimate > self.ceiling + EPSILON:
-                raise OverflowError(
+                raise BudgetExceeded(
                     f"shared budget spent ${spent:.6f} with ${here.held:.6f} held in this process: "
                     f"${estimate:.6f} more would exceed the ceiling ${self.ceiling:.6f}"
                 )
@@ -178,7 +179,7 @@ class BudgetedCore:
                 # veronica's backends refuse to reserve 0: a free call only needs budget left.
                 spent = float(b.backend.get())
                 if spent >= b.ceiling:
-                    raise OverflowError(f"shared budget spent ${spent:.6f} >= ceiling ${b.ceiling:.6f}")
+                    raise BudgetExceeded(f"shared budget spent ${spent:.6f} >= ceiling ${b.ceiling:.6f}")
         except OverflowError as err:
             # A backend may name its own reason (a credit hold that does not fit: `insufficient_credits`).
             reason = getattr(err, "stop_reason", EXCEEDED)

@@ -26,6 +26,7 @@ from chainwarden.containment.budget._protocol import (
     check_reservation_id,
     check_ttl,
 )
+from chainwarden.errors import BudgetExceeded, InvalidArgument, NotFound
 
 __all__ = ["PostgresBudgetBackend"]
 
@@ -143,16 +144,20 @@ class PostgresBudgetBackend:
         self._ttl = check_ttl(reservation_ttl_s)
         timeout = check_amount(timeout_s, "timeout_s")
         if timeout <= 0:
-            raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
+            raise InvalidArgument(f"timeout_s must be > 0, got {timeout_s!r}", argument="timeout_s")
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or not 1 <= pool_size <= 1000:
-            raise ValueError(f"pool_size must be an int between 1 and 1000, got {pool_size!r}")
+            raise InvalidArgument(
+                f"pool_size must be an int between 1 and 1000, got {pool_size!r}", argument="pool_size"
+            )
         psycopg, _ = psycopg_modules("PostgresBudgetBackend")
         from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415  (the optional `postgres` extra)
 
         try:
             conninfo_to_dict(dsn)
         except psycopg.ProgrammingError as err:
-            raise ValueError(f"dsn is not a PostgreSQL connection string: {mask_secrets(str(err))}") from None
+            raise InvalidArgument(
+                f"dsn is not a PostgreSQL connection string: {mask_secrets(str(err))}", argument="dsn"
+            ) from None
         self._psycopg: Any = psycopg
         self._dsn = dsn
         self._where = mask_secrets(dsn)  # docs/design.md §31: the only form of the DSN ever shown
@@ -257,7 +262,7 @@ class PostgresBudgetBackend:
         )
         spent, held, admitted = float(row.get_value(0, 0)), float(row.get_value(0, 1)), row.get_value(0, 2)
         if admitted != b"t":
-            raise OverflowError(
+            raise BudgetExceeded(
                 f"shared budget {self._key!r}: ${value:.6f} with ${spent:.6f} spent and "
                 f"${max(held, 0.0):.6f} held would exceed the ceiling ${limit:.6f}"
             )
@@ -275,7 +280,7 @@ class PostgresBudgetBackend:
     def _released(self, what: str, statement: Statement, rid: str) -> float:
         row = self._run(what, self._bind(statement, id=rid.encode()))
         if row.get_value(0, 1) == b"0":
-            raise KeyError(f"reservation {rid!r} not found (expired, committed or rolled back)")
+            raise NotFound(f"reservation {rid!r} not found (expired, committed or rolled back)")
         return _float(row)
 
     # -- ours --------------------------------------------------------------------------------

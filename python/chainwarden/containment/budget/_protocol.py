@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from typing import Final, Protocol, runtime_checkable
 
+from chainwarden.errors import BudgetBackendUnavailable, InvalidArgument, InvalidArgumentType
+
 __all__ = [
     "DEFAULT_RESERVATION_TTL_S",
     "BudgetBackend",
@@ -29,10 +31,6 @@ _METHODS: Final = ("add", "get", "reset", "close", "reserve", "commit", "rollbac
 # "Shared budgets").
 _REQUIRED: Final = ("add", "get")
 _RESERVATION: Final = ("reserve", "commit", "rollback")
-
-
-class BudgetBackendUnavailable(ConnectionError):
-    """The backend's server could not be reached (or answered with an error); nothing was changed."""
 
 
 @runtime_checkable
@@ -62,16 +60,18 @@ def check_backend(value: object) -> None:
     name = type(value).__name__
     missing = [m for m in _REQUIRED if not callable(getattr(value, m, None))]
     if missing:
-        raise TypeError(
+        raise InvalidArgumentType(
             "budget_backend must provide at least add() and get() "
-            f"(the full protocol: {', '.join(_METHODS)}); {name} lacks {', '.join(missing)}"
+            f"(the full protocol: {', '.join(_METHODS)}); {name} lacks {', '.join(missing)}",
+            argument="budget_backend",
         )
     present = [m for m in _RESERVATION if callable(getattr(value, m, None))]
     if present and len(present) != len(_RESERVATION):
         lacking = [m for m in _RESERVATION if m not in present]
-        raise TypeError(
+        raise InvalidArgumentType(
             f"budget_backend has {', '.join(present)} but lacks {', '.join(lacking)}: reserve, commit and "
-            "rollback come together (or none, and holds are kept in this process)"
+            "rollback come together (or none, and holds are kept in this process)",
+            argument="budget_backend",
         )
 
 
@@ -82,34 +82,40 @@ def reserves(value: object) -> bool:
 
 def check_amount(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+        raise InvalidArgumentType(f"{name} must be a number, got {type(value).__name__}", argument=name)
     try:
         result = float(value)
     except OverflowError:
-        raise ValueError(f"{name} must be finite, got an int beyond the float range") from None
+        raise InvalidArgument(
+            f"{name} must be finite, got an int beyond the float range", argument=name
+        ) from None
     if not math.isfinite(result) or result < 0:
-        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+        raise InvalidArgument(f"{name} must be finite and >= 0, got {value!r}", argument=name)
     return result
 
 
 def check_ttl(value: object) -> float:
     ttl = check_amount(value, "reservation_ttl_s")
     if ttl <= 0:
-        raise ValueError(f"reservation_ttl_s must be > 0, got {value!r}")
+        raise InvalidArgument(f"reservation_ttl_s must be > 0, got {value!r}", argument="reservation_ttl_s")
     return ttl
 
 
 def check_reservation_id(value: object) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"reservation_id must be a str, got {type(value).__name__}")
+        raise InvalidArgumentType(
+            f"reservation_id must be a str, got {type(value).__name__}", argument="reservation_id"
+        )
     if not value or len(value) > 128:
-        raise ValueError(f"reservation_id must be 1 to 128 characters, got {len(value)}")
+        raise InvalidArgument(
+            f"reservation_id must be 1 to 128 characters, got {len(value)}", argument="reservation_id"
+        )
     return value
 
 
 def check_name(value: object, name: str) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+        raise InvalidArgumentType(f"{name} must be a str, got {type(value).__name__}", argument=name)
     if not value or len(value) > 512 or "\x00" in value:
-        raise ValueError(f"{name} must be 1 to 512 characters without NUL, got {value!r}")
+        raise InvalidArgument(f"{name} must be 1 to 512 characters without NUL, got {value!r}", argument=name)
     return value

@@ -29,6 +29,7 @@ from chainwarden.containment.budget._protocol import (
     check_reservation_id,
     check_ttl,
 )
+from chainwarden.errors import BudgetExceeded, InvalidArgument, NotFound
 
 __all__ = ["RedisBudgetBackend"]
 
@@ -141,7 +142,7 @@ class RedisBudgetBackend:
         ttl = check_ttl(reservation_ttl_s)
         timeout = check_amount(timeout_s, "timeout_s")
         if timeout <= 0:
-            raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
+            raise InvalidArgument(f"timeout_s must be > 0, got {timeout_s!r}", argument="timeout_s")
         try:
             import redis  # noqa: PLC0415  (the optional `redis` extra)
             from redis.backoff import NoBackoff  # noqa: PLC0415
@@ -160,7 +161,9 @@ class RedisBudgetBackend:
                 retry=Retry(NoBackoff(), 0),
             )
         except ValueError as err:
-            raise ValueError(f"url is not a Redis URL: {mask_secrets(str(err))}") from None
+            raise InvalidArgument(
+                f"url is not a Redis URL: {mask_secrets(str(err))}", argument="url"
+            ) from None
         self._where = mask_secrets(url)  # the only form of the URL this object ever shows
         self._key = key
         self._ttl_ms = max(1, round(ttl * 1000))
@@ -272,7 +275,7 @@ class RedisBudgetBackend:
         answer = self._script("reserve", self._reserve, args)
         if int(answer[0]) != 1:
             spent, held = float(answer[1]), float(answer[2])
-            raise OverflowError(
+            raise BudgetExceeded(
                 f"shared budget {self._key!r}: ${value:.6f} with ${spent:.6f} spent and ${held:.6f} "
                 f"held would exceed the ceiling ${limit:.6f}"
             )
@@ -283,13 +286,13 @@ class RedisBudgetBackend:
         rid = check_reservation_id(reservation_id)
         found, spent = self._script("commit", self._settle, (rid, ""))
         if int(found) != 1:
-            raise KeyError(f"reservation {rid!r} not found (expired, committed or rolled back)")
+            raise NotFound(f"reservation {rid!r} not found (expired, committed or rolled back)")
         return float(spent)
 
     def rollback(self, reservation_id: str) -> None:
         rid = check_reservation_id(reservation_id)
         if int(self._script("rollback", self._rollback, (rid,))) != 1:
-            raise KeyError(f"reservation {rid!r} not found (expired, committed or rolled back)")
+            raise NotFound(f"reservation {rid!r} not found (expired, committed or rolled back)")
 
     # -- ours --------------------------------------------------------------------------------
 

@@ -12,9 +12,9 @@ when its body had not run yet).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from chainwarden._core import (
     DagEngine,
@@ -26,7 +26,7 @@ from chainwarden._core import (
     dag_from_records,
     dag_work,
 )
-from chainwarden.dag.graph import Graph, JSONDict
+from chainwarden.dag.graph import Graph
 from chainwarden.dag.store.backend import Backend, Loaded, Retry, Rows, Tx, Work
 from chainwarden.dag.store.errors import StoreCommitUnknownError, StoreConnectionError
 
@@ -89,6 +89,9 @@ class StoredGraph(Graph):
                     )
             return self._version
 
+    def _max_attempts(self) -> int:
+        return self._store.max_attempts
+
     def _now(self) -> float:
         # Inside a change: the database's clock, read once the graph's row was locked (docs/design.md §33).
         return time.time() if self._db_now is None else self._db_now
@@ -136,38 +139,49 @@ class StoredGraph(Graph):
         # The engine holds a change the database did not commit: forget it (reload on the next call).
         self._version = STALE
 
-    def _change(self, op: Callable[[], T], extra: Callable[[T], list[str]] | None = None) -> T:
+    @contextmanager
+    def _attempt(self, named: list[str]) -> Iterator[None]:
+        """One try at a change: the body applies it to the engine (caught up, clocked by the database, the
+        graph's row locked); then its delta is written and committed (`named`: ids the delta must include,
+        filled by the body). A change that was applied but did not commit leaves the object stale."""
+        applied = False
+        try:
+            with self._backend.change(self.graph_id, self._version) as tx:
+                self._catch_up(tx)
+                mark = dag_change_mark(self._engine)
+                self._db_now = tx.now
+                try:
+                    yield  # an engine operation changes nothing when it raises
+                finally:
+                    self._db_now = None
+                applied = True
+                self._record(tx, mark, named)
+        except BaseException:
+            if applied:
+                self._stale()
+            raise
+        self._committed(tx)
+
+    def _apply(self, op: Callable[[], T], *, named: Callable[[T], list[str]] | None = None) -> T:
+        """Runs the change `op` in a transaction on the graph's row and commits it with its delta (the module
+        docstring); inside this graph's `mutate()` block, that block commits."""
         with self._lock:
             if self._engine.txn_depth:
-                return op()  # inside this graph's mutate() block: that block commits
+                return op()
             retry = Retry(self._backend.retry_timeout_s)
             while True:
-                applied = False
+                ids: list[str] = []
                 try:
-                    with self._backend.change(self.graph_id, self._version) as tx:
-                        self._catch_up(tx)
-                        mark = dag_change_mark(self._engine)
-                        self._db_now = tx.now
-                        try:
-                            result = op()  # an engine operation changes nothing when it raises
-                        finally:
-                            self._db_now = None
-                        applied = True
-                        self._record(tx, mark, extra(result) if extra else [])
+                    with self._attempt(ids):
+                        result = op()
+                        ids += named(result) if named else []
                 except StoreCommitUnknownError:
                     self._stale()
                     raise
                 except StoreConnectionError:
-                    # It did not land: the object forgets it, and `op` runs again on the committed state.
-                    if applied:
-                        self._stale()
+                    # It did not land: the object forgot it, and `op` runs again on the committed state.
                     retry.wait_or_raise()
                     continue
-                except BaseException:
-                    if applied:
-                        self._stale()
-                    raise
-                self._committed(tx)
                 return result
 
     @contextmanager
@@ -178,156 +192,17 @@ class StoredGraph(Graph):
                     yield handle
                 return
             retry = Retry(self._backend.retry_timeout_s)
-            entered = applied = False
+            entered = False
             while True:
                 try:
-                    with self._backend.change(self.graph_id, self._version) as tx:
-                        self._catch_up(tx)
-                        mark = dag_change_mark(self._engine)
-                        self._db_now = tx.now
+                    with self._attempt([]):
                         entered = True
-                        try:
-                            with super().mutate() as handle:
-                                yield handle
-                        finally:
-                            self._db_now = None
-                        applied = True
-                        self._record(tx, mark, [])
+                        with super().mutate() as handle:
+                            yield handle
                 except StoreConnectionError:
-                    if applied:
-                        self._stale()
                     if entered:
                         # The block's body ran and cannot run again: the caller hears that nothing landed.
                         raise
                     retry.wait_or_raise()
                     continue
-                except BaseException:
-                    if applied:
-                        self._stale()
-                    raise
-                self._committed(tx)
                 return
-
-    # ---- every state change goes through `_change` -----------------------------------------------------
-
-    def compress(
-        self,
-        node_ids: Iterable[str],
-        summary_content: str,
-        *,
-        metadata: JSONDict | None = None,
-        node_id: str | None = None,
-    ) -> str:
-        ids = list(node_ids) if not isinstance(node_ids, (str, bytes)) else node_ids
-        return self._change(
-            lambda: super(StoredGraph, self).compress(
-                ids, summary_content, metadata=metadata, node_id=node_id
-            )
-        )
-
-    def mark_running(self, node_id: str) -> bool:
-        return self._change(lambda: super(StoredGraph, self).mark_running(node_id))
-
-    def mark_finished(
-        self,
-        node_id: str,
-        *,
-        content: Any = None,
-        output: JSONDict | None = None,
-        metadata: JSONDict | None = None,
-    ) -> bool:
-        return self._change(
-            lambda: super(StoredGraph, self).mark_finished(
-                node_id, content=content, output=output, metadata=metadata
-            )
-        )
-
-    def mark_errored(self, node_id: str, error: object) -> bool:
-        return self._change(lambda: super(StoredGraph, self).mark_errored(node_id, error))
-
-    def mark_rejected(self, node_id: str, reason: object) -> bool:
-        return self._change(lambda: super(StoredGraph, self).mark_rejected(node_id, reason))
-
-    def mark_cancelled(self, node_id: str, reason: object) -> bool:
-        return self._change(lambda: super(StoredGraph, self).mark_cancelled(node_id, reason))
-
-    def mark_skipped(self, node_id: str, reason: object) -> bool:
-        return self._change(lambda: super(StoredGraph, self).mark_skipped(node_id, reason))
-
-    def claim(
-        self, limit: int = 10, *, worker_id: str | None = None, lease_s: float | None = None
-    ) -> list[str]:
-        return self._change(
-            lambda: super(StoredGraph, self).claim(limit, worker_id=worker_id, lease_s=lease_s)
-        )
-
-    def heartbeat(self, node_ids: Iterable[str], *, worker_id: str, lease_s: float) -> list[str]:
-        ids = list(node_ids) if not isinstance(node_ids, (str, bytes)) else node_ids
-        # A renewed lease records no event, so the renewed nodes are named to the delta.
-        return self._change(
-            lambda: super(StoredGraph, self).heartbeat(ids, worker_id=worker_id, lease_s=lease_s),
-            extra=lambda held: held,
-        )
-
-    def release(self, node_ids: Iterable[str], *, worker_id: str) -> list[str]:
-        ids = list(node_ids) if not isinstance(node_ids, (str, bytes)) else node_ids
-        return self._change(lambda: super(StoredGraph, self).release(ids, worker_id=worker_id))
-
-    def reclaim_expired(self, *, now: float | None = None, max_attempts: int | None = None) -> list[str]:
-        attempts = self._store.max_attempts if max_attempts is None else max_attempts
-        return self._change(lambda: super(StoredGraph, self).reclaim_expired(now=now, max_attempts=attempts))
-
-    def _claim_leased(
-        self, limit: int, worker_id: str, lease_s: float, max_attempts: int | None = None
-    ) -> tuple[list[str], list[str], list[str]]:
-        attempts = self._store.max_attempts if max_attempts is None else max_attempts
-        return self._change(
-            lambda: super(StoredGraph, self)._claim_leased(limit, worker_id, lease_s, attempts)
-        )
-
-    def _complete(
-        self,
-        node_id: str,
-        outcome: str,
-        payload: JSONDict,
-        worker_id: str,
-        *,
-        refill: int,
-        lease_s: float,
-        max_attempts: int | None = None,
-    ) -> tuple[tuple[bool, list[str], list[str]], tuple[list[str], list[str], list[str]]]:
-        attempts = self._store.max_attempts if max_attempts is None else max_attempts
-        return self._change(
-            lambda: super(StoredGraph, self)._complete(
-                node_id, outcome, payload, worker_id, refill=refill, lease_s=lease_s, max_attempts=attempts
-            )
-        )
-
-    def propagate_failures(self) -> list[str]:
-        return self._change(lambda: super(StoredGraph, self).propagate_failures())
-
-    def repair_leaves(self) -> list[str]:
-        return self._change(lambda: super(StoredGraph, self).repair_leaves())
-
-    def apply_result(
-        self,
-        node_id: str,
-        outcome: str,
-        *,
-        message: object = None,
-        content: Any = None,
-        output: JSONDict | None = None,
-        metadata: JSONDict | None = None,
-        worker_id: str | None = None,
-    ) -> tuple[bool, list[str], list[str]]:
-        return self._change(
-            lambda: super(StoredGraph, self).apply_result(
-                node_id,
-                outcome,
-                message=message,
-                content=content,
-                output=output,
-                metadata=metadata,
-                worker_id=worker_id,
-            )
-        )

@@ -45,16 +45,18 @@ class Store:
         restarting server), and how long a lost commit is looked for. `pool_size`: PostgreSQL connections at
         most (a `WorkerPool` uses one per execution slot that is committing, plus one to listen)."""
         if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
-            raise invalid_argument("max_attempts must be an int >= 1")
+            raise invalid_argument("max_attempts must be an int >= 1", argument="max_attempts")
         if (
             isinstance(retry_timeout_s, bool)
             or not isinstance(retry_timeout_s, (int, float))
             or not math.isfinite(retry_timeout_s)
             or not 0 <= retry_timeout_s <= 86_400
         ):
-            raise invalid_argument("retry_timeout_s must be a number of seconds between 0 and 86400")
+            raise invalid_argument(
+                "retry_timeout_s must be a number of seconds between 0 and 86400", argument="retry_timeout_s"
+            )
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or not 1 <= pool_size <= 1000:
-            raise invalid_argument("pool_size must be an int between 1 and 1000")
+            raise invalid_argument("pool_size must be an int between 1 and 1000", argument="pool_size")
         parsed = parse(url)
         backend: Backend
         options: dict[str, Any] = {"retry_timeout_s": float(retry_timeout_s), "pool_size": pool_size}
@@ -81,7 +83,7 @@ class Store:
         """A new, empty graph committed at version 0; a `graph_id` already stored is refused.
         `leaf_repair=False`: a task workflow, whose finished tasks stay leaves (docs/dag.md "Leaves")."""
         if not isinstance(leaf_repair, bool):
-            raise invalid_argument("leaf_repair must be a bool")
+            raise invalid_argument("leaf_repair must be a bool", argument="leaf_repair")
         gid = DagEngine(graph_id).graph_id  # the engine checks the id (and generates one when None)
         self._backend.create_graph(gid, time.time(), leaf_repair=leaf_repair)
         return StoredGraph._bind(self, self._backend, gid, Loaded(0, leaf_repair, ([], [], [])))
@@ -90,7 +92,7 @@ class Store:
         """The graph at its latest committed version, read from one snapshot; `DagNotFoundError` for an
         unknown id."""
         if not isinstance(graph_id, str) or not graph_id:
-            raise invalid_argument("graph_id must be a non-empty string")
+            raise invalid_argument("graph_id must be a non-empty string", argument="graph_id")
         backend = self._backend
         return StoredGraph._bind(self, backend, graph_id, backend.reading(lambda: backend.load(graph_id)))
 

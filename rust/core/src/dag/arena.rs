@@ -3,14 +3,15 @@
 //! Nothing is ever removed (archiving only stamps `compressed_at`), so arena indexes are stable for the
 //! life of the graph; only a rolled-back transaction truncates the tail.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
+use super::edge_keys::EdgeKeys;
 use super::error::{DagError, DagResult};
 use super::events::Event;
+use super::index::IdIndex;
+use super::node_set::Sets;
 use super::txn::Txn;
 use super::types::{EdgeType, NodeType, State};
 use crate::clock::OptTime;
@@ -233,21 +234,18 @@ pub struct Dag {
     pub(crate) ids_in_order: bool,
     pub(crate) out_adj: Vec<Adjacency>,
     pub(crate) in_adj: Vec<Adjacency>,
-    pub(crate) node_index: FxHashMap<Arc<str>, u32>,
+    pub(crate) node_index: IdIndex,
     /// Every node id again, back to back in arena order (`id_ends[i]` is where node i's ends).
     /// Long orderings are returned as ids; reading them from one contiguous buffer streams
     /// through memory instead of taking a cache miss per separately allocated id.
     pub(crate) id_text: String,
     pub(crate) id_ends: Vec<u32>,
-    pub(crate) edge_index: FxHashMap<Arc<str>, u32>,
-    /// Active edges by (from, to, type): docs/design.md §9 returns the existing id for a duplicate.
-    pub(crate) active_keys: FxHashMap<(u32, u32, EdgeType), u32>,
-    pub(crate) ready: BTreeSet<Arc<str>>,
-    pub(crate) doomed: BTreeSet<Arc<str>>,
-    pub(crate) leaf_set: BTreeSet<Arc<str>>,
-    pub(crate) bad_leaves: BTreeSet<Arc<str>>,
-    /// Active running nodes: where a store looks for leases (docs/dag.md "Workers").
-    pub(crate) running: BTreeSet<Arc<str>>,
+    pub(crate) edge_index: IdIndex,
+    /// Finds the active edge of a (from, to, type): docs/design.md §9 returns the existing id for a duplicate.
+    pub(crate) edge_keys: EdgeKeys,
+    /// Ready, doomed, leaf, bad-leaf and running nodes (`derived.rs`); the running set is where a store
+    /// looks for leases (docs/dag.md "Workers").
+    pub(crate) sets: Sets,
     pub(crate) events: Vec<Event>,
     pub(crate) txn: Txn,
     pub(crate) dirty: Vec<u32>,
@@ -274,16 +272,12 @@ impl Dag {
             ids_in_order: true,
             out_adj: Vec::new(),
             in_adj: Vec::new(),
-            node_index: FxHashMap::default(),
+            node_index: IdIndex::default(),
             id_text: String::new(),
             id_ends: Vec::new(),
-            edge_index: FxHashMap::default(),
-            active_keys: FxHashMap::default(),
-            ready: BTreeSet::new(),
-            doomed: BTreeSet::new(),
-            leaf_set: BTreeSet::new(),
-            bad_leaves: BTreeSet::new(),
-            running: BTreeSet::new(),
+            edge_index: IdIndex::default(),
+            edge_keys: EdgeKeys::default(),
+            sets: Sets::default(),
             events: Vec::new(),
             txn: Txn::default(),
             dirty: Vec::new(),
@@ -301,11 +295,11 @@ impl Dag {
     }
 
     pub fn node(&self, id: &str) -> Option<&Node> {
-        self.node_index.get(id).map(|&i| &self.nodes[i as usize])
+        self.node_index.get(id).map(|i| &self.nodes[i as usize])
     }
 
     pub fn edge(&self, id: &str) -> Option<&Edge> {
-        self.edge_index.get(id).map(|&i| &self.edges[i as usize])
+        self.edge_index.get(id).map(|i| &self.edges[i as usize])
     }
 
     pub fn edge_by_index(&self, i: u32) -> &Edge {
@@ -330,7 +324,6 @@ impl Dag {
     pub(crate) fn idx(&self, id: &str) -> DagResult<u32> {
         self.node_index
             .get(id)
-            .copied()
             .ok_or_else(|| DagError::node_not_found(id))
     }
 
@@ -346,7 +339,7 @@ impl Dag {
     pub(crate) fn check_new_node_id(&self, id: &Option<String>) -> DagResult<()> {
         match id {
             Some(s) if s.is_empty() => Err(DagError::invalid("node_id must be a non-empty string")),
-            Some(s) if self.node_index.contains_key(s.as_str()) => {
+            Some(s) if self.node_index.contains(s) => {
                 Err(DagError::invalid(format!("node_id {s:?} is already used")))
             }
             _ => Ok(()),
@@ -356,7 +349,7 @@ impl Dag {
     pub(crate) fn check_new_edge_id(&self, id: &Option<String>) -> DagResult<()> {
         match id {
             Some(s) if s.is_empty() => Err(DagError::invalid("edge_id must be a non-empty string")),
-            Some(s) if self.edge_index.contains_key(s.as_str()) => {
+            Some(s) if self.edge_index.contains(s) => {
                 Err(DagError::invalid(format!("edge_id {s:?} is already used")))
             }
             _ => Ok(()),
@@ -370,7 +363,20 @@ impl Dag {
     }
 
     pub(crate) fn recheck_id_order(&mut self) {
-        self.ids_in_order = self.nodes.windows(2).all(|w| w[0].id < w[1].id);
+        let in_order = self.nodes.windows(2).all(|w| w[0].id < w[1].id);
+        self.set_id_order(in_order);
+    }
+
+    /// Records whether arena order is id order, and holds the derived sets in the form that reads them in
+    /// id order (`node_set.rs`).
+    fn set_id_order(&mut self, in_order: bool) {
+        if in_order == self.ids_in_order {
+            return;
+        }
+        self.ids_in_order = in_order;
+        for set in self.sets.all_mut() {
+            set.reorder(in_order, &self.nodes);
+        }
     }
 
     pub(crate) fn live_out(&self, n: u32) -> impl Iterator<Item = &Edge> + '_ {
@@ -392,6 +398,7 @@ impl Dag {
     pub(crate) fn reserve(&mut self, nodes: usize, edges: usize) {
         self.nodes.reserve(nodes);
         self.node_index.reserve(nodes);
+        self.edge_keys.reserve(nodes);
         self.id_ends.reserve(nodes);
         self.node_active.reserve(nodes);
         self.out_adj.reserve(nodes);
@@ -399,21 +406,22 @@ impl Dag {
         self.dirty.reserve(nodes);
         self.edges.reserve(edges);
         self.edge_index.reserve(edges);
-        self.active_keys.reserve(edges);
         self.hot.reserve(edges);
     }
 
     /// Appends a node; the caller has validated everything.
     pub(crate) fn push_node(&mut self, node: Node) -> u32 {
         let i = self.nodes.len() as u32;
-        self.node_index.insert(node.id.clone(), i);
+        self.node_index.insert(&node.id, i);
         self.id_text.push_str(&node.id);
         self.id_ends.push(self.id_text.len() as u32);
-        if self.nodes.last().is_some_and(|last| last.id >= node.id) {
-            self.ids_in_order = false;
-        }
+        let out_of_order = self.nodes.last().is_some_and(|last| last.id >= node.id);
         self.node_active.push(node.is_active());
         self.nodes.push(node);
+        self.edge_keys.node_added();
+        if out_of_order {
+            self.set_id_order(false);
+        }
         self.out_adj.push(Adjacency::new());
         self.in_adj.push(Adjacency::new());
         self.txn.log_node_added();
@@ -423,11 +431,7 @@ impl Dag {
 
     pub(crate) fn push_edge(&mut self, edge: Edge) -> u32 {
         let i = self.edges.len() as u32;
-        self.edge_index.insert(edge.id.clone(), i);
-        if edge.compressed_at.is_none() {
-            self.active_keys
-                .insert((edge.from, edge.to, edge.edge_type), i);
-        }
+        self.edge_index.insert(&edge.id, i);
         self.hot.push(EdgeHot {
             from: edge.from,
             to: edge.to,
@@ -437,6 +441,7 @@ impl Dag {
         self.out_adj[edge.from as usize].push(i);
         self.in_adj[edge.to as usize].push(i);
         self.edges.push(edge);
+        self.edge_key_added(i);
         self.txn.log_edge_added();
         self.count_new_edge(i);
         i

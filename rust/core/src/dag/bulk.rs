@@ -115,7 +115,7 @@ impl Dag {
                 self.node_active[seq] = node.is_active();
                 self.nodes[seq] = node;
                 touched.push(seq as u32);
-            } else if seq == self.nodes.len() && !self.node_index.contains_key(&*node.id) {
+            } else if seq == self.nodes.len() && !self.node_index.contains(&node.id) {
                 touched.push(self.push_node(node));
             } else {
                 return Err(DagError::invalid(format!(
@@ -132,15 +132,12 @@ impl Dag {
                 }
                 old.metadata = edge.metadata;
                 old.compressed_at = edge.compressed_at;
-                let (from, to, t, at) = (old.from, old.to, old.edge_type, old.compressed_at);
-                self.hot[seq].active = at.is_none();
-                if at.is_none() {
-                    self.active_keys.insert((from, to, t), seq as u32);
-                } else if self.active_keys.get(&(from, to, t)) == Some(&(seq as u32)) {
-                    self.active_keys.remove(&(from, to, t));
-                }
+                let (from, to, active) = (old.from, old.to, old.compressed_at.is_none());
                 touched.extend([from, to]);
-            } else if seq == self.edges.len() && !self.edge_index.contains_key(&*edge.id) {
+                self.edge_key_removed(seq as u32);
+                self.hot[seq].active = active;
+                self.edge_key_restored(seq as u32);
+            } else if seq == self.edges.len() && !self.edge_index.contains(&edge.id) {
                 self.push_edge(edge);
             } else {
                 return Err(DagError::invalid(format!(

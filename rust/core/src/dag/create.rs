@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::arena::Dag;
+use super::cycle::{inline, LongStep};
 use super::error::{DagCode, DagError, DagResult};
 use super::events::Particulars;
 use super::state::content_key;
@@ -136,6 +137,20 @@ impl Dag {
         metadata: Option<Value>,
         edge_id: Option<String>,
     ) -> DagResult<Arc<str>> {
+        self.create_edge_with(from_id, to_id, edge_type, metadata, edge_id, &inline)
+    }
+
+    /// `create_edge`, running the cycle search through `long` when the edge needs one (its target has a
+    /// way out and its source a way in).
+    pub fn create_edge_with(
+        &mut self,
+        from_id: &str,
+        to_id: &str,
+        edge_type: &str,
+        metadata: Option<Value>,
+        edge_id: Option<String>,
+        long: LongStep<'_>,
+    ) -> DagResult<Arc<str>> {
         let edge_type = EdgeType::parse(edge_type)?;
         let metadata = object_or_empty(metadata, "metadata")?;
         self.check_new_edge_id(&edge_id)?;
@@ -155,11 +170,11 @@ impl Dag {
                 ));
             }
         }
-        if let Some(&existing) = self.active_keys.get(&(from, to, edge_type)) {
+        if let Some(existing) = self.active_edge(from, to, edge_type) {
             return Ok(self.edges[existing as usize].id.clone());
         }
         self.flush();
-        if self.would_cycle(from, to) {
+        if self.would_cycle(from, to, long) {
             return Err(DagError::new(
                 DagCode::EdgeCycle,
                 format!("edge {from_id:?} -> {to_id:?} would close a cycle"),

@@ -76,10 +76,10 @@ impl Dag {
         let mut edges: FxHashSet<u32> =
             (mark.edges.min(self.edges.len()) as u32..self.edges.len() as u32).collect();
         for name in names {
-            if let Some(&n) = self.node_index.get(name) {
+            if let Some(n) = self.node_index.get(name) {
                 nodes.insert(n);
             }
-            if let Some(&e) = self.edge_index.get(name) {
+            if let Some(e) = self.edge_index.get(name) {
                 edges.insert(e);
             }
         }

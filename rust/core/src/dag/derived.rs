@@ -60,7 +60,8 @@ impl Dag {
     }
 
     pub(crate) fn update_sets(&mut self, n: u32) {
-        let node = &self.nodes[n as usize];
+        let Dag { nodes, sets, .. } = self;
+        let node = &mut nodes[n as usize];
         let active = node.is_active();
         let schedulable = active && node.state == State::Pending && node.node_type.is_executable();
         let ready = schedulable && node.blockers == 0;
@@ -77,23 +78,16 @@ impl Dag {
         if changed == 0 {
             return;
         }
-        let id = node.id.clone();
-        self.nodes[n as usize].in_sets = want;
-        let sets = [
-            &mut self.ready,
-            &mut self.doomed,
-            &mut self.leaf_set,
-            &mut self.bad_leaves,
-            &mut self.running,
-        ];
-        for (bit, set) in sets.into_iter().enumerate() {
-            if changed & (1 << bit) == 0 {
-                continue;
-            }
+        node.in_sets = want;
+        let mut rest = changed;
+        while rest != 0 {
+            let bit = rest.trailing_zeros();
+            rest &= rest - 1;
+            let set = sets.by_bit(bit);
             if want & (1 << bit) != 0 {
-                set.insert(id.clone());
+                set.insert(n, &node.id);
             } else {
-                set.remove(&id);
+                set.remove(n, &node.id);
             }
         }
     }
@@ -167,14 +161,11 @@ impl Dag {
             return false;
         }
         self.save_edge(e);
+        self.edge_key_removed(e);
         let edge = &mut self.edges[e as usize];
         edge.compressed_at = Some(at).into();
         self.hot[e as usize].active = false;
-        let key = (edge.from, edge.to, edge.edge_type);
         let (from, to) = (edge.from, edge.to);
-        if self.active_keys.get(&key) == Some(&e) {
-            self.active_keys.remove(&key);
-        }
         self.dirty.push(from);
         self.dirty.push(to);
         true

@@ -1,8 +1,5 @@
 //! Self-checks: the structural rules of docs/dag-rules.md §1.2 and the bookkeeping, recomputed from scratch.
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
-
 use super::arena::Dag;
 use super::types::{NodeType, State};
 
@@ -37,7 +34,7 @@ impl Dag {
     /// Every leaf obeys docs/dag-rules.md §5.2.
     pub fn leaves_valid(&mut self) -> bool {
         self.flush();
-        self.bad_leaves.is_empty()
+        self.sets.bad_leaves.is_empty()
     }
 
     /// Returns a description of the first broken invariant, if any.
@@ -79,18 +76,23 @@ impl Dag {
                         ));
                     }
                 }
-                let key = (edge.from, edge.to, edge.edge_type);
-                if !self.active_keys.contains_key(&key) {
-                    return Err(format!(
-                        "active edge {} missing from the key index",
-                        edge.id
-                    ));
+                if self.active_edge(edge.from, edge.to, edge.edge_type) != Some(i as u32) {
+                    return Err(format!("active edge {} is not found by its key", edge.id));
                 }
-            } else if self.active_keys.get(&(edge.from, edge.to, edge.edge_type))
-                == Some(&(i as u32))
-            {
-                return Err(format!("archived edge {} still in the key index", edge.id));
+            } else if self.active_edge(edge.from, edge.to, edge.edge_type) == Some(i as u32) {
+                return Err(format!("archived edge {} is found by its key", edge.id));
             }
+            if self.edge_index.get(&edge.id) != Some(i as u32) {
+                return Err(format!("edge {} is not found by its id", edge.id));
+            }
+        }
+        for (n, node) in self.nodes.iter().enumerate() {
+            if self.node_index.get(&node.id) != Some(n as u32) {
+                return Err(format!("node {} is not found by its id", node.id));
+            }
+        }
+        if (self.node_index.len(), self.edge_index.len()) != (self.nodes.len(), self.edges.len()) {
+            return Err("an id index holds ids the arena does not".into());
         }
         if !self.active_is_acyclic() {
             return Err("the active graph has a cycle".into());
@@ -100,30 +102,25 @@ impl Dag {
             .iter()
             .map(|n| (n.blockers, n.failed_deps, n.out_blocking))
             .collect();
-        for node in &self.nodes {
+        for (n, node) in self.nodes.iter().enumerate() {
             let held = [
-                &self.ready,
-                &self.doomed,
-                &self.leaf_set,
-                &self.bad_leaves,
-                &self.running,
+                &self.sets.ready,
+                &self.sets.doomed,
+                &self.sets.leaves,
+                &self.sets.bad_leaves,
+                &self.sets.running,
             ]
             .iter()
             .enumerate()
             .fold(0u8, |bits, (i, set)| {
-                bits | u8::from(set.contains(&node.id)) << i
+                bits | u8::from(set.contains(n as u32, &node.id)) << i
             });
             if held != node.in_sets {
                 return Err(format!("set membership bits are stale on {}", node.id));
             }
         }
-        let sets = (
-            self.ready.clone(),
-            self.doomed.clone(),
-            self.leaf_set.clone(),
-            self.bad_leaves.clone(),
-            self.running.clone(),
-        );
+        // Each set as it reads: its members, smallest id first.
+        let sets: Vec<Vec<u32>> = self.sets.all().iter().map(|s| s.iter().collect()).collect();
         for n in 0..self.nodes.len() as u32 {
             self.refresh(n);
         }
@@ -133,12 +130,12 @@ impl Dag {
                 return Err(format!("stale counters on {}", node.id));
             }
         }
-        let expect = |f: &dyn Fn(&super::arena::Node) -> bool| -> BTreeSet<Arc<str>> {
-            self.nodes
-                .iter()
-                .filter(|n| f(n))
-                .map(|n| n.id.clone())
-                .collect()
+        let expect = |f: &dyn Fn(&super::arena::Node) -> bool| -> Vec<u32> {
+            let mut members: Vec<u32> = (0..self.nodes.len() as u32)
+                .filter(|&n| f(&self.nodes[n as usize]))
+                .collect();
+            members.sort_by(|&a, &b| self.nodes[a as usize].id.cmp(&self.nodes[b as usize].id));
+            members
         };
         let sched = |n: &super::arena::Node| {
             n.is_active() && n.state == State::Pending && n.node_type.is_executable()
@@ -153,7 +150,7 @@ impl Dag {
                 && n.node_type != NodeType::AgentMessage
         });
         let want_running = expect(&|n| n.is_active() && n.state == State::Running);
-        if sets != (want_ready, want_doomed, want_leaves, want_bad, want_running) {
+        if sets != [want_ready, want_doomed, want_leaves, want_bad, want_running] {
             return Err("derived sets differ from a recomputation".into());
         }
         Ok(())

@@ -42,12 +42,13 @@ impl Dag {
         worker_id: Option<&str>,
         lease_until: Option<f64>,
     ) -> Vec<String> {
-        let picked = self.claim(limit);
-        if worker_id.is_none() && lease_until.is_none() {
-            return picked;
-        }
-        for id in &picked {
-            let n = self.node_index[id.as_str()];
+        let picked = self.claim_nodes(limit);
+        let leased = if worker_id.is_some() || lease_until.is_some() {
+            &picked[..]
+        } else {
+            &[]
+        };
+        for &n in leased {
             self.save_node(n);
             let meta = &mut self.nodes[n as usize].metadata;
             if let Some(w) = worker_id {
@@ -58,6 +59,9 @@ impl Dag {
             }
         }
         picked
+            .into_iter()
+            .map(|n| self.nodes[n as usize].id.to_string())
+            .collect()
     }
 
     /// Extends to `lease_until` the leases `worker_id` still holds (running, claimed by it) among `ids`.
@@ -195,13 +199,14 @@ impl Dag {
     pub fn work(&mut self) -> Work {
         self.flush();
         let lease_due = self
+            .sets
             .running
             .iter()
-            .filter_map(|id| self.lease_of(self.node_index[id]).1)
+            .filter_map(|n| self.lease_of(n).1)
             .reduce(f64::min);
         Work {
-            claimable: self.ready.len(),
-            running: self.running.len(),
+            claimable: self.sets.ready.len(),
+            running: self.sets.running.len(),
             lease_due,
         }
     }

@@ -17,7 +17,12 @@ impl Dag {
     pub fn leaves(&mut self, include_compressed: bool) -> Vec<String> {
         self.flush();
         if !include_compressed {
-            return self.leaf_set.iter().map(|s| s.to_string()).collect();
+            return self
+                .sets
+                .leaves
+                .iter()
+                .map(|n| self.nodes[n as usize].id.to_string())
+                .collect();
         }
         let mut ids: Vec<&str> = (0..self.nodes.len())
             .filter(|&n| {
@@ -53,11 +58,11 @@ impl Dag {
     /// Appends a pending agent_message after every invalid leaf; returns the new ids (ascending by leaf id).
     pub fn repair_leaves(&mut self) -> Vec<String> {
         self.flush();
-        let bad: Vec<_> = self.bad_leaves.iter().cloned().collect();
+        let bad: Vec<u32> = self.sets.bad_leaves.iter().collect();
         let at = now();
         let mut added = Vec::with_capacity(bad.len());
-        for leaf_id in bad {
-            let leaf = self.node_index[&leaf_id];
+        for leaf in bad {
+            let leaf_id = self.nodes[leaf as usize].id.clone();
             let node = Dag::new_node(
                 None,
                 NodeType::AgentMessage,

@@ -9,14 +9,17 @@ mod create;
 mod cycle;
 mod delta;
 mod derived;
+mod edge_keys;
 mod error;
 mod events;
 mod gating;
+mod index;
 mod invariants;
 mod lease;
 mod leaves;
 mod mermaid;
 mod mutations;
+mod node_set;
 mod outcome;
 mod persist;
 pub mod preview;
@@ -31,6 +34,7 @@ pub use crate::ids::uuid7;
 pub use crate::value::{Map, Value};
 pub use arena::{Dag, Edge, Node};
 pub use create::NodeSpec;
+pub use cycle::{inline, LongStep};
 pub use delta::{Delta, Mark, Row};
 pub use error::{DagCode, DagError, DagResult, ErrorKind, BASE_CLASS, BASE_CODE, BASE_DOC};
 pub use events::{Event, Particulars};
@@ -42,5 +46,7 @@ pub use types::{EdgeType, NodeType, State};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_ids;
 #[cfg(test)]
 mod tests_workflow;

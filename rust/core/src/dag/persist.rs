@@ -282,15 +282,15 @@ impl Dag {
     /// `id` as the graph's own string when it names a node or an edge, else a new one: events read back
     /// share the ids the arena holds instead of three more copies per edge.
     pub(crate) fn shared_id(&self, id: &str) -> Arc<str> {
-        self.node_index
-            .get_key_value(id)
-            .or_else(|| self.edge_index.get_key_value(id))
-            .map_or_else(|| Arc::from(id), |(k, _)| k.clone())
+        self.node(id)
+            .map(|n| &n.id)
+            .or_else(|| self.edge(id).map(|e| &e.id))
+            .map_or_else(|| Arc::from(id), Arc::clone)
     }
 
     /// A node read from a record, appended to a graph being loaded.
     pub(crate) fn add_loaded_node(&mut self, node: Node) -> DagResult<()> {
-        if self.node_index.contains_key(&*node.id) {
+        if self.node_index.contains(&node.id) {
             return Err(bad(format!("duplicate node id {:?}", &*node.id)));
         }
         self.push_node(node);
@@ -299,7 +299,7 @@ impl Dag {
 
     /// An edge read from a record, its endpoints resolved against the nodes loaded so far.
     pub(crate) fn add_loaded_edge(&mut self, edge: EdgeRecord<'_>) -> DagResult<()> {
-        if self.edge_index.contains_key(&*edge.id) {
+        if self.edge_index.contains(&edge.id) {
             return Err(bad(format!("duplicate edge id {:?}", &*edge.id)));
         }
         let edge = self.resolve_edge(edge)?;

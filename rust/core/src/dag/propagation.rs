@@ -25,9 +25,12 @@ impl Dag {
         self.flush();
         let mut skipped = Vec::new();
         let at = now();
-        while !self.doomed.is_empty() {
-            let round: Vec<_> = self.doomed.iter().cloned().collect();
-            let indexes: Vec<u32> = round.iter().map(|id| self.node_index[id]).collect();
+        while !self.sets.doomed.is_empty() {
+            let indexes: Vec<u32> = self.sets.doomed.iter().collect();
+            let round: Vec<Arc<str>> = indexes
+                .iter()
+                .map(|&n| self.nodes[n as usize].id.clone())
+                .collect();
             // Decide everything from the states at the start of the round before writing anything.
             let blocked_by: Vec<Value> = indexes.iter().map(|&n| self.failed_parents(n)).collect();
             for (n, why) in indexes.into_iter().zip(blocked_by) {

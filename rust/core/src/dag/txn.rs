@@ -149,29 +149,22 @@ impl Dag {
                         .truncate(self.id_ends.last().copied().unwrap_or(0) as usize);
                     self.out_adj.pop();
                     self.in_adj.pop();
+                    self.edge_keys.node_removed();
                     self.node_index.remove(&node.id);
-                    for set in [
-                        &mut self.ready,
-                        &mut self.doomed,
-                        &mut self.leaf_set,
-                        &mut self.bad_leaves,
-                        &mut self.running,
-                    ] {
-                        set.remove(&node.id);
+                    let n = self.nodes.len() as u32;
+                    for set in self.sets.all_mut() {
+                        set.remove(n, &node.id);
                     }
                 }
                 Undo::EdgeAdded => {
                     let i = self.edges.len() as u32 - 1;
+                    self.edge_key_removed(i);
                     let edge = self.edges.pop().expect("edge to undo");
                     self.hot.pop();
                     let popped_out = self.out_adj[edge.from as usize].pop();
                     let popped_in = self.in_adj[edge.to as usize].pop();
                     debug_assert_eq!((popped_out, popped_in), (Some(i), Some(i)));
                     self.edge_index.remove(&edge.id);
-                    let key = (edge.from, edge.to, edge.edge_type);
-                    if self.active_keys.get(&key) == Some(&i) {
-                        self.active_keys.remove(&key);
-                    }
                     touched.extend([edge.from, edge.to]);
                 }
                 Undo::NodeSaved(n, mut node) => {
@@ -185,12 +178,11 @@ impl Dag {
                 Undo::EdgeSaved(e, at) => {
                     let edge = &mut self.edges[e as usize];
                     edge.compressed_at = at.into();
+                    touched.extend([edge.from, edge.to]);
                     self.hot[e as usize].active = at.is_none();
                     if at.is_none() {
-                        self.active_keys
-                            .insert((edge.from, edge.to, edge.edge_type), e);
+                        self.edge_key_restored(e);
                     }
-                    touched.extend([edge.from, edge.to]);
                 }
             }
         }

@@ -9,7 +9,7 @@ use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::{PyBool, PyBytes, PyList, PyString};
 
 use super::convert::{count, optional_dict, text, text_backed, to_value, utf8};
-use super::errors::invalid;
+use super::errors::invalid_arg;
 
 use crate::args::typed_arg;
 pub use crate::args::ArgName;
@@ -54,7 +54,7 @@ typed_arg! {
     /// A `bool` exactly: a truthy object is more likely a misplaced argument than a flag.
     Flag(bool) => |obj, what| match obj.cast::<PyBool>() {
         Ok(b) => Ok(b.is_true()),
-        Err(_) => Err(invalid(obj.py(), format!("{what} must be a bool"))),
+        Err(_) => Err(invalid_arg(obj.py(), what, format!("{what} must be a bool"))),
     }
 }
 
@@ -62,11 +62,11 @@ typed_arg! {
     /// An iterable of ids, not a string (a string is an iterable of one-character ids: always a mistake).
     Ids(Vec<String>) => |obj, what| {
         if obj.cast::<PyString>().is_ok() {
-            return Err(invalid(obj.py(), format!("{what} must be a list of ids, not a string")));
+            return Err(invalid_arg(obj.py(), what, format!("{what} must be a list of ids, not a string")));
         }
         let items = obj
             .try_iter()
-            .map_err(|_| invalid(obj.py(), format!("{what} must be an iterable of ids")))?;
+            .map_err(|_| invalid_arg(obj.py(), what, format!("{what} must be an iterable of ids")))?;
         let item_name = format!("{what} item");
         items.map(|item| text(&item?, &item_name)).collect()
     }
@@ -79,11 +79,11 @@ typed_arg! {
         let py = obj.py();
         let list = obj
             .cast::<PyList>()
-            .map_err(|_| invalid(py, format!("{what} must be a list of (seq, record) pairs")))?;
+            .map_err(|_| invalid_arg(py, what, format!("{what} must be a list of (seq, record) pairs")))?;
         list.iter()
             .enumerate()
             .map(|(i, row)| {
-                let pair = || invalid(py, format!("{what}[{i}] must be a (seq, record) pair of an int >= 0 and a str"));
+                let pair = || invalid_arg(py, what, format!("{what}[{i}] must be a (seq, record) pair of an int >= 0 and a str"));
                 let (seq, record): (Bound<'_, PyAny>, Bound<'_, PyAny>) = row.extract().map_err(|_| pair())?;
                 let seq = count(&seq, &format!("{what}[{i}] seq"), 0)?;
                 Ok((seq, text_backed(&record, &format!("{what}[{i}] record"))?))
@@ -115,7 +115,7 @@ typed_arg! {
     JsonText(JsonSource) => |obj, what| {
         if let Ok(b) = obj.cast::<PyBytes>() {
             if std::str::from_utf8(b.as_bytes()).is_err() {
-                return Err(invalid(obj.py(), format!("{what} is not UTF-8")));
+                return Err(invalid_arg(obj.py(), what, format!("{what} is not UTF-8")));
             }
             return Ok(JsonSource::Bytes(PyBackedBytes::from(b.clone())));
         }
@@ -123,8 +123,8 @@ typed_arg! {
             // Fails only on a lone surrogate; worded like every other text argument (`convert.rs`).
             Ok(s) => PyBackedStr::try_from(s.clone())
                 .map(JsonSource::Str)
-                .map_err(|_| utf8(s, what).err().unwrap_or_else(|| invalid(obj.py(), what.to_owned()))),
-            Err(_) => Err(invalid(obj.py(), format!("{what} must be bytes or str"))),
+                .map_err(|_| utf8(s, what).err().unwrap_or_else(|| invalid_arg(obj.py(), what, what.to_owned()))),
+            Err(_) => Err(invalid_arg(obj.py(), what, format!("{what} must be bytes or str"))),
         }
     }
 }

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyBool, PyInt, PyString};
 
-use super::errors::invalid;
+use super::errors::invalid_arg;
 use crate::convert::{self, Rules};
 pub use crate::convert::{to_py, to_py_list};
 
@@ -15,8 +15,8 @@ pub use crate::convert::{to_py, to_py_list};
 pub const DAG: Rules = Rules {
     finite_only: true,
     keep_tuples: false,
-    type_error: |py, msg| invalid(py, msg),
-    value_error: |py, msg| invalid(py, msg),
+    type_error: |py, what, msg| invalid_arg(py, what, msg),
+    value_error: |py, what, msg| invalid_arg(py, what, msg),
 };
 
 pub fn utf8(s: &Bound<'_, PyString>, what: &str) -> PyResult<String> {
@@ -41,8 +41,9 @@ pub fn optional_dict(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Opt
         Some(v @ Value::Object(_)) | Some(v @ Value::Null) => {
             Ok(Some(v).filter(|v| *v != Value::Null))
         }
-        Some(_) => Err(invalid(
+        Some(_) => Err(invalid_arg(
             obj.expect("present").py(),
+            what,
             format!("{what} must be a dict"),
         )),
         None => Ok(None),
@@ -52,7 +53,11 @@ pub fn optional_dict(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Opt
 pub fn text(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     match obj.cast::<PyString>() {
         Ok(s) => utf8(s, what),
-        Err(_) => Err(invalid(obj.py(), format!("{what} must be a string"))),
+        Err(_) => Err(invalid_arg(
+            obj.py(),
+            what,
+            format!("{what} must be a string"),
+        )),
     }
 }
 
@@ -62,10 +67,19 @@ pub fn text_backed(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<PyBackedStr> 
     match obj.cast::<PyString>() {
         // Fails only on a lone surrogate: the same error as `text`.
         Ok(s) => PyBackedStr::try_from(s.clone()).or_else(|_| {
-            utf8(s, what)
-                .and_then(|_| Err(invalid(obj.py(), format!("{what} is not valid Unicode"))))
+            utf8(s, what).and_then(|_| {
+                Err(invalid_arg(
+                    obj.py(),
+                    what,
+                    format!("{what} is not valid Unicode"),
+                ))
+            })
         }),
-        Err(_) => Err(invalid(obj.py(), format!("{what} must be a string"))),
+        Err(_) => Err(invalid_arg(
+            obj.py(),
+            what,
+            format!("{what} must be a string"),
+        )),
     }
 }
 
@@ -78,5 +92,9 @@ pub fn count(obj: &Bound<'_, PyAny>, what: &str, min: usize) -> PyResult<usize> 
             }
         }
     }
-    Err(invalid(obj.py(), format!("{what} must be an int >= {min}")))
+    Err(invalid_arg(
+        obj.py(),
+        what,
+        format!("{what} must be an int >= {min}"),
+    ))
 }

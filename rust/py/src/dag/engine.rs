@@ -10,7 +10,7 @@ use super::args::{
     JsonText, Reason, Text,
 };
 use super::convert::{to_py, to_py_list};
-use super::errors::invalid;
+use super::errors::invalid_arg;
 use crate::convert::py_str;
 use crate::errors::Result;
 
@@ -70,7 +70,7 @@ impl DagEngine {
     ) -> Result<Self> {
         let graph_id = opt_text(graph_id);
         if graph_id.as_deref() == Some("") {
-            return Err(invalid(py, "graph_id must be a non-empty string").into());
+            return Err(invalid_arg(py, "graph_id", "graph_id must be a non-empty string").into());
         }
         // Conversation graphs keep the leaf invariant unless told otherwise (docs/dag.md).
         let leaf_repair = leaf_repair.is_none_or(|f| f.0);
@@ -132,8 +132,11 @@ impl DagEngine {
         edge_id: Option<Text<name::EdgeId>>,
     ) -> Result<Py<PyString>> {
         let (metadata, edge_id) = (dict(metadata), opt_text(edge_id));
-        let id = self.detached(py, |g| {
-            g.create_edge(&from_id.0, &to_id.0, &edge_type.0, metadata, edge_id)
+        // Attached: only a cycle search over the graph is long, and the GIL is released around that alone
+        // (releasing it for every edge was a tenth of building a fan-out).
+        let id = self.locked(py, |g| {
+            let long = |step: &mut (dyn FnMut() + Send)| py.detach(step);
+            g.create_edge_with(&from_id.0, &to_id.0, &edge_type.0, metadata, edge_id, &long)
         })?;
         Ok(py_str(py, &id).unbind())
     }
@@ -284,7 +287,14 @@ impl DagEngine {
             "rejected" => Outcome::Rejected(msg),
             "cancelled" => Outcome::Cancelled(msg),
             "skipped" => Outcome::Skipped(msg),
-            other => return Err(invalid(py, format!("outcome: unknown outcome {other:?}")).into()),
+            other => {
+                return Err(invalid_arg(
+                    py,
+                    "outcome",
+                    format!("outcome: unknown outcome {other:?}"),
+                )
+                .into())
+            }
         };
         let applied = self.detached(py, |g| g.apply_outcome(&node_id.0, outcome))?;
         Ok((applied.changed, applied.skipped, applied.repaired))
@@ -366,8 +376,9 @@ impl DagEngine {
             None | Some("preview") => false,
             Some("full") => true,
             Some(other) => {
-                return Err(invalid(
+                return Err(invalid_arg(
                     py,
+                    "mode",
                     format!("mode must be 'preview' or 'full', not {other:?}"),
                 )
                 .into())

@@ -1,12 +1,15 @@
-//! The DagError family, built once (the first time it is needed) from the core's registry, with real multiple
-//! inheritance (LookupError / ValueError), which `create_exception!` cannot express. `DAG_ERROR_CODES` maps
+//! The DagError family, built once (the first time it is needed) from the core's registry under the package's
+//! root `ChainwardenError`, with real multiple inheritance (LookupError; `InvalidArgument`, a ValueError),
+//! which `create_exception!` cannot express. `DAG_ERROR_CODES` maps
 //! every code to its class, so no code is written twice (docs/design.md §28).
 
 use chainwarden_core::dag::{DagCode, DagError, ErrorKind, BASE_CLASS, BASE_CODE, BASE_DOC};
-use pyo3::exceptions::{PyException, PyLookupError, PyValueError};
+use pyo3::exceptions::PyLookupError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyMappingProxy, PyTuple, PyType};
+
+use crate::exceptions;
 
 struct Classes {
     base: Py<PyType>,
@@ -34,11 +37,14 @@ fn make<'py>(
     Ok(cls.cast_into::<PyType>()?.unbind())
 }
 
-/// The built-in class a family also derives from, so `except LookupError` / `except ValueError` work.
-fn builtin_base(py: Python<'_>, kind: ErrorKind) -> Option<Bound<'_, PyType>> {
+/// The class a family also derives from, so `except LookupError` / `except ValueError` (and
+/// `except chainwarden.errors.InvalidArgument`) work.
+fn second_base(py: Python<'_>, kind: ErrorKind) -> Option<Bound<'_, PyType>> {
     match kind {
         ErrorKind::NotFound => Some(py.get_type::<PyLookupError>()),
-        ErrorKind::InvalidArgument => Some(py.get_type::<PyValueError>()),
+        ErrorKind::InvalidArgument => {
+            Some(exceptions::classes(py).invalid_argument.bind(py).clone())
+        }
         ErrorKind::Edge | ErrorKind::Precondition => None,
     }
 }
@@ -47,7 +53,7 @@ fn build(py: Python<'_>) -> PyResult<Classes> {
     let base = make(
         py,
         BASE_CLASS,
-        vec![py.get_type::<PyException>()],
+        vec![exceptions::classes(py).root.bind(py).clone()],
         BASE_DOC,
         Some(BASE_CODE),
     )?;
@@ -55,7 +61,7 @@ fn build(py: Python<'_>) -> PyResult<Classes> {
         .iter()
         .map(|&kind| {
             let bases = std::iter::once(base.bind(py).clone())
-                .chain(builtin_base(py, kind))
+                .chain(second_base(py, kind))
                 .collect();
             let code = kind.only_code().map(DagCode::as_str);
             make(py, kind.class_name(), bases, kind.doc(), code)
@@ -107,4 +113,13 @@ pub fn to_py(py: Python<'_>, err: DagError) -> PyErr {
 /// A `DagInvalidArgumentError` for a bad argument the bindings found before calling the engine.
 pub fn invalid(py: Python<'_>, message: impl Into<String>) -> PyErr {
     to_py(py, DagError::invalid(message))
+}
+
+/// [`invalid`] naming the argument (`err.argument`, as every `InvalidArgument` does).
+pub fn invalid_arg(py: Python<'_>, argument: &str, message: impl Into<String>) -> PyErr {
+    let err = invalid(py, message);
+    match err.value(py).setattr("argument", argument) {
+        Ok(()) => err,
+        Err(e) => e,
+    }
 }

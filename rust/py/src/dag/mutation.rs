@@ -1,6 +1,6 @@
 //! `Mutation`: the handle a `Graph.mutate()` block receives (docs/dag.md "Mutations are atomic"). It is
 //! native so a call inside a block goes straight to the engine: the Python wrapper it replaces was a tenth
-//! of building a chat and a sixth of a fan-out (benches/README.md "Issues 10 and 11"). Usable only inside
+//! of building a chat and a sixth of a fan-out (benches/README.md "The build floor"). Usable only inside
 //! its block: the block ends it, and any later call raises `DagInvalidArgumentError`.
 
 use std::sync::atomic::{AtomicBool, Ordering};

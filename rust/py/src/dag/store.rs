@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use super::args::{name, ArgName, Rows};
 use super::convert::count;
 use super::engine::DagEngine;
-use super::errors::invalid;
+use super::errors::invalid_arg;
 use crate::errors::Error;
 
 type DeltaRows = (Vec<Row>, Vec<Row>, Vec<(usize, String)>);
@@ -27,7 +27,11 @@ fn finite(py: Python<'_>, v: f64, what: &str) -> PyResult<f64> {
     if v.is_finite() {
         Ok(v)
     } else {
-        Err(invalid(py, format!("{what} must be a finite number")))
+        Err(invalid_arg(
+            py,
+            what,
+            format!("{what} must be a finite number"),
+        ))
     }
 }
 
@@ -75,7 +79,11 @@ pub fn dag_from_records(
     leaf_repair: bool,
 ) -> PyResult<DagEngine> {
     if graph_id.is_empty() {
-        return Err(invalid(py, "graph_id must be a non-empty string"));
+        return Err(invalid_arg(
+            py,
+            "graph_id",
+            "graph_id must be a non-empty string",
+        ));
     }
     let dag = py
         .detach(|| {
@@ -149,7 +157,8 @@ pub fn dag_reclaim_expired(
     max_attempts: &Bound<'_, PyAny>,
 ) -> PyResult<Vec<String>> {
     let max = count(max_attempts, "max_attempts", 1)?;
-    let max = u32::try_from(max).map_err(|_| invalid(py, "max_attempts is too large"))?;
+    let max = u32::try_from(max)
+        .map_err(|_| invalid_arg(py, "max_attempts", "max_attempts is too large"))?;
     let now = now.map(|t| finite(py, t, "now")).transpose()?;
     Ok(with(py, engine, |g| g.reclaim_expired(now, max)))
 }

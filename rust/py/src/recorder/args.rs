@@ -5,7 +5,6 @@
 use chainwarden_core::ids::{parse_id, NodeId};
 use chainwarden_core::recorder::{FinishedCall, Kind, RecorderError, Status};
 use chainwarden_core::value::Value;
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyMapping, PyString};
@@ -13,6 +12,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyMapping, PyString};
 use crate::args::typed_arg;
 use crate::convert::{named_metadata, number, type_name};
 use crate::errors;
+use crate::exceptions::{invalid_argument, invalid_argument_type};
 
 pub mod name {
     crate::args::arg_names! {
@@ -29,15 +29,23 @@ fn word<T>(
     expected: &[&str],
 ) -> PyResult<T> {
     let s = obj.cast::<PyString>().map_err(|_| {
-        PyTypeError::new_err(format!("{what} must be a str, not {}", type_name(obj)))
+        invalid_argument_type(
+            obj.py(),
+            Some(what),
+            format!("{what} must be a str, not {}", type_name(obj)),
+        )
     })?;
     parse(s.to_str()?).map_err(|u| {
         let expected: Vec<String> = expected.iter().map(|t| format!("'{t}'")).collect();
-        PyValueError::new_err(format!(
-            "{what} must be one of {}; got {:?}",
-            expected.join(", "),
-            u.got
-        ))
+        invalid_argument(
+            obj.py(),
+            Some(what),
+            format!(
+                "{what} must be one of {}; got {:?}",
+                expected.join(", "),
+                u.got
+            ),
+        )
     })
 }
 
@@ -53,21 +61,36 @@ fn status(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Status> {
 /// An `int` that is not a `bool`, within 64 bits (the core checks its range).
 fn int(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
     if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
-        return Err(PyTypeError::new_err(format!(
-            "{what} must be an int or None, not {}",
-            type_name(obj)
-        )));
+        return Err(invalid_argument_type(
+            obj.py(),
+            Some(what),
+            format!("{what} must be an int or None, not {}", type_name(obj)),
+        ));
     }
-    obj.extract::<i64>()
-        .map_err(|_| PyValueError::new_err(format!("{what} is out of range: {obj}")))
+    obj.extract::<i64>().map_err(|_| {
+        invalid_argument(
+            obj.py(),
+            Some(what),
+            format!("{what} is out of range: {obj}"),
+        )
+    })
 }
 
 fn text(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<PyBackedStr> {
     let s = obj.cast::<PyString>().map_err(|_| {
-        PyTypeError::new_err(format!("{what} must be a str, not {}", type_name(obj)))
+        invalid_argument_type(
+            obj.py(),
+            Some(what),
+            format!("{what} must be a str, not {}", type_name(obj)),
+        )
     })?;
-    PyBackedStr::try_from(s.clone())
-        .map_err(|_| PyValueError::new_err(format!("{what} is not valid Unicode (lone surrogate)")))
+    PyBackedStr::try_from(s.clone()).map_err(|_| {
+        invalid_argument(
+            obj.py(),
+            Some(what),
+            format!("{what} is not valid Unicode (lone surrogate)"),
+        )
+    })
 }
 
 typed_arg! {
@@ -147,10 +170,11 @@ impl<'py> Fields<'py> {
         value: Bound<'py, PyAny>,
     ) -> PyResult<()> {
         let k = key.cast::<PyString>().map_err(|_| {
-            PyTypeError::new_err(format!(
-                "rows[{at}] keys must be str, not {}",
-                type_name(key)
-            ))
+            invalid_argument_type(
+                key.py(),
+                Some("rows"),
+                format!("rows[{at}] keys must be str, not {}", type_name(key)),
+            )
         })?;
         let k = k.to_str()?;
         match FIELDS.iter().position(|f| *f == k) {
@@ -158,11 +182,15 @@ impl<'py> Fields<'py> {
                 self.values[i] = Some(value);
                 Ok(())
             }
-            None => Err(PyTypeError::new_err(format!(
-                "rows[{at}] has an unknown field {}; the fields are record_call's arguments: {}",
-                key.repr()?,
-                FIELDS.join(", ")
-            ))),
+            None => Err(invalid_argument_type(
+                key.py(),
+                Some("rows"),
+                format!(
+                    "rows[{at}] has an unknown field {}; the fields are record_call's arguments: {}",
+                    key.repr()?,
+                    FIELDS.join(", ")
+                ),
+            )),
         }
     }
 
@@ -181,10 +209,13 @@ impl<'py> Fields<'py> {
                 f(v, FIELDS[i]).map(Some).map_err(|e| in_row(v.py(), e, at))
             }
             Some(_) => Ok(None),
-            None if required => Err(PyTypeError::new_err(format!(
-                "rows[{at}] is missing the required field '{}'",
-                FIELDS[i]
-            ))),
+            None if required => Err(Python::attach(|py| {
+                invalid_argument_type(
+                    py,
+                    Some("rows"),
+                    format!("rows[{at}] is missing the required field '{}'", FIELDS[i]),
+                )
+            })),
             None => Ok(None),
         }
     }
@@ -197,7 +228,16 @@ fn in_row(py: Python<'_>, err: PyErr, index: usize) -> PyErr {
         .str()
         .map(|m| m.to_string())
         .unwrap_or_default();
-    PyErr::from_type(err.get_type(py), format!("rows[{index}].{message}"))
+    let row_err = PyErr::from_type(err.get_type(py), format!("rows[{index}].{message}"));
+    // The field the error names, as the row's field (`rows[3].cost_usd`).
+    if let Ok(arg) = err.value(py).getattr("argument") {
+        if let Ok(arg) = arg.extract::<String>() {
+            let _ = row_err
+                .value(py)
+                .setattr("argument", format!("rows[{index}].{arg}"));
+        }
+    }
+    row_err
 }
 
 /// The value of a field `Fields::get` was asked for as required (it raised otherwise).
@@ -220,10 +260,14 @@ impl Row {
                 fields.set(at, &k, v)?;
             }
         } else {
-            return Err(PyTypeError::new_err(format!(
-                "rows[{at}] must be a mapping of record_call's arguments (a dict), not {}",
-                type_name(obj)
-            )));
+            return Err(invalid_argument_type(
+                obj.py(),
+                Some("rows"),
+                format!(
+                    "rows[{at}] must be a mapping of record_call's arguments (a dict), not {}",
+                    type_name(obj)
+                ),
+            ));
         }
         Ok(Row {
             parent: required(fields.get(at, 0, true, text)?),
@@ -270,10 +314,14 @@ impl Row {
 /// `record_calls`'s `rows`: any iterable of mappings but a `str`, `bytes` or a single mapping.
 pub fn rows(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Row>> {
     let not_rows = || {
-        PyTypeError::new_err(format!(
-            "rows must be an iterable of mappings (dicts of record_call's arguments), not {}",
-            type_name(obj)
-        ))
+        invalid_argument_type(
+            obj.py(),
+            Some("rows"),
+            format!(
+                "rows must be an iterable of mappings (dicts of record_call's arguments), not {}",
+                type_name(obj)
+            ),
+        )
     };
     if obj.is_instance_of::<PyString>()
         || obj.is_instance_of::<PyBytes>()

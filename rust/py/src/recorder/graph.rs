@@ -4,7 +4,6 @@
 use chainwarden_core::ids::parse_id;
 use chainwarden_core::recorder::events::{Finished, Started};
 use chainwarden_core::recorder::{Config, FinishedCall, Graph, Kind, Recorded, Status};
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use pyo3::{PyTraverseError, PyVisit};
@@ -15,6 +14,7 @@ use super::node_event::NodeEvent;
 use super::snapshot::{self, id_str};
 use crate::convert::{metadata_to_py, number, opt_int};
 use crate::errors;
+use crate::exceptions::{invalid_argument, invalid_argument_type};
 
 /// Lets other threads run Python while this one waits for the graph lock (the one way the
 /// bindings release the GIL: `py.detach`). Only called from methods entered attached, so
@@ -35,18 +35,20 @@ pub struct ExecutionGraph {
     subscribers: HookList,
 }
 
-fn kind_arg(kind: &str) -> PyResult<Kind> {
+fn kind_arg(py: Python<'_>, kind: &str) -> PyResult<Kind> {
     Kind::parse(kind).map_err(|u| {
         let expected: Vec<String> = u.expected.iter().map(|t| format!("'{t}'")).collect();
-        PyValueError::new_err(format!(
-            "kind must be one of {}; got {kind:?}",
-            expected.join(", ")
-        ))
+        invalid_argument(
+            py,
+            Some("kind"),
+            format!("kind must be one of {}; got {kind:?}", expected.join(", ")),
+        )
     })
 }
 
 /// The constructor's numeric settings, shared with `from_snapshot`.
 fn config(
+    py: Python<'_>,
     cost_rate_threshold_usd_per_sec: Option<&Bound<'_, PyAny>>,
     token_velocity_threshold: Option<&Bound<'_, PyAny>>,
     max_nodes: Option<&Bound<'_, PyAny>>,
@@ -56,9 +58,11 @@ fn config(
         |v: Option<&Bound<'_, PyAny>>, field, default| v.map_or(Ok(default), |v| number(v, field));
     let max_nodes = opt_int(max_nodes, "max_nodes")?.unwrap_or(0);
     if max_nodes < 0 {
-        return Err(PyValueError::new_err(format!(
-            "max_nodes must be >= 0 (0 = unlimited); got {max_nodes}"
-        )));
+        return Err(invalid_argument(
+            py,
+            Some("max_nodes"),
+            format!("max_nodes must be >= 0 (0 = unlimited); got {max_nodes}"),
+        ));
     }
     Ok(Config {
         cost_rate_threshold_usd_per_sec: threshold(
@@ -177,6 +181,7 @@ impl ExecutionGraph {
         max_nodes: Option<&Bound<'_, PyAny>>,
     ) -> errors::Result<Self> {
         let config = config(
+            py,
             cost_rate_threshold_usd_per_sec,
             token_velocity_threshold,
             max_nodes,
@@ -248,6 +253,7 @@ impl ExecutionGraph {
     ) -> errors::Result<Self> {
         let py = cls.py();
         let config = config(
+            py,
             cost_rate_threshold_usd_per_sec,
             token_velocity_threshold,
             max_nodes,
@@ -264,17 +270,22 @@ impl ExecutionGraph {
                 .import("json")?
                 .call_method("dumps", (snapshot,), Some(&kwargs))
                 .map_err(|e| {
-                    PyValueError::new_err(format!(
-                        "invalid snapshot: not JSON-serialisable ({})",
-                        e.value(py)
-                    ))
+                    invalid_argument(
+                        py,
+                        Some("snapshot"),
+                        format!("invalid snapshot: not JSON-serialisable ({})", e.value(py)),
+                    )
                 })?;
             dumped.cast::<PyString>()?.to_str()?.as_bytes().to_vec()
         } else {
-            return Err(PyTypeError::new_err(format!(
-                "snapshot must be a dict, bytes or str, not {}",
-                snapshot.get_type().name()?
-            ))
+            return Err(invalid_argument_type(
+                py,
+                Some("snapshot"),
+                format!(
+                    "snapshot must be a dict, bytes or str, not {}",
+                    snapshot.get_type().name()?
+                ),
+            )
             .into());
         };
         let graph = py
@@ -313,7 +324,11 @@ impl ExecutionGraph {
 
     fn add_subscriber(&self, py: Python<'_>, callback: &Bound<'_, PyAny>) -> PyResult<()> {
         if !callback.is_callable() {
-            return Err(PyTypeError::new_err("subscriber must be callable"));
+            return Err(invalid_argument_type(
+                py,
+                Some("callback"),
+                "subscriber must be callable",
+            ));
         }
         self.subscribers.add(py, callback);
         Ok(())
@@ -346,7 +361,7 @@ impl ExecutionGraph {
         metadata: Option<&Bound<'py, PyAny>>,
         running: bool,
     ) -> errors::Result<Bound<'py, PyString>> {
-        let kind = kind_arg(kind)?;
+        let kind = kind_arg(py, kind)?;
         let meta = crate::convert::metadata(metadata)?;
         let want_start = running && self.observers.any();
         let (id, started) = self

@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use pyo3::exceptions::{PyAttributeError, PyException, PyTypeError};
+use pyo3::exceptions::{PyAttributeError, PyException};
+
+use crate::exceptions::invalid_argument_type;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
@@ -92,11 +94,15 @@ pub fn check_observer(observer: &Bound<'_, PyAny>, what: &str) -> PyResult<()> {
             }
         }
     }
-    Err(PyTypeError::new_err(format!(
-        "{what} must provide at least one of {}(); got {}",
-        OBSERVER_METHODS.join("(), "),
-        observer.get_type().name()?
-    )))
+    Err(invalid_argument_type(
+        observer.py(),
+        Some(what),
+        format!(
+            "{what} must provide at least one of {}(); got {}",
+            OBSERVER_METHODS.join("(), "),
+            observer.get_type().name()?
+        ),
+    ))
 }
 
 /// The constructor's `observers` argument: None or an iterable (not a string) of observers.
@@ -105,10 +111,14 @@ pub fn observer_list(observers: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Py<Py
         return Ok(Vec::new());
     };
     let not_a_list = || -> PyResult<PyErr> {
-        Ok(PyTypeError::new_err(format!(
-            "observers must be a list of observers or None; got {}",
-            obj.get_type().name()?
-        )))
+        Ok(invalid_argument_type(
+            obj.py(),
+            Some("observers"),
+            format!(
+                "observers must be a list of observers or None; got {}",
+                obj.get_type().name()?
+            ),
+        ))
     };
     // A string or a mapping iterates, but over characters or keys: never what was meant.
     if obj.is_instance_of::<PyString>()

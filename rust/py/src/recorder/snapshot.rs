@@ -10,13 +10,13 @@ use chainwarden_core::recorder::graph::{now_ms, Graph, State};
 use chainwarden_core::recorder::node::Node;
 use chainwarden_core::recorder::snapshot_json::NODE_KEYS;
 use chainwarden_core::recorder::{AggregatesView, Kind, Status};
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyFloat, PyList, PyString};
 
 use crate::convert::{metadata_to_py, py_str};
+use crate::exceptions::invalid_state;
 
 struct Keys {
     node: [Py<PyString>; 15],
@@ -401,7 +401,10 @@ pub fn snapshot_json_bytes<'py>(py: Python<'py>, graph: &Graph) -> PyResult<Boun
     let mut w = graph.snapshot_json_writer();
     let len = w.byte_len();
     let size = ffi::Py_ssize_t::try_from(len).map_err(|_| {
-        PyRuntimeError::new_err("snapshot_json: the snapshot is too large for bytes")
+        invalid_state(
+            py,
+            "snapshot_json: the snapshot is too large for bytes".to_owned(),
+        )
     })?;
     // An uninitialised bytes object (PyBytes::new_with zeroes it first: 14% of a 30 MB snapshot),
     // filled by the cursor; it reaches Python only once every byte is written.
@@ -422,8 +425,9 @@ pub fn snapshot_json_bytes<'py>(py: Python<'py>, graph: &Graph) -> PyResult<Boun
     } else {
         // Unreachable while the writer holds the lock and its frozen aggregates; kept as a clean
         // error rather than a panic.
-        Err(PyRuntimeError::new_err(
-            "snapshot_json: the snapshot changed while it was written",
+        Err(invalid_state(
+            py,
+            "snapshot_json: the snapshot changed while it was written".to_owned(),
         ))
     }
 }

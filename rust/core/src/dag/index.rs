@@ -1,0 +1,205 @@
+//! Id → arena position, for node ids and for edge ids (docs/dag.md "Ids and indexes").
+//!
+//! The ids a graph generates are UUIDv7s that come out in creation order (`ids.rs`), and a UUID written as
+//! lowercase 8-4-4-4-12 hex orders like its 128-bit value. So such ids are kept as values in one ascending
+//! vector, appended as they are made and searched from the newest end (a build looks up what it just made):
+//! no hashing, no map to grow, 20 bytes an id. Every other id — one a caller gave, or a UUID that does not
+//! sort after the newest (a graph extended on a host whose clock is behind the one that made it) — goes to a
+//! side map keyed by its text.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use crate::ids::parse_uuid;
+
+#[derive(Default)]
+pub(crate) struct IdIndex {
+    /// Ids that are canonical UUID text, as values, ascending.
+    keys: Vec<u128>,
+    /// The arena position of `keys[i]`.
+    slots: Vec<u32>,
+    /// Every other id.
+    others: FxHashMap<Arc<str>, u32>,
+}
+
+impl IdIndex {
+    pub fn len(&self) -> usize {
+        self.keys.len() + self.others.len()
+    }
+
+    pub fn reserve(&mut self, n: usize) {
+        self.keys.reserve(n);
+        self.slots.reserve(n);
+    }
+
+    pub fn get(&self, id: &str) -> Option<u32> {
+        if let Some(found) = parse_uuid(id).and_then(|key| self.find(key)) {
+            return Some(found);
+        }
+        if self.others.is_empty() {
+            return None;
+        }
+        self.others.get(id).copied()
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        self.get(id).is_some()
+    }
+
+    /// How many ids the side map holds (the rest are served from the ordered vector).
+    #[cfg(test)]
+    pub fn side_len(&self) -> usize {
+        self.others.len()
+    }
+
+    /// Indexes a new id (the caller has checked it is not there yet).
+    pub fn insert(&mut self, id: &Arc<str>, slot: u32) {
+        match parse_uuid(id) {
+            Some(key) if self.keys.last().is_none_or(|&last| last < key) => {
+                self.keys.push(key);
+                self.slots.push(slot);
+            }
+            _ => {
+                self.others.insert(id.clone(), slot);
+            }
+        }
+    }
+
+    /// Forgets an id; a rollback forgets ids newest first, so an ordered one is always the last.
+    pub fn remove(&mut self, id: &str) {
+        match parse_uuid(id) {
+            Some(key) if self.keys.last() == Some(&key) => {
+                self.keys.pop();
+                self.slots.pop();
+            }
+            _ => {
+                self.others.remove(id);
+            }
+        }
+    }
+
+    /// Gallops back from the newest key, then searches the range it found: O(log d) for a key d places
+    /// from the end.
+    fn find(&self, key: u128) -> Option<u32> {
+        let keys = &self.keys;
+        // The first id is looked up often too: a root, the hub of a fan-out.
+        match keys.first() {
+            Some(&first) if key <= first => return (key == first).then(|| self.slots[0]),
+            None => return None,
+            _ => {}
+        }
+        let mut hi = keys.len();
+        let mut step = 1;
+        // keys[hi..] are all greater than `key`.
+        let lo = loop {
+            if hi == 0 {
+                return None;
+            }
+            let i = hi.saturating_sub(step);
+            if keys[i] <= key {
+                break i;
+            }
+            hi = i;
+            step *= 2;
+        };
+        keys[lo..hi]
+            .binary_search(&key)
+            .ok()
+            .map(|j| self.slots[lo + j])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{uuid7, uuid7_arc};
+
+    fn arc(s: &str) -> Arc<str> {
+        Arc::from(s)
+    }
+
+    #[test]
+    fn generated_ids_are_kept_in_order_without_the_map() {
+        let mut index = IdIndex::default();
+        let ids: Vec<Arc<str>> = (0..1_000).map(|_| uuid7_arc()).collect();
+        for (slot, id) in ids.iter().enumerate() {
+            index.insert(id, slot as u32);
+        }
+        assert!(index.others.is_empty());
+        assert_eq!(index.len(), 1_000);
+        for (slot, id) in ids.iter().enumerate() {
+            assert_eq!(index.get(id), Some(slot as u32), "{id}");
+        }
+        assert_eq!(index.get(&uuid7()), None);
+        assert_eq!(index.get("0"), None);
+        // Between two indexed values, before the first, after the last.
+        let first = parse_uuid(&ids[0]).unwrap();
+        assert_eq!(index.find(first - 1), None);
+        assert_eq!(index.find(first + 1), None);
+        assert_eq!(index.find(u128::MAX), None);
+        assert_eq!(IdIndex::default().find(first), None);
+    }
+
+    #[test]
+    fn caller_ids_and_ids_out_of_order_use_the_side_map() {
+        let mut index = IdIndex::default();
+        let early = uuid7_arc();
+        let late = uuid7_arc();
+        index.insert(&late, 0);
+        index.insert(&arc("t1"), 1);
+        // A UUID older than the newest (made elsewhere, or by a clock that is behind): found all the same.
+        index.insert(&early, 2);
+        let upper: Arc<str> = Arc::from(uuid7().to_uppercase());
+        index.insert(&upper, 3);
+        assert_eq!(index.others.len(), 3);
+        for (id, slot) in [(&late, 0), (&arc("t1"), 1), (&early, 2), (&upper, 3)] {
+            assert_eq!(index.get(id), Some(slot), "{id}");
+            assert!(index.contains(id));
+        }
+        // The lowercase spelling of a UUID given in capitals is another id.
+        assert_eq!(index.get(&upper.to_lowercase()), None);
+    }
+
+    #[test]
+    fn removing_newest_first_undoes_inserts() {
+        let mut index = IdIndex::default();
+        let kept = uuid7_arc();
+        index.insert(&kept, 0);
+        let added = [
+            uuid7_arc(),
+            arc("x"),
+            uuid7_arc(),
+            kept.to_uppercase().into(),
+        ];
+        for (i, id) in added.iter().enumerate() {
+            index.insert(id, i as u32 + 1);
+        }
+        for id in added.iter().rev() {
+            index.remove(id);
+            assert_eq!(index.get(id), None);
+        }
+        assert_eq!((index.len(), index.get(&kept)), (1, Some(0)));
+        // The order continues from what is left.
+        let next = uuid7_arc();
+        index.insert(&next, 1);
+        assert!(index.others.is_empty());
+        assert_eq!(index.get(&next), Some(1));
+    }
+
+    #[test]
+    fn search_finds_every_distance_from_the_end() {
+        let mut index = IdIndex::default();
+        // Values with gaps, so misses fall between keys.
+        for i in 0..5_000u32 {
+            index.keys.push(u128::from(i) * 3 + 7);
+            index.slots.push(i);
+        }
+        for i in 0..5_000u32 {
+            let key = u128::from(i) * 3 + 7;
+            assert_eq!(index.find(key), Some(i));
+            assert_eq!(index.find(key + 1), None);
+        }
+        assert_eq!(index.find(0), None);
+    }
+}
