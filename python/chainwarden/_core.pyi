@@ -1,20 +1,30 @@
 """Typed stub of the native module (checked against the binary by mypy.stubtest)."""
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar, Final, Literal, final
+from contextvars import ContextVar, Token
+from types import TracebackType
+from typing import Any, ClassVar, Final, Literal, ParamSpec, TypeVar, final
 
 from typing_extensions import disjoint_base
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
 __all__ = [
+    "CURRENT_CALL",
     "DAG_ERROR_CODES",
     "MAX_RECORDS",
     "STOP_REASONS",
+    "Block",
+    "CallBinding",
     "CallKind",
+    "CallPlan",
     "CallRecord",
     "CallStatus",
     "ChainCore",
     "ChainwardenError",
     "ClosedCall",
+    "Counters",
     "DagEdgeError",
     "DagEngine",
     "DagError",
@@ -30,6 +40,7 @@ __all__ = [
     "NotFound",
     "StopCause",
     "__version__",
+    "bind_call",
     "dag_apply_records",
     "dag_change_mark",
     "dag_check_lease",
@@ -40,6 +51,7 @@ __all__ = [
     "dag_reclaim_expired",
     "dag_release",
     "dag_work",
+    "enclosing_call",
     "open_sync_calls",
 ]
 
@@ -380,6 +392,89 @@ def open_sync_calls() -> tuple[int, tuple[ChainCore, int] | None]:
     """(depth, (core, node) of the innermost) of the sync wrapped calls open on this thread."""
 
 @final
+class CallBinding:
+    """An async call or ``with`` block, as seen from the code it runs (``CURRENT_CALL``)."""
+
+    def __new__(
+        cls, core: Any, node: int, thread: int, sync_depth: int, outer: CallBinding | None
+    ) -> CallBinding: ...
+    @property
+    def core(self) -> Any: ...
+    @property
+    def node(self) -> int: ...
+    @property
+    def thread(self) -> int: ...
+    @property
+    def sync_depth(self) -> int: ...
+    @property
+    def outer(self) -> CallBinding | None: ...
+
+CURRENT_CALL: ContextVar[CallBinding | None]
+
+def bind_call(core: Any, node: int) -> Token[CallBinding | None]:
+    """Binds call ``node`` of ``core`` in ``CURRENT_CALL``; reset with ``CURRENT_CALL.reset(token)``."""
+
+def enclosing_call(core: Any) -> int | None:
+    """The node of ``core``'s innermost open async call or block in this context, if any."""
+
+@final
+class CallPlan:
+    """One form of contained call of a chain, as every ``with`` block of that form admits it."""
+
+    def __new__(
+        cls,
+        state: Any,
+        kind: CallKind,
+        options: Any,
+        name: str,
+        model: str | None,
+        cost_estimate: float,
+        fast: ChainCore | None,
+    ) -> CallPlan: ...
+    @property
+    def state(self) -> Any: ...
+    @property
+    def kind(self) -> CallKind: ...
+    @property
+    def options(self) -> Any: ...
+    @property
+    def native(self) -> bool: ...
+
+@final
+class Block:
+    """What ``ctx.llm_call(...)`` returns: a decorator, and a context manager for one block."""
+
+    def __new__(cls, ctx: Any, plan: CallPlan) -> Block: ...
+    def __call__(self, fn: Callable[_P, _R]) -> Callable[_P, _R]: ...
+    @property
+    def _ctx(self) -> Any: ...
+    @property
+    def _plan(self) -> CallPlan: ...
+    def __enter__(self) -> None: ...
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool: ...
+
+@final
+class Counters:
+    """A chain's counters at one instant (``ChainCore.counters()``)."""
+
+    @property
+    def step_count(self) -> int: ...
+    @property
+    def cost_usd(self) -> float: ...
+    @property
+    def retries_used(self) -> int: ...
+    @property
+    def aborted(self) -> bool: ...
+    @property
+    def abort_reason(self) -> str | None: ...
+    @property
+    def elapsed_ms(self) -> float: ...
+    @property
+    def record_count(self) -> int: ...
+
+@final
 class CallKind:
     """The kind of a contained call."""
 
@@ -548,7 +643,7 @@ class ChainCore:
     @property
     def reserved_usd(self) -> float: ...
     def add_cost(self, cost_usd: float) -> tuple[float, bool]: ...
-    def counters(self) -> tuple[int, float, int, bool, str | None, float, int]: ...
+    def counters(self) -> Counters: ...
     def records(self, start: int, stop: int) -> list[CallRecord]: ...
     def aggregates(self) -> dict[str, Any]: ...
     def graph_snapshot_json(self) -> bytes: ...

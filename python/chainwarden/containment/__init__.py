@@ -3,7 +3,8 @@
 from chainwarden._core import ExecutionGraph, NodeEvent
 from chainwarden.containment import budget_allocator, execution_context, execution_graph
 from chainwarden.containment._blocks import CallRefused, ChainHalted
-from chainwarden.containment._current import contained, current_context
+from chainwarden.containment._current import current_context
+from chainwarden.containment._decorators import contained
 from chainwarden.containment._events import STOP_REASONS
 from chainwarden.containment._partials import attach_partial_buffer, get_current_partial_buffer
 from chainwarden.containment._report import report_cost

@@ -18,13 +18,12 @@ import sys
 from asyncio import get_running_loop
 from collections.abc import Awaitable, Callable
 from inspect import CO_COROUTINE
-from threading import get_ident
 from types import FunctionType
 from typing import Any, Final
 
-from chainwarden._core import CallKind, CallStatus, open_sync_calls
+from chainwarden._core import CallKind, CallStatus
 from chainwarden.containment._outcomes import capture_call, failed, gate, refuse, spent, succeeded
-from chainwarden.containment._report import CURRENT_CALL, Binding, enclosing
+from chainwarden.containment._report import CURRENT_CALL, bind_call, enclosing
 from chainwarden.containment._rich import bind as bind_options
 from chainwarden.containment._state import ChainState
 from chainwarden.containment.types import WrapOptions
@@ -41,7 +40,6 @@ _CURRENT_TASKS: Final[dict[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None]
 _current_task: Final = asyncio.current_task
 
 _DEFAULT_OPTIONS: Final = WrapOptions()
-_new_tuple: Final = tuple.__new__
 _ALLOW: Final = Decision.ALLOW
 # Why _InFlight cancelled the task.
 _ABORT: Final = 1  # cancel_all: abort, chain timeout seen by the core, a child's spending, close
@@ -81,7 +79,7 @@ def _deadline_s(s: ChainState, opts: WrapOptions) -> tuple[float | None, bool]:
     chain_ms = s.config.timeout_ms
     chain_left = None
     if chain_ms > 0:
-        chain_left = max(0.0, chain_ms / 1000.0 - s.core.counters()[5] / 1000.0)
+        chain_left = max(0.0, chain_ms / 1000.0 - s.core.counters().elapsed_ms / 1000.0)
     if opts.timeout_ms is None or opts.timeout_ms == 0:
         return chain_left, False
     call_s = opts.timeout_ms / 1000.0
@@ -140,10 +138,8 @@ async def wrap_async(
         limit_s, per_call = _deadline_s(s, opts)
         if limit_s is not None:
             timer = loop.call_later(limit_s, call.expire, _CALL_LIMIT if per_call else _CHAIN_LIMIT)
-    # Wraps and report_cost inside the call find it through this context variable (`bind`, inlined).
-    bound = CURRENT_CALL.set(
-        _new_tuple(Binding, (core, node, get_ident(), open_sync_calls()[0], CURRENT_CALL.get()))
-    )
+    # Wraps and report_cost inside the call find it through this context variable.
+    bound = bind_call(core, node)
     error: BaseException | None = None
     result: Any = None
     try:

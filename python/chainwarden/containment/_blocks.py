@@ -1,18 +1,19 @@
 """``with ctx.llm_call(...):`` — a block of code contained as one call.
 
-The block's node is the parent of wraps made inside it, through the context's ContextVar, which
-stays exact when the block awaits (unlike the per-thread stack of sync wraps).
+The block's node is the parent of wraps made inside it, through the core's ``CURRENT_CALL``
+ContextVar, which stays exact when the block awaits (unlike the per-thread stack of sync wraps).
+The block itself is native (``chainwarden._core.Block``): on a chain with nothing to consult besides
+the core it admits and settles its call without running Python; otherwise, and when a block fails
+or is refused, it calls the functions here.
 """
 
 from __future__ import annotations
 
-from contextvars import Token
-from types import TracebackType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, NoReturn
 
-from chainwarden._core import CallKind
+from chainwarden._core import CallKind, CallPlan, ChainCore, StopCause
 from chainwarden.containment._outcomes import NO_RESULT, failed, gate, refuse, succeeded
-from chainwarden.containment._report import CURRENT_CALL, Binding, bind, enclosing
+from chainwarden.containment._report import enclosing
 from chainwarden.containment.types import WrapOptions
 from chainwarden.errors import CallRefused, ChainHalted
 from chainwarden.shield.types import Decision
@@ -21,7 +22,17 @@ if TYPE_CHECKING:
     from chainwarden.containment._state import ChainState
     from chainwarden.containment.context import ExecutionContext
 
-__all__ = ["CallRefused", "ChainHalted", "ContainedBlock", "halted"]
+__all__ = [
+    "CallRefused",
+    "ChainHalted",
+    "Plans",
+    "enter_block",
+    "exit_block",
+    "halted",
+    "plan",
+    "plan_named",
+    "refused_block",
+]
 
 
 def halted(ctx: ExecutionContext, decision: Decision) -> ChainHalted:
@@ -29,50 +40,82 @@ def halted(ctx: ExecutionContext, decision: Decision) -> ChainHalted:
     return ChainHalted.of(ctx._s, decision)
 
 
-class ContainedBlock:
-    """One use per ``with`` statement: entering admits the call (or raises ``CallRefused``),
-    leaving closes it — success when the block completes, a counted failure when it raises."""
+def plan(s: ChainState, kind: CallKind, opts: WrapOptions) -> CallPlan:
+    """How every block of ``kind`` with ``opts`` in chain ``s`` admits its call: natively when the
+    chain has nothing to consult besides its own core and the options ask for nothing more."""
+    core = s.core
+    native = s.plain and not opts._rich and type(core) is ChainCore
+    model = (opts.model or s.llm_model) if kind == CallKind.LLM else None
+    return CallPlan(
+        s, kind, opts, opts.operation_name, model, opts.cost_estimate_hint, core if native else None
+    )
 
-    def __init__(self, state: ChainState, kind: CallKind, opts: WrapOptions) -> None:
-        self._s = state
-        self._kind = kind
-        self._opts = opts
-        self._open: list[tuple[int, Token[Binding | None]]] = []
 
-    def __enter__(self) -> None:
-        s, opts = self._s, self._opts
-        node = s.core.begin(
-            None,
-            enclosing(s.core),
-            self._kind,
-            opts.operation_name,
-            (opts.model or s.llm_model) if self._kind == CallKind.LLM else None,
-            opts.cost_estimate_hint,
-            not s.gated,
-            False,
-        )
-        if not isinstance(node, int):
-            raise CallRefused.of(s, refuse(s, node, opts))
-        if s.gated:
-            verdict = gate(s, node, self._kind, opts)
-            if verdict is not None:
-                raise CallRefused.of(s, verdict)
-        s.async_used = True
-        self._open.append((node, CURRENT_CALL.set(bind(s.core, node))))
+# Names and estimates a context remembers plans for (a program names its blocks: rarely reached).
+_MAX_NAMES = 256
+_MAX_COSTS = 16
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> Literal[False]:
-        s = self._s
-        node, bound = self._open.pop()
-        CURRENT_CALL.reset(bound)
-        if exc is None:
-            # A block has no result: it is charged what it reported, else its estimate.
-            decision = succeeded(s, node, self._kind, self._opts, NO_RESULT)
-            if decision is not Decision.ALLOW:
-                raise CallRefused.of(s, decision)
-            return False
-        decision = failed(s, exc, node, self._opts)
-        if decision is Decision.RETRY:
-            return False  # the block's own exception goes on, counted
-        raise CallRefused.of(s, decision) from exc
+# name -> cost estimate -> plan: two lookups of keys that hash cheaply, no key object built per block.
+Plans = dict[str, dict[float, CallPlan]]
+
+
+def plan_named(plans: Plans, s: ChainState, kind: CallKind, name: str, cost: float) -> CallPlan:
+    """The plan of ``ctx.llm_call(name, cost)`` (or ``tool_call``) blocks, remembered in ``plans`` (the
+    context's, one per kind) once the options are validated. The context holds them, not the chain
+    state they point to: no reference cycle."""
+    p = plan(s, kind, WrapOptions(name, cost))
+    costs = plans.get(name)
+    if costs is None and len(plans) < _MAX_NAMES:
+        costs = plans[name] = {}
+    if costs is not None and len(costs) < _MAX_COSTS:
+        costs[cost] = p
+    return p
+
+
+def enter_block(p: CallPlan) -> int:
+    """Admits a block's call off the native path; returns its node or raises ``CallRefused``."""
+    s: ChainState = p.state
+    opts: WrapOptions = p.options
+    kind = p.kind
+    node = s.core.begin(
+        None,
+        enclosing(s.core),
+        kind,
+        opts.operation_name,
+        (opts.model or s.llm_model) if kind == CallKind.LLM else None,
+        opts.cost_estimate_hint,
+        not s.gated,
+        False,
+    )
+    if not isinstance(node, int):
+        raise CallRefused.of(s, refuse(s, node, opts))
+    if s.gated:
+        verdict = gate(s, node, kind, opts)
+        if verdict is not None:
+            raise CallRefused.of(s, verdict)
+    s.async_used = True
+    return node
+
+
+def refused_block(p: CallPlan, cause: StopCause) -> NoReturn:
+    """The core refused a block on the native path: the refusal is reported as a wrap's is, and raised."""
+    s: ChainState = p.state
+    raise CallRefused.of(s, refuse(s, cause, p.options))
+
+
+def exit_block(p: CallPlan, node: int, exc: BaseException | None) -> None:
+    """Closes a block's call off the native path: success when ``exc`` is None, else a counted
+    failure. Raises ``CallRefused`` when containment refuses the outcome; returns when the block's
+    own exception (if any) should go on."""
+    s: ChainState = p.state
+    opts: WrapOptions = p.options
+    if exc is None:
+        # A block has no result: it is charged what it reported, else its estimate.
+        decision = succeeded(s, node, p.kind, opts, NO_RESULT)
+        if decision is not Decision.ALLOW:
+            raise CallRefused.of(s, decision)
+        return
+    decision = failed(s, exc, node, opts)
+    if decision is Decision.RETRY:
+        return  # the block's own exception goes on, counted
+    raise CallRefused.of(s, decision) from exc

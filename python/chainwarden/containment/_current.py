@@ -10,36 +10,24 @@ Two things make a context current, and the inner one wins:
   ContextVar for async wraps and blocks, the core's per-thread stack for sync wraps), so the fast path
   pays nothing for it.
 
-``@contained`` uses it: a decorated helper is a contained call of whatever context is current when it is
-called, and a plain call outside any. See docs/containment.md.
+``@contained`` (``_decorators``) uses it: a decorated helper is a contained call of whatever context is
+current when it is called, and a plain call outside any. See docs/containment.md.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import inspect
-import logging
 import weakref
-from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from threading import get_ident
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, ParamSpec, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from chainwarden._core import ChainCore, open_sync_calls
 from chainwarden.containment._report import CURRENT_CALL, Binding
-from chainwarden.containment.types import WrapOptions
-from chainwarden.errors import InvalidArgument, InvalidArgumentType
 
 if TYPE_CHECKING:
     from chainwarden.containment.context import ExecutionContext
 
-__all__ = ["contained", "current_context", "enter", "leave", "owner", "register"]
-
-_log = logging.getLogger("chainwarden.containment")
-
-P = ParamSpec("P")
-R = TypeVar("R")
+__all__ = ["current_context", "enter", "leave", "owner", "register"]
 
 
 class _Entered(NamedTuple):
@@ -101,70 +89,3 @@ def current_context() -> ExecutionContext | None:
         if inside:
             return entered.ctx
     return owner(call_core) or (entered.ctx if entered is not None else None)
-
-
-Kind = Literal["llm", "tool"]
-
-
-@overload
-def contained(fn: Callable[P, R], /) -> Callable[P, R]: ...
-@overload
-def contained(
-    *, name: str = "", kind: Kind = "llm", cost: float = 0.0, timeout_ms: int | None = None
-) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
-def contained(
-    fn: Callable[P, R] | None = None,
-    /,
-    *,
-    name: str = "",
-    kind: Kind = "llm",
-    cost: float = 0.0,
-    timeout_ms: int | None = None,
-) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
-    """Decorator (bare or with arguments): each call of the function is a contained call of the context
-    current at that moment (``current_context()``), named after the function's ``__qualname__`` unless
-    ``name`` is given; outside any context the function simply runs. Same parameters and return type for
-    type checkers; a refused call raises ``CallRefused``."""
-    if kind not in ("llm", "tool"):
-        raise InvalidArgument(f"kind must be 'llm' or 'tool', got {kind!r}", argument="kind")
-    opts = WrapOptions(name, cost, timeout_ms)  # validated now, not at the first call
-
-    def decorate(func: Callable[P, R]) -> Callable[P, R]:
-        if not callable(func):
-            raise InvalidArgumentType(
-                f"contained decorates a function, got {type(func).__name__}", argument="func"
-            )
-        named = opts if opts.operation_name else dataclasses.replace(opts, operation_name=func.__qualname__)
-
-        def for_context(ctx: ExecutionContext) -> Callable[P, R]:
-            factory = ctx.llm_call if kind == "llm" else ctx.tool_call
-            block = factory(named.operation_name, named.cost_estimate_hint, timeout_ms=named.timeout_ms)
-            return block(func)
-
-        if inspect.iscoroutinefunction(func):
-            afunc = cast(Callable[..., Awaitable[Any]], func)
-
-            @functools.wraps(func)
-            async def run_async(*args: Any, **kwargs: Any) -> Any:
-                ctx = current_context()
-                if ctx is None:
-                    _log.debug("%s called outside any ExecutionContext: not contained", named.operation_name)
-                    return await afunc(*args, **kwargs)
-                contained_fn = cast(Callable[..., Awaitable[Any]], for_context(ctx))
-                return await contained_fn(*args, **kwargs)
-
-            return cast(Callable[P, R], run_async)
-
-        @functools.wraps(func)
-        def run(*args: P.args, **kwargs: P.kwargs) -> R:
-            ctx = current_context()
-            if ctx is None:
-                _log.debug("%s called outside any ExecutionContext: not contained", named.operation_name)
-                return func(*args, **kwargs)
-            return for_context(ctx)(*args, **kwargs)
-
-        return run
-
-    if fn is not None:
-        return decorate(fn)
-    return decorate

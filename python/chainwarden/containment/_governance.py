@@ -47,7 +47,7 @@ def admit(s: ChainState, node: int, kind: CallKind, opts: WrapOptions) -> str | 
         operation=operation,
         chain_id=s.metadata.chain_id,
         request_id=s.metadata.request_id,
-        total_memory_ops_in_chain=s.core.counters()[0],
+        total_memory_ops_in_chain=s.core.counters().step_count,
     )
     try:
         decision = s.governor.evaluate(operation, context)

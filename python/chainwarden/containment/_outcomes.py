@@ -134,10 +134,10 @@ def gate(s: ChainState, node_id: int, kind: CallKind, opts: WrapOptions) -> Deci
                 return verdict
         breaker = s.breaker
         if breaker is not None:
-            steps, cost = s.core.counters()[:2]
+            counters = s.core.counters()
             policy_ctx = PolicyContext(
-                cost_usd=cost,
-                step_count=steps,
+                cost_usd=counters.cost_usd,
+                step_count=counters.step_count,
                 chain_id=s.metadata.chain_id,
                 entity_id=s.metadata.user_id or "",
             )

@@ -1,11 +1,11 @@
 """``report_cost``: a wrapped call tells its chain what it actually cost (docs/design.md §20).
 
 Two bindings say which call is running. Async wraps and ``with`` blocks bind their call to a
-ContextVar, which follows it into the tasks and ``asyncio.to_thread`` workers it starts (both copy
-the current context). Sync wraps run their callable on the caller's thread, so the core keeps them
-on a per-thread stack instead: a ContextVar set and reset per call would double the cost of the
-fast path. The innermost of the two wins; the core adds the report to that open call and settles
-it at the call's end.
+ContextVar (the core's ``CURRENT_CALL`` of ``CallBinding``s), which follows it into the tasks and
+``asyncio.to_thread`` workers it starts (both copy the current context). Sync wraps run their
+callable on the caller's thread, so the core keeps them on a per-thread stack instead: a ContextVar
+set and reset per call would double the cost of the fast path. The innermost of the two wins; the
+core adds the report to that open call and settles it at the call's end.
 """
 
 from __future__ import annotations
@@ -13,51 +13,34 @@ from __future__ import annotations
 from contextvars import ContextVar
 from decimal import Decimal
 from threading import get_ident
-from typing import Final, NamedTuple
+from typing import Final
 
-from chainwarden._core import ChainCore, open_sync_calls
+from chainwarden._core import CURRENT_CALL as _CURRENT_CALL
+from chainwarden._core import CallBinding, ChainCore, bind_call, enclosing_call, open_sync_calls
 from chainwarden.errors import InvalidArgument, InvalidArgumentType, InvalidState
 
-__all__ = ["CURRENT_CALL", "Binding", "bind", "current_call", "enclosing", "flag_current_call", "report_cost"]
+__all__ = [
+    "CURRENT_CALL",
+    "Binding",
+    "bind_call",
+    "current_call",
+    "enclosing",
+    "flag_current_call",
+    "report_cost",
+]
 
-
-class Binding(NamedTuple):
-    """An async call or block, as seen from the code it runs."""
-
-    core: ChainCore
-    node: int
-    # Where it was bound: sync calls opened on that thread after it (deeper in the stack) are
-    # nested inside it, so they take the report.
-    thread: int
-    sync_depth: int
-    # The binding this one was set over: the enclosing async call or block, of any chain.
-    outer: Binding | None
+# An async call or block, as seen from the code it runs (core, node, thread, sync_depth, outer).
+Binding = CallBinding
 
 
 # The one context variable of open async calls and blocks, of every chain: each chain finds its own
 # innermost call by walking `outer` (`enclosing`), so a call sets and resets one variable, not two
-# (a set and a reset copy the context: about 0.4 µs a call, benches/README.md).
-CURRENT_CALL: Final[ContextVar[Binding | None]] = ContextVar("chainwarden_call", default=None)
+# (a set and a reset copy the context: about 0.4 µs a call, benches/README.md). `bind_call` sets it.
+CURRENT_CALL: Final[ContextVar[CallBinding | None]] = _CURRENT_CALL
 
-
-def bind(core: ChainCore, node: int) -> Binding:
-    # tuple.__new__ directly: a NamedTuple's own __new__ is Python code, and this runs per async call.
-    return _new_tuple(Binding, (core, node, get_ident(), open_sync_calls()[0], CURRENT_CALL.get()))
-
-
-def enclosing(core: ChainCore) -> int | None:
-    """The node of `core`'s innermost open async call or block in this context, if any. A call of
-    another chain in between is skipped: a wrap nested in another context's wrap must not adopt
-    that context's node."""
-    bound = CURRENT_CALL.get()
-    while bound is not None:
-        if bound.core is core:
-            return bound.node
-        bound = bound.outer
-    return None
-
-
-_new_tuple: Final = tuple.__new__
+# The node of `core`'s innermost open async call or block in this context, if any. A call of another
+# chain in between is skipped: a wrap nested in another context's wrap must not adopt that context's node.
+enclosing: Final = enclosing_call
 
 
 def _number(value: object, name: str) -> float:

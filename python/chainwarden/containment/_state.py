@@ -164,18 +164,18 @@ class ChainState:
             # The timer only marked the chain (docs/design.md §32): its stop is reported here, on
             # the reader's thread, if no call of the chain reported it yet.
             self.report_timeout()
-        steps, cost, retries, aborted, abort_reason, elapsed_ms, records = core.counters()
-        nodes = NodeRecordView(core, records, self.partials)
+        c = core.counters()
+        nodes = NodeRecordView(core, c.record_count, self.partials)
         self.drain_graph_events()
         return ContextSnapshot(
             chain_id=self.metadata.chain_id,
             request_id=self.metadata.request_id,
-            step_count=steps,
-            cost_usd_accumulated=cost,
-            retries_used=retries,
-            aborted=aborted,
-            abort_reason=abort_reason,
-            elapsed_ms=elapsed_ms,
+            step_count=c.step_count,
+            cost_usd_accumulated=c.cost_usd,
+            retries_used=c.retries_used,
+            aborted=c.aborted,
+            abort_reason=c.abort_reason,
+            elapsed_ms=c.elapsed_ms,
             nodes=nodes,
             events=self.events.snapshot(),
             graph_summary=MappingProxyType(core.aggregates()),
@@ -321,7 +321,7 @@ class ChainState:
             self.parent.propagate_child_cost(cost_usd)
 
     def remaining_budget(self) -> float:
-        return max(0.0, self.config.max_cost_usd - self.core.counters()[1])
+        return max(0.0, self.config.max_cost_usd - self.core.counters().cost_usd)
 
 
 def _shared_budget(

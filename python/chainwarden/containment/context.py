@@ -18,12 +18,13 @@ import uuid
 import weakref
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar, overload
 
 from chainwarden._core import CallKind
 from chainwarden.containment._async import wrap_async
+from chainwarden.containment._blocks import Plans, plan_named
 from chainwarden.containment._current import enter, leave, register
-from chainwarden.containment._decorators import Contained, contained
+from chainwarden.containment._decorators import Contained, contained_call
 from chainwarden.containment._fast import sync_wrap
 from chainwarden.containment._memory_calls import MemoryKind, memory_kind, memory_wrap
 from chainwarden.containment._state import ChainState
@@ -46,6 +47,8 @@ __all__ = ["ExecutionContext"]
 DEFAULT_MAX_NODES = 100_000
 
 _log = logging.getLogger("chainwarden.containment")
+_LLM: Final = CallKind.LLM
+_TOOL: Final = CallKind.TOOL
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -64,7 +67,7 @@ def _max_nodes(value: object) -> int:
 class ExecutionContext:
     """Containment state shared by every LLM and tool call of one chain."""
 
-    __slots__ = ("__weakref__", "_closed", "_parent", "_s", "_timer")
+    __slots__ = ("__weakref__", "_closed", "_llm_plans", "_parent", "_s", "_timer", "_tool_plans")
     _s: ChainState
 
     def __init__(  # noqa: PLR0917  (positional order of the reference API)
@@ -119,6 +122,9 @@ class ExecutionContext:
             agent_identity=agent_identity,
         )
         register(self, self._s.core)  # current_context() inside its wrapped calls
+        # The plans of ``llm_call(name, cost)`` / ``tool_call(...)`` blocks: one per form (``plan_named``).
+        self._llm_plans: Plans = {}
+        self._tool_plans: Plans = {}
         self._closed = False
         self._parent = parent
         self._timer: int | None = None
@@ -254,12 +260,12 @@ class ExecutionContext:
     @property
     def _retries_used(self) -> int:
         """Read-only: the retries the chain consumed (veronica-core's private counter)."""
-        return self._s.core.counters()[2]
+        return self._s.core.counters().retries_used
 
     @property
     def _step_count(self) -> int:
         """Read-only: the chain's successful calls (veronica-core's private counter)."""
-        return self._s.core.counters()[0]
+        return self._s.core.counters().step_count
 
     @property
     def _config(self) -> ExecutionConfig:
@@ -277,10 +283,10 @@ class ExecutionContext:
         return self._s.core.reserved_usd
 
     def __repr__(self) -> str:
-        steps, cost, retries, aborted = self._s.core.counters()[:4]
+        c = self._s.core.counters()
         return (
-            f"<ExecutionContext chain_id={self._s.metadata.chain_id!r} steps={steps} "
-            f"cost_usd={cost:.4f} retries={retries} aborted={aborted}>"
+            f"<ExecutionContext chain_id={self._s.metadata.chain_id!r} steps={c.step_count} "
+            f"cost_usd={c.cost_usd:.4f} retries={c.retries_used} aborted={c.aborted}>"
         )
 
     def get_snapshot(self) -> ContextSnapshot:
@@ -384,9 +390,15 @@ class ExecutionContext:
         Bare (``@ctx.llm_call``) or with arguments; the name defaults to the function's
         ``__qualname__``, and type checkers keep its signature. As ``with ctx.llm_call(...):`` it
         contains the block instead (one object per ``with``)."""
+        if timeout_ms is None and type(name) is str and type(cost) is float:
+            # The common form, planned once per context (exact types: 0.0 and False hash alike).
+            try:
+                return Contained(self, self._llm_plans[name][cost])
+            except KeyError:
+                return Contained(self, plan_named(self._llm_plans, self._s, _LLM, name, cost))
         if callable(name):
-            return contained(self, self._s, CallKind.LLM, WrapOptions())(name)
-        return contained(self, self._s, CallKind.LLM, WrapOptions(name, cost, timeout_ms))
+            return contained_call(self, self._s, _LLM, WrapOptions())(name)
+        return contained_call(self, self._s, _LLM, WrapOptions(name, cost, timeout_ms))
 
     @overload
     def tool_call(self, name: Callable[P, R], /) -> Callable[P, R]: ...
@@ -396,9 +408,14 @@ class ExecutionContext:
         self, name: str | Callable[P, R] = "", cost: float = 0.0, *, timeout_ms: int | None = None
     ) -> Contained | Callable[P, R]:
         """As ``llm_call`` for tool calls."""
+        if timeout_ms is None and type(name) is str and type(cost) is float:
+            try:
+                return Contained(self, self._tool_plans[name][cost])
+            except KeyError:
+                return Contained(self, plan_named(self._tool_plans, self._s, _TOOL, name, cost))
         if callable(name):
-            return contained(self, self._s, CallKind.TOOL, WrapOptions())(name)
-        return contained(self, self._s, CallKind.TOOL, WrapOptions(name, cost, timeout_ms))
+            return contained_call(self, self._s, _TOOL, WrapOptions())(name)
+        return contained_call(self, self._s, _TOOL, WrapOptions(name, cost, timeout_ms))
 
     # -- children --------------------------------------------------------------------------
 

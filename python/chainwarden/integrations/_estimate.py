@@ -154,7 +154,7 @@ def remaining_budget(ctx: object) -> float:
     if not isinstance(ctx, ExecutionContext):
         return 0.0
     ceiling = ctx.config.max_cost_usd
-    left = ceiling - ctx._s.core.counters()[1] - ctx.reserved_usd
+    left = ceiling - ctx._s.core.counters().cost_usd - ctx.reserved_usd
     return left if left > 0.0 else ceiling + 1.0
 
 

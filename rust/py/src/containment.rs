@@ -3,7 +3,11 @@
 //!
 //! The Python layer makes one call to admit a wrap and create its node (`begin`) and one to
 //! close both (`succeed` / `fail`); nodes travel as ints so the hot path formats no ids.
-//! Everything else serves snapshots and cancellation.
+//! Everything else serves snapshots and cancellation. `with ctx.llm_call()` blocks reach the
+//! same admission natively (`block`), and bind their call in `CURRENT_CALL` (`binding`).
+
+mod binding;
+mod block;
 
 use chainwarden_core::containment::{
     kinds, Contained, Failure, GraphEnd, Limits, Reported, Status, Stop, MAX_RECORDS, STOP_REASONS,
@@ -199,6 +203,23 @@ impl StopCause {
     }
 }
 
+/// A chain's counters at one instant (`ChainCore.counters()`).
+#[pyclass(frozen, get_all, module = "chainwarden._core")]
+pub struct Counters {
+    /// Successful calls.
+    step_count: u64,
+    /// Cost charged so far (USD).
+    cost_usd: f64,
+    /// Units of the retry budget consumed.
+    retries_used: u64,
+    aborted: bool,
+    abort_reason: Option<String>,
+    /// Since the chain started.
+    elapsed_ms: f64,
+    /// Finished calls kept (`records`).
+    record_count: usize,
+}
+
 /// How `ChainCore.fail` closed a call.
 #[pyclass(frozen, module = "chainwarden._core")]
 pub struct ClosedCall {
@@ -318,6 +339,68 @@ fn tokens(v: Option<u64>) -> Option<i64> {
     v.map(|t| i64::try_from(t).unwrap_or(i64::MAX))
 }
 
+/// One call to admit, as `ChainCore.begin` and a `with` block (`block`) describe it.
+pub(crate) struct Call<'a> {
+    pub parent_hint: Option<NodeId>,
+    pub kind: CallKind,
+    pub name: &'a str,
+    pub model: Option<&'a str>,
+    pub cost_estimate: f64,
+    pub dispatch: bool,
+}
+
+/// Admits `call` (see `Contained::begin`): its node, or the refusing cause (remembered for
+/// `last_refused`). With `nest`, the node joins this thread's stack of open sync calls.
+pub(crate) fn admit(
+    slf: &Bound<'_, ChainCore>,
+    call: &Call<'_>,
+    nest: bool,
+) -> errors::Result<Result<NodeId, StopCause>> {
+    let core = slf.get();
+    let begun = core.inner.begin(
+        call.parent_hint,
+        call.kind.into(),
+        call.name,
+        call.model,
+        call.cost_estimate,
+        call.dispatch,
+        nest,
+    )?;
+    Ok(match begun {
+        Ok(node) => {
+            if nest {
+                SYNC_CALLS.with_borrow_mut(|open| open.push((slf.clone().unbind(), node)));
+            }
+            Ok(node)
+        }
+        Err(refused) => {
+            LAST_REFUSED.set(Some((core as *const ChainCore as usize, refused.node)));
+            Err(StopCause::from(refused.stop))
+        }
+    })
+}
+
+/// How many sync calls are open on this thread (a binding's `sync_depth`).
+pub(crate) fn sync_depth() -> usize {
+    SYNC_CALLS.with_borrow(Vec::len)
+}
+
+impl ChainCore {
+    /// Settles a completed call at what it reported, else its estimate (`settle`, for natives).
+    pub(crate) fn settle_call(
+        &self,
+        node: NodeId,
+        named: bool,
+        cost_estimate: f64,
+    ) -> errors::Result<()> {
+        pop_sync_call(self, node);
+        Ok(self
+            .inner
+            .succeed(node, named, cost_estimate, None)
+            .map(|_| ())?)
+    }
+}
+
 #[pymethods]
 impl ChainCore {
     #[new]
@@ -365,8 +448,8 @@ impl ChainCore {
 
     /// Admits a call and returns its node (an int), or the refusing `StopCause` (the node then
     /// exists already, halted, and is recorded). A sync wrap (`nest`) passes its callable as `fn`:
-    /// one that cannot run synchronously raises `TypeError` first, with nothing counted. See `Contained::begin` for `parent_hint` and
-    /// `nest`.
+    /// one that cannot run synchronously raises `TypeError` first, with nothing counted. See
+    /// `Contained::begin` for `parent_hint` and `nest`.
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (r#fn, parent_hint, kind, name, model, cost_estimate, dispatch, nest))]
     fn begin(
@@ -384,26 +467,17 @@ impl ChainCore {
         if nest {
             check_sync_callable(py, r#fn)?;
         }
-        let begun = slf.get().inner.begin(
+        let call = Call {
             parent_hint,
-            kind.into(),
+            kind,
             name,
             model,
             cost_estimate,
             dispatch,
-            nest,
-        )?;
-        Ok(match begun {
-            Ok(node) => {
-                if nest {
-                    SYNC_CALLS.with_borrow_mut(|open| open.push((slf.clone().unbind(), node)));
-                }
-                node.into_pyobject(py)?.into_any().unbind()
-            }
-            Err(refused) => {
-                LAST_REFUSED.set(Some((slf.get() as *const ChainCore as usize, refused.node)));
-                Py::new(py, StopCause::from(refused.stop))?.into_any()
-            }
+        };
+        Ok(match admit(slf, &call, nest)? {
+            Ok(node) => node.into_pyobject(py)?.into_any().unbind(),
+            Err(cause) => Py::new(py, cause)?.into_any(),
         })
     }
 
@@ -455,11 +529,7 @@ impl ChainCore {
     /// The fast path's `succeed`: settles a completed call at what it reported, else its
     /// estimate (three positional arguments: no optional-argument parsing per call).
     fn settle(&self, node: NodeId, named: bool, cost_estimate: f64) -> errors::Result<()> {
-        pop_sync_call(self, node);
-        Ok(self
-            .inner
-            .succeed(node, named, cost_estimate, None)
-            .map(|_| ())?)
+        self.settle_call(node, named, cost_estimate)
     }
 
     /// Settles a completed call (docs/design.md §20) and returns the cost charged: `actual_cost`
@@ -574,19 +644,18 @@ impl ChainCore {
         Ok(self.inner.chain().add_cost(cost_usd)?)
     }
 
-    /// (step_count, cost_usd, retries_used, aborted, abort_reason, elapsed_ms, record_count)
-    #[allow(clippy::type_complexity)]
-    fn counters(&self) -> (u64, f64, u64, bool, Option<String>, f64, usize) {
+    /// The chain's counters, read together under one lock.
+    fn counters(&self) -> Counters {
         let c = self.inner.counters();
-        (
-            c.steps,
-            c.cost_usd,
-            c.retries,
-            c.aborted,
-            c.abort_reason,
-            c.elapsed_ms,
-            c.records,
-        )
+        Counters {
+            step_count: c.steps,
+            cost_usd: c.cost_usd,
+            retries_used: c.retries,
+            aborted: c.aborted,
+            abort_reason: c.abort_reason,
+            elapsed_ms: c.elapsed_ms,
+            record_count: c.records,
+        }
     }
 
     /// Finished calls `start..stop` in completion order.
@@ -643,6 +712,9 @@ impl ChainCore {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ChainCore>()?;
     m.add_class::<ClosedCall>()?;
+    m.add_class::<Counters>()?;
+    binding::register(m)?;
+    block::register(m)?;
     m.add_class::<CallRecord>()?;
     m.add_class::<CallKind>()?;
     m.add_class::<CallStatus>()?;

@@ -1,0 +1,230 @@
+//! `with ctx.llm_call(...):` natively: the block reaches the same admission and settlement as
+//! `wrap_llm_call`'s fast path, and binds its call in `CURRENT_CALL` (a block may await, so its
+//! children find it by ContextVar, not by the per-thread stack of sync calls).
+//!
+//! A `CallPlan` is what one form of call of a chain admits (kind, name, model, estimate), built
+//! once and reused by every block of that form. When the chain has nothing to consult besides the
+//! core (`ChainState.plain`, no rich options) the block is two native calls; otherwise, and
+//! whenever a block fails or is refused, the Python layer's code (`containment/_blocks.py`) runs.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::Mutex;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyBool;
+
+use chainwarden_core::ids::NodeId;
+
+use super::{admit, binding, Call, CallKind, ChainCore};
+use crate::errors;
+use crate::exceptions::invalid_state;
+
+/// One form of contained call of a chain, as every block of that form admits it.
+#[pyclass(frozen, module = "chainwarden._core")]
+pub struct CallPlan {
+    /// The chain's `ChainState`.
+    #[pyo3(get)]
+    state: Py<PyAny>,
+    #[pyo3(get)]
+    kind: CallKind,
+    /// The call's `WrapOptions`.
+    #[pyo3(get)]
+    options: Py<PyAny>,
+    name: String,
+    model: Option<String>,
+    estimate: f64,
+    /// The chain's core when a block needs nothing else (the native path), else None.
+    fast: Option<Py<ChainCore>>,
+    /// Whether this plan already told the chain a block bound a call (`ChainState.async_used`).
+    marked: AtomicBool,
+}
+
+#[pymethods]
+impl CallPlan {
+    /// `fast`: the chain's core when the chain is plain and the options are not rich (see the
+    /// module doc), else None. `name`, `model` and `cost_estimate` are the options' own.
+    #[new]
+    #[pyo3(signature = (state, kind, options, name, model, cost_estimate, fast))]
+    fn new(
+        state: Py<PyAny>,
+        kind: CallKind,
+        options: Py<PyAny>,
+        name: String,
+        model: Option<String>,
+        cost_estimate: f64,
+        fast: Option<Py<ChainCore>>,
+    ) -> Self {
+        CallPlan {
+            state,
+            kind,
+            options,
+            name,
+            model,
+            estimate: cost_estimate,
+            fast,
+            marked: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether blocks of this plan take the native path.
+    #[getter]
+    fn native(&self) -> bool {
+        self.fast.is_some()
+    }
+}
+
+/// The Python layer's block functions, imported on first use.
+struct Slow {
+    enter: Py<PyAny>,
+    exit: Py<PyAny>,
+    refused: Py<PyAny>,
+    decorate: Py<PyAny>,
+}
+
+static SLOW: PyOnceLock<Slow> = PyOnceLock::new();
+
+fn slow(py: Python<'_>) -> PyResult<&Slow> {
+    SLOW.get_or_try_init(py, || {
+        let m = py.import("chainwarden.containment._blocks")?;
+        Ok(Slow {
+            enter: m.getattr("enter_block")?.unbind(),
+            exit: m.getattr("exit_block")?.unbind(),
+            refused: m.getattr("refused_block")?.unbind(),
+            decorate: py
+                .import("chainwarden.containment._decorators")?
+                .getattr("decorate")?
+                .unbind(),
+        })
+    })
+}
+
+struct Open {
+    node: NodeId,
+    token: Py<PyAny>,
+    native: bool,
+}
+
+/// What `ctx.llm_call(...)` returns: a decorator (`__call__`, see `containment/_decorators.py`),
+/// and a context manager for one block. One use per `with` statement: entering admits the call
+/// (or raises `CallRefused`), leaving closes it — success when the block completes, a counted
+/// failure when it raises. Not a Python subclass: no GC-tracked object per block.
+#[pyclass(frozen, module = "chainwarden._core")]
+pub struct Block {
+    ctx: Py<PyAny>,
+    plan: Py<CallPlan>,
+    /// The calls this object has open, innermost last (a block object may be re-entered).
+    open: Mutex<Vec<Open>>,
+}
+
+#[pymethods]
+impl Block {
+    /// `ctx`: the `ExecutionContext` the block belongs to.
+    #[new]
+    fn new(ctx: Py<PyAny>, plan: Py<CallPlan>) -> Self {
+        Block {
+            ctx,
+            plan,
+            open: Mutex::new(Vec::new()),
+        }
+    }
+
+    #[getter]
+    fn _ctx(&self, py: Python<'_>) -> Py<PyAny> {
+        self.ctx.clone_ref(py)
+    }
+
+    #[getter]
+    fn _plan(&self, py: Python<'_>) -> Py<CallPlan> {
+        self.plan.clone_ref(py)
+    }
+
+    /// Decorates `fn`: each call of it is a contained call with this block's options.
+    fn __call__(slf: &Bound<'_, Self>, r#fn: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        slow(slf.py())?.decorate.call1(slf.py(), (slf, r#fn))
+    }
+
+    fn __enter__(slf: &Bound<'_, Self>) -> errors::Result<()> {
+        let py = slf.py();
+        let this = slf.get();
+        let plan_obj = this.plan.bind(py);
+        let plan = plan_obj.get();
+        let (node, token) = match &plan.fast {
+            Some(core) => {
+                let core = core.bind(py);
+                let call = Call {
+                    parent_hint: binding::enclosing(py, core.as_ptr())?,
+                    kind: plan.kind,
+                    name: &plan.name,
+                    model: plan.model.as_deref(),
+                    cost_estimate: plan.estimate,
+                    dispatch: true,
+                };
+                let node = match admit(core, &call, false)? {
+                    Ok(node) => node,
+                    Err(cause) => {
+                        // Raises the refusal (`CallRefused`), after recording the stop as a wrap does.
+                        slow(py)?.refused.call1(py, (plan_obj, cause))?;
+                        return Err(
+                            invalid_state(py, "a refused block was not raised".to_owned()).into(),
+                        );
+                    }
+                };
+                if !plan.marked.swap(true, Ordering::Relaxed) {
+                    plan.state
+                        .bind(py)
+                        .setattr(intern!(py, "async_used"), PyBool::new(py, true))?;
+                }
+                (node, binding::bind(py, core.as_any(), node)?)
+            }
+            None => {
+                let node: NodeId = slow(py)?.enter.call1(py, (plan_obj,))?.extract(py)?;
+                let core = plan.state.bind(py).getattr(intern!(py, "core"))?;
+                (node, binding::bind(py, &core, node)?)
+            }
+        };
+        this.open.lock().push(Open {
+            node,
+            token,
+            native: plan.fast.is_some(),
+        });
+        Ok(())
+    }
+
+    #[pyo3(signature = (exc_type, exc, tb))]
+    fn __exit__(
+        slf: &Bound<'_, Self>,
+        exc_type: &Bound<'_, PyAny>,
+        exc: &Bound<'_, PyAny>,
+        tb: &Bound<'_, PyAny>,
+    ) -> errors::Result<bool> {
+        let _ = (exc_type, tb);
+        let py = slf.py();
+        let this = slf.get();
+        let open = this.open.lock().pop().ok_or_else(|| {
+            invalid_state(
+                py,
+                "a contained block was left without being entered".to_owned(),
+            )
+        })?;
+        binding::reset(py, &open.token)?;
+        let plan_obj = this.plan.bind(py);
+        let plan = plan_obj.get();
+        if exc.is_none() {
+            if let Some(core) = plan.fast.as_ref().filter(|_| open.native) {
+                // A block has no result: it is charged what it reported, else its estimate.
+                core.get()
+                    .settle_call(open.node, !plan.name.is_empty(), plan.estimate)?;
+                return Ok(false);
+            }
+        }
+        slow(py)?.exit.call1(py, (plan_obj, open.node, exc))?;
+        Ok(false)
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<CallPlan>()?;
+    m.add_class::<Block>()
+}

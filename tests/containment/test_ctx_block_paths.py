@@ -1,0 +1,170 @@
+"""The two paths of ``with ctx.llm_call()`` and of decorated calls (docs/containment.md "Decorators"):
+native on a plain chain, through the Python gates otherwise, with the same outcomes; the plans a
+context remembers; the typed counters."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from typing import Any
+
+import pytest
+
+from chainwarden._core import CallPlan, Counters
+from chainwarden.containment import (
+    CallRefused,
+    ExecutionConfig,
+    ExecutionContext,
+    contained,
+    report_cost,
+)
+from chainwarden.shield import Decision
+
+
+class Recorder:
+    """A pipeline that allows everything and remembers what it saw: the chain is gated."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def before_llm_call(self, ctx: Any) -> Decision:
+        self.seen.append(f"llm:{ctx.tool_name}")
+        return Decision.ALLOW
+
+    def before_tool_call(self, ctx: Any) -> Decision:
+        self.seen.append(f"tool:{ctx.tool_name}")
+        return Decision.ALLOW
+
+    def before_charge(self, ctx: Any, cost: float) -> Decision:
+        return Decision.ALLOW
+
+    def on_error(self, ctx: Any, err: BaseException) -> Decision:
+        return Decision.RETRY
+
+    def get_events(self) -> list[Any]:
+        return []
+
+    def clear_events(self) -> None:
+        pass
+
+
+def make(gated: bool, **limits: Any) -> ExecutionContext:
+    cfg = ExecutionConfig(**{"max_cost_usd": 1.0, "max_steps": 10, "max_retries_total": 3, **limits})
+    return ExecutionContext(cfg, pipeline=Recorder() if gated else None)
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_block_outcomes_are_the_same_on_both_paths(gated: bool) -> None:
+    ctx = make(gated, max_steps=2)
+    with pytest.raises(ValueError, match="boom"), ctx.llm_call("fails"):
+        raise ValueError("boom")
+    block = ctx.llm_call("plan", 0.25)
+    assert block._plan.native is not gated
+    with block:
+        report_cost(0.1, tokens_in=3)
+        assert ctx.wrap_tool_call(lambda: None) is Decision.ALLOW
+    with pytest.raises(CallRefused) as refused, ctx.llm_call("refused"):
+        pytest.fail("a refused block must not run")
+    assert refused.value.stop_reason == "step_limit_exceeded"
+    snap = ctx.get_snapshot()
+    by_name = {n.operation_name: n for n in snap.nodes}
+    assert (by_name["plan"].status, by_name["plan"].cost_usd, by_name["plan"].tokens_in) == ("ok", 0.1, 3)
+    assert by_name[""].parent_id == by_name["plan"].node_id
+    assert (by_name["fails"].status, by_name["fails"].error_class) == ("error", "ValueError")
+    assert (snap.step_count, snap.retries_used, snap.cost_usd_accumulated) == (2, 1, 0.1)
+    if gated:
+        assert ctx._s.pipeline.seen == ["llm:fails", "llm:plan", "tool:None"]
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_decorated_calls_have_the_same_outcomes_on_both_paths(gated: bool) -> None:
+    ctx = make(gated, max_steps=4, max_retries_total=1)
+
+    @ctx.tool_call("search", 0.1)
+    def search(query: str, *, fail: bool = False) -> list[str]:
+        if fail:
+            raise KeyError(query)
+        return [query]
+
+    @contained(name="helper")
+    def helper() -> int:
+        report_cost(0.25)
+        return 7
+
+    assert search("otters") == ["otters"]
+    with ctx.llm_call("outer"):  # the context is current inside its own block (``with ctx`` would close it)
+        assert helper() == 7
+    with pytest.raises(KeyError):
+        search("x", fail=True)  # counted, one retry consumed, the function's own error goes on
+    with pytest.raises(CallRefused) as halted:
+        search("y", fail=True)  # finds the retry budget spent
+    assert halted.value.stop_reason == "provider_error"
+    assert isinstance(halted.value.__cause__, KeyError)
+    snap = ctx.get_snapshot()
+    assert [(n.operation_name, n.status, n.cost_usd) for n in snap.nodes][:3] == [
+        ("search", "ok", 0.1),
+        ("helper", "ok", 0.25),
+        ("outer", "ok", 0.0),
+    ]
+    assert snap.nodes[1].parent_id == snap.nodes[2].node_id
+    assert (snap.step_count, snap.retries_used) == (3, 1)
+
+
+def test_a_remembered_plan_does_not_let_bad_arguments_through() -> None:
+    ctx = make(False)
+    with ctx.llm_call("step", 0.0):
+        pass
+    with pytest.raises(TypeError, match="cost_estimate_hint"):
+        ctx.llm_call("step", False)  # type: ignore[arg-type]  # False == 0.0, and hashes alike
+    with pytest.raises(ValueError, match="cost_estimate_hint"):
+        ctx.llm_call("step", float("nan"))
+    with pytest.raises(TypeError):
+        ctx.llm_call(["step"])  # type: ignore[call-overload]
+    assert ctx.get_snapshot().step_count == 1
+
+
+def test_a_context_that_used_named_blocks_is_freed_without_the_cycle_collector() -> None:
+    gc.disable()
+    try:
+        ctx = make(False)
+        with ctx.llm_call("a", 0.1), ctx.tool_call("b"):
+            pass
+        state = weakref.ref(ctx._s)
+        del ctx
+        assert state() is None  # no reference cycle through the remembered plans
+    finally:
+        gc.enable()
+
+
+def test_a_block_left_without_being_entered_raises() -> None:
+    block = make(False).llm_call("x")
+    with pytest.raises(RuntimeError, match="without being entered"):
+        block.__exit__(None, None, None)
+
+
+def test_call_plans_are_native_only_for_plain_chains() -> None:
+    assert isinstance(make(False).llm_call("x")._plan, CallPlan)
+    assert make(False).llm_call("x")._plan.native
+    assert not make(True).llm_call("x")._plan.native
+
+
+def test_counters_are_named() -> None:
+    ctx = make(False)
+    with ctx.llm_call("a", 0.25):
+        pass
+    with pytest.raises(KeyError), ctx.llm_call("b"):
+        raise KeyError("b")
+    c = ctx._s.core.counters()
+    assert isinstance(c, Counters)
+    assert (c.step_count, c.cost_usd, c.retries_used, c.aborted, c.abort_reason, c.record_count) == (
+        1,
+        0.25,
+        1,
+        False,
+        None,
+        2,
+    )
+    assert c.elapsed_ms >= 0.0
+    ctx.abort("stop")
+    c = ctx._s.core.counters()
+    assert (c.aborted, c.abort_reason) == (True, "stop")
