@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import uuid
 from pathlib import Path
 
 import psycopg
@@ -214,7 +215,7 @@ def test_a_lost_connection_is_replaced_and_the_change_lands_once() -> None:
 def test_reads_on_connections_the_server_dropped_are_run_again() -> None:
     """Every pooled connection killed while idle: each read (load, the graph list, the workers' index, a
     refresh) fails on its first round trip and is run again on a fresh connection, within the retry budget."""
-    url = postgres_url("dag_lost_conn_reads")
+    url = postgres_url(f"dag_lost_conn_reads_{uuid.uuid4().hex[:8]}")  # fresh: reruns on one server
     with Store.open(url, pool_size=2) as store:
         g = store.create_graph()
         with g.mutate() as m:
