@@ -20,13 +20,10 @@ STUBS = Path(chainwarden.__file__).with_name("_core.pyi")
 #: (kind, name, default); `inspect.Parameter.empty` when there is none.
 Params = tuple[tuple[str, str, Any], ...]
 
-#: Where the native `Mutation` and `DagEngine` still disagree: the handle shows the default the engine applies
-#: (`state='pending'`, its `text_signature` in rust/py/src/dag/mutation.rs), the engine shows `None`. Aligning
-#: them is a change to the Rust bindings; once made, drop the entry (the test fails until it is dropped).
-MUTATION_DIFFERS: dict[tuple[str, str], tuple[Any, Any]] = {
-    ("create_node", "state"): ("pending", None),
-    ("fork", "state"): ("pending", None),
-}
+#: Where `Mutation` and `DagEngine` may disagree, (method, parameter) -> (handle's default, engine's):
+#: nowhere. Both show the default the engine applies (`state='pending'`, their `text_signature`s), and
+#: the stubs say the same (`state: str | None = "pending"`: None also means the default).
+MUTATION_DIFFERS: dict[tuple[str, str], tuple[Any, Any]] = {}
 
 _KIND = {
     inspect.Parameter.POSITIONAL_ONLY: "positional",
@@ -161,7 +158,7 @@ def test_the_stubbed_mutation_handle_has_the_engines_types() -> None:
         for param, annotation in handle[name].items()
         if engine[name].get(param) != annotation
     }
-    assert differ == set(MUTATION_DIFFERS)  # `state: str` on the handle, `str | None` on the engine
+    assert differ == set(MUTATION_DIFFERS)
 
 
 def test_a_changed_signature_is_seen() -> None:

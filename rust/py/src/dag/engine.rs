@@ -101,6 +101,9 @@ impl DagEngine {
     }
 
     #[pyo3(signature = (node_type, state=None, *, content=None, input=None, output=None, metadata=None, node_id=None))]
+    #[pyo3(
+        text_signature = "($self, node_type, state='pending', *, content=None, input=None, output=None, metadata=None, node_id=None)"
+    )]
     #[allow(clippy::too_many_arguments)]
     pub(super) fn create_node(
         &self,
@@ -142,6 +145,9 @@ impl DagEngine {
     }
 
     #[pyo3(signature = (from_id, node_type, *, state=None, content=None, input=None, metadata=None, node_id=None))]
+    #[pyo3(
+        text_signature = "($self, from_id, node_type, *, state='pending', content=None, input=None, metadata=None, node_id=None)"
+    )]
     #[allow(clippy::too_many_arguments)]
     pub(super) fn fork(
         &self,
