@@ -12,7 +12,7 @@ before (``chainwarden.containment.CallRefused``, ``chainwarden.billing.LedgerUna
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Protocol, Self
 
 from chainwarden._core import (
     ChainwardenError,
@@ -28,7 +28,6 @@ from chainwarden._core import (
 )
 
 if TYPE_CHECKING:
-    from chainwarden.containment._state import ChainState
     from chainwarden.shield.types import Decision
 
 __all__ = [
@@ -67,6 +66,20 @@ class ClosedError(InvalidState, ValueError):
 # --- containment ------------------------------------------------------------------------------------
 
 
+class _StopNote(Protocol):
+    @property
+    def reason(self) -> str | None: ...
+
+
+class _Chain(Protocol):
+    """What a refusal reads of its chain (containment's ``ChainState``): named structurally, so this module,
+    which every layer imports, imports none of them."""
+
+    @property
+    def note(self) -> _StopNote: ...
+    def describe_stop(self, reason: str | None) -> str: ...
+
+
 class CallRefused(ChainwardenError, RuntimeError):
     """A contained call did not run (or its result was not accepted).
 
@@ -84,7 +97,7 @@ class CallRefused(ChainwardenError, RuntimeError):
         self.detail = detail
 
     @classmethod
-    def of(cls, s: ChainState, decision: Decision, stop_reason: str | None = None) -> Self:
+    def of(cls, s: _Chain, decision: Decision, stop_reason: str | None = None) -> Self:
         """The refusal of a call of chain ``s``, with the chain's figures for the limit that refused it
         (``stop_reason`` defaults to the reason the last call on this thread recorded)."""
         reason = s.note.reason if stop_reason is None else stop_reason
