@@ -26,6 +26,7 @@ __all__ = [
     "CallRefused",
     "ChainHalted",
     "Plans",
+    "admit_open",
     "enter_block",
     "exit_block",
     "halted",
@@ -72,14 +73,14 @@ def plan_named(plans: Plans, s: ChainState, kind: CallKind, name: str, cost: flo
     return p
 
 
-def enter_block(p: CallPlan) -> int:
-    """Admits a block's call off the native path; returns its node or raises ``CallRefused``."""
-    s: ChainState = p.state
-    opts: WrapOptions = p.options
-    kind = p.kind
+def admit_open(
+    s: ChainState, kind: CallKind, opts: WrapOptions, parent: int | None, refusal: type[CallRefused]
+) -> int:
+    """Admits a call that stays open off the native path (a block, a held call) under ``parent`` (None:
+    the enclosing call): its node, or raises ``refusal`` with nothing left open."""
     node = s.core.begin(
         None,
-        enclosing(s.core),
+        enclosing(s.core) if parent is None else parent,
         kind,
         opts.operation_name,
         (opts.model or s.llm_model) if kind == CallKind.LLM else None,
@@ -88,11 +89,18 @@ def enter_block(p: CallPlan) -> int:
         False,
     )
     if not isinstance(node, int):
-        raise CallRefused.of(s, refuse(s, node, opts))
+        raise refusal.of(s, refuse(s, node, opts))  # `refuse` notes the reason `of` reads
     if s.gated:
         verdict = gate(s, node, kind, opts)
         if verdict is not None:
-            raise CallRefused.of(s, verdict)
+            raise refusal.of(s, verdict)
+    return node
+
+
+def enter_block(p: CallPlan) -> int:
+    """Admits a block's call off the native path; returns its node or raises ``CallRefused``."""
+    s: ChainState = p.state
+    node = admit_open(s, p.kind, p.options, None, CallRefused)
     s.async_used = True
     return node
 

@@ -15,10 +15,9 @@ import threading
 from typing import TYPE_CHECKING, Any, Final
 
 from chainwarden._core import CallKind
-from chainwarden.containment._blocks import ChainHalted
+from chainwarden.containment._blocks import ChainHalted, admit_open
 from chainwarden.containment._capture import Capture
-from chainwarden.containment._outcomes import NO_RESULT, failed, gate, refuse, succeeded
-from chainwarden.containment._report import enclosing
+from chainwarden.containment._outcomes import NO_RESULT, failed, succeeded
 from chainwarden.containment._state import ChainState
 from chainwarden.containment.types import WrapOptions
 from chainwarden.errors import InvalidArgumentType
@@ -39,22 +38,7 @@ class HeldCall:
 
     def __init__(self, s: ChainState, kind: CallKind, opts: WrapOptions, parent: int | None = None) -> None:
         """Admits the call or raises ``ChainHalted`` (nothing is left open then)."""
-        node = s.core.begin(
-            None,
-            parent if parent is not None else enclosing(s.core),
-            kind,
-            opts.operation_name,
-            (opts.model or s.llm_model) if kind == CallKind.LLM else None,
-            opts.cost_estimate_hint,
-            not s.gated,
-            False,
-        )
-        if not isinstance(node, int):
-            raise ChainHalted.of(s, refuse(s, node, opts), node.reason)
-        if s.gated:
-            verdict = gate(s, node, kind, opts)
-            if verdict is not None:
-                raise ChainHalted.of(s, verdict)
+        node = admit_open(s, kind, opts, parent, ChainHalted)
         self._s = s
         self._kind = kind
         self._opts = opts
