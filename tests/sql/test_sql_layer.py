@@ -116,3 +116,36 @@ def test_a_pool_names_the_server_without_its_password(tmp_path: Path) -> None:
             what="test",
         )
     assert "app:***@" in str(info.value) and "s3cret" not in str(info.value)
+
+
+def test_one_listener_for_every_store() -> None:
+    """Both PostgreSQL stores that notify (the DAG store's claimable work, the ledger's run events) listen
+    through the SQL layer's one `Listener`; `woken` is the DAG pool's question: a (re)connect or a notice."""
+    from chainwarden._sql import pg  # noqa: PLC0415
+    from chainwarden.billing import PostgresLedger  # noqa: PLC0415
+    from chainwarden.billing.run_store import CHANNEL  # noqa: PLC0415
+    from chainwarden.dag import Store  # noqa: PLC0415
+
+    dsn = postgres_dsn()
+    schema = f"ln_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    info = psycopg.conninfo.conninfo_to_dict(dsn)
+    url = f"postgresql://{info.get('user', 'postgres')}@/{info.get('dbname', 'postgres')}?host={info['host']}"
+    url += f"&port={info.get('port', 5432)}&options=-csearch_path%3D{schema}"
+    with Store.open(url) as store:
+        listener = store._listen()
+        assert type(listener) is pg.Listener
+        try:
+            assert listener.woken(0.1)  # connected just now: whatever came before is looked for
+            assert not listener.woken(0.1)  # nothing since
+            with store.create_graph("g", leaf_repair=False).mutate() as m:
+                m.create_node("task", node_id="t")
+            assert listener.woken(5.0)
+        finally:
+            listener.close()
+    ledger = PostgresLedger(f"{dsn} options=-csearch_path={schema}")
+    try:
+        assert type(ledger._listener(CHANNEL)) is pg.Listener
+    finally:
+        ledger.close()

@@ -306,6 +306,12 @@ class Listener:
             time.sleep(min(timeout, 1.0))  # a server that is away is not asked again at once
             return None
 
+    def woken(self, timeout: float) -> bool:
+        """`wait`, asked only whether to look: True once something was notified, or after a (re)connect —
+        notifications sent while nobody listened are found by the caller's next look."""
+        payloads = self.wait(timeout)
+        return payloads is None or bool(payloads)
+
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()

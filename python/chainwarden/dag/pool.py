@@ -426,7 +426,7 @@ class WorkerPool:
     def _listen(self, listener: Any, done: threading.Event) -> None:
         while not done.is_set():
             try:
-                if listener.wait(min(self.poll_s, 1.0)):
+                if listener.woken(min(self.poll_s, 1.0)):
                     self._wake.set()
             except Exception:  # the poll still finds the work; keep listening
                 _log.debug("worker pool %s: listener failed", self.worker_id, exc_info=True)

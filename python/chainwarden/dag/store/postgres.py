@@ -262,8 +262,8 @@ class PostgresBackend(Backend):
                 )
         return WorkIndex(now, graphs, leased.get_value(0, 0) == b"t")
 
-    def listen(self) -> Listener:
-        return Listener(self._target, self._where)
+    def listen(self) -> pg.Listener:
+        return pg.Listener(self._target, CHANNEL, what="PostgreSQL stores")
 
     # ---- changes ------------------------------------------------------------------------------------------
 
@@ -384,24 +384,6 @@ class PostgresBackend(Backend):
                     ) from lost
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 1.0)
-
-
-class Listener:
-    """A dedicated connection LISTENing on the store's channel (the SQL layer's `Listener`): `wait(timeout)`
-    returns True once another process committed claimable work (or after a reconnect, when some may have been
-    missed)."""
-
-    def __init__(self, target: str, where: str) -> None:
-        self._where = where
-        self._listener = pg.Listener(target, CHANNEL, what="PostgreSQL stores")
-
-    def wait(self, timeout: float) -> bool:
-        payloads = self._listener.wait(timeout)
-        # None: (re)connected, so work committed while nobody listened is found by the caller's next look.
-        return payloads is None or bool(payloads)
-
-    def close(self) -> None:
-        self._listener.close()
 
 
 def _configure(conn: Any) -> None:
