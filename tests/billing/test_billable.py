@@ -68,8 +68,8 @@ def delivery(tmp_path: Path) -> Iterator[BillingDelivery]:
 def test_written_ahead_facts_are_resolved_once_on_their_way_to_the_ledger(
     delivery: BillingDelivery, resolutions: list[str]
 ) -> None:
-    pairs = [(fact("u0"), 0), (fact(None), 1), (fact("u2"), 2)]
-    journaled = delivery.write_ahead(pairs, pricing=PRICING, ingress_request_id=None)
+    billables = [Billable.resolve(fact(u), i) for i, u in enumerate(("u0", None, "u2"))]
+    journaled = delivery.write_ahead(billables, pricing=PRICING, ingress_request_id=None)
     outcomes = delivery.commit(journaled, pricing=PRICING, ingress_request_id=None)
     assert [o.receipt is not None for o in outcomes] == [True, True, True]
     keys = ["run-b/0/u0", "run-b/0/MISSING:run-b/1", "run-b/0/u2"]

@@ -188,6 +188,7 @@ def test_the_delivery_commits_a_written_ahead_batch_and_one_refused_fact_parks_a
     store: Store, tmp_path: Path
 ) -> None:
     from chainwarden.billing.delivery import BillingDelivery  # noqa: PLC0415
+    from chainwarden.billing.facts import Billable  # noqa: PLC0415
     from chainwarden.billing.outbox import Outbox  # noqa: PLC0415
 
     with store.open() as ledger:
@@ -195,7 +196,7 @@ def test_the_delivery_commits_a_written_ahead_batch_and_one_refused_fact_parks_a
         outbox = Outbox(tmp_path / "outbox.sqlite3")
         delivery = BillingDelivery(ledger, outbox)
         try:
-            good = [(fact(f"g{i}"), i) for i in range(5)]
+            good = [Billable.resolve(fact(f"g{i}"), i) for i in range(5)]
             journaled = delivery.write_ahead(good, pricing=PRICING, ingress_request_id=None)
             assert len({j.seq for j in journaled}) == 5  # one outbox transaction wrote them all
             outcomes = delivery.commit(journaled, pricing=PRICING, ingress_request_id=None)
@@ -209,7 +210,7 @@ def test_the_delivery_commits_a_written_ahead_batch_and_one_refused_fact_parks_a
             )
             assert [o.receipt for o in again] == [None] * 5
             # The store refuses one fact: the batch is rolled back and the facts go one by one.
-            mixed = [(fact("m0"), 0), (fact("poison"), 1), (fact("m2"), 2)]
+            mixed = [Billable.resolve(fact(u), i) for i, u in enumerate(("m0", "poison", "m2"))]
             outcomes = delivery.commit(
                 delivery.write_ahead(mixed, pricing=PRICING, ingress_request_id=None),
                 pricing=PRICING,

@@ -312,3 +312,44 @@ def test_executor_rejects_a_bad_thread_count() -> None:
             InProcGraphExecutor(two_step_agent, max_concurrent_llm_calls=bad)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         InProcGraphExecutor("not a function")  # type: ignore[arg-type]
+
+
+async def test_a_reported_fact_is_resolved_once_for_the_billing_and_the_journal(
+    ledger: SqliteLedger, containment: Containment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's context reports the fact as the provider gave it; the run's billing resolves it once (its
+    usage_unit_id and key, `Billable.resolve`) and the run's journal records that same resolution
+    (docs/billing.md "The outbox")."""
+    from chainwarden.billing import facts  # noqa: PLC0415
+    from chainwarden.billing.run_store import RunStore  # noqa: PLC0415
+
+    keys: list[str] = []
+    compute = facts.compute_idempotency_key
+
+    def counted(fact: facts.UsageFact) -> str:
+        keys.append(compute(fact))
+        return keys[-1]
+
+    monkeypatch.setattr(facts, "compute_idempotency_key", counted)
+    reported: list[str | None] = []
+
+    async def graph(ctx: RunContext) -> None:
+        emit = ctx._emit  # type: ignore[attr-defined]
+
+        def seen(event: object) -> None:
+            if isinstance(event, UsageReport):
+                reported.append(event.fact.usage_unit_id)
+            emit(event)
+
+        ctx._emit = seen  # type: ignore[attr-defined]
+        await ctx.call_llm(llm("a", None))
+        await ctx.call_llm(llm("b", "u-b"))
+
+    async with runtime(ledger, containment, graph).run(request(run_id="run-once")) as run:
+        await run.final
+        await run.billing_settled()
+    expected = ["run-once/0/MISSING:run-once/0", "run-once/0/u-b"]
+    assert reported == [None, "u-b"]  # as the provider gave it: the context resolves nothing
+    assert [r.source_reference for r in ledger.receipts(run_id="run-once")] == expected
+    assert [c.source_reference for c in RunStore(ledger).calls(["run-once"])] == expected
+    assert keys == expected  # once each: the journal, the outbox and the ledger share one Billable

@@ -112,14 +112,15 @@ class BillingDelivery:
 
     def write_ahead(
         self,
-        facts: Sequence[tuple[UsageFact, int]],
+        billables: Sequence[Billable],
         *,
         pricing: Pricing,
         ingress_request_id: str | None,
     ) -> list[Journaled]:
-        """Step 1: makes `(fact, call_index)` pairs durable in the outbox, in one transaction, before any
-        commit. Never raises: when the outbox fails the facts go on unjournaled (commit-or-park)."""
-        resolved = [Billable.resolve(fact, index) for fact, index in facts]
+        """Step 1: makes facts resolved for billing (by the run's sink, once) durable in the outbox, in one
+        transaction, before any commit. Never raises: when the outbox fails the facts go on unjournaled
+        (commit-or-park)."""
+        resolved = list(billables)
         seqs: list[int | None] = [None] * len(resolved)
         if self.write_ahead_enabled and resolved:
             # The drainer also watches for rows a killed process on the same outbox left behind.

@@ -102,9 +102,11 @@ class Run:
         return self._final
 
     def _usage(self, fact: UsageFact) -> None:
-        # The journal numbers the reports as the billing does: one call index each, in arrival order.
-        self._recorder.call(fact)
-        self._sink.submit(fact)
+        # Numbered and resolved once, by the billing (one call index each, in arrival order); the journal
+        # records the same `Billable` (docs/billing.md "The outbox").
+        billable = self._sink.submit(fact)
+        if billable is not None:
+            self._recorder.call(billable)
 
     def ui_events(self, *, after: int = 0) -> AsyncIterator[AiEvent]:
         """The run's UI events after position `after` (0: all of them), then live until `Done`."""

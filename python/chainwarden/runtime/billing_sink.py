@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from chainwarden.billing import ChargeReceipt, Pricing, UsageFact
 from chainwarden.billing.delivery import BillingDelivery, Delivered, Journaled
+from chainwarden.billing.facts import Billable
 from chainwarden.billing.metrics import METRICS
 
 logger = logging.getLogger("chainwarden.billing")
@@ -50,7 +51,7 @@ class BillingSink:
         self._on_charged = on_charged
         self._next_index = 0
         # Reported, not yet written ahead; then written ahead, not yet committed.
-        self._reported: list[tuple[UsageFact, int]] = []
+        self._reported: list[Billable] = []
         self._journaled: list[Journaled] = []
         self._closed = False
         self._reported_wake = asyncio.Event()
@@ -67,10 +68,26 @@ class BillingSink:
         self._writer = loop.create_task(self._write_ahead(), name=f"chainwarden-billing-wal-{run_id}")
         self._task = loop.create_task(self._commit(), name=f"chainwarden-billing-{run_id}")
 
-    def submit(self, fact: UsageFact) -> None:
-        self._reported.append((fact, self._next_index))
+    def submit(self, fact: object) -> Billable | None:
+        """Numbers the report and resolves its fact for billing, once (`Billable.resolve`): the run's journal
+        records the same `Billable` (docs/billing.md "The outbox"). A report that carries no UsageFact, or
+        one that cannot be resolved, cannot be billed: it counts as lost, so the run's billing does not
+        settle (docs/design.md §30); None then."""
+        index = self._next_index
         self._next_index += 1
+        if not isinstance(fact, UsageFact):
+            METRICS.increment("billing.malformed_usage_report")
+            self._lose([index], TypeError(f"a usage report carries a {type(fact).__name__}, not a UsageFact"))
+            return None
+        try:
+            billable = Billable.resolve(fact, index)
+        except Exception as error:  # a fact past its own checks: refused alone, the others go on
+            METRICS.increment("billing.malformed_usage_report")
+            self._lose([index], error)
+            return None
+        self._reported.append(billable)
         self._reported_wake.set()
+        return billable
 
     def close(self) -> None:
         """No more facts will come; both stages finish once everything reported is committed or parked."""
@@ -86,13 +103,11 @@ class BillingSink:
                     self._reported_wake.clear()
                     await self._reported_wake.wait()
                     continue
-                batch, self._reported = self._refuse_malformed(self._reported), []
-                if not batch:
-                    continue
+                batch, self._reported = self._reported, []
                 try:
                     journaled = await self._write(batch)
                 except Exception as error:  # write_ahead does not raise; this is the last line of defence
-                    self._lose([index for _, index in batch], error)
+                    self._lose([billable.call_index for billable in batch], error)
                     continue
                 self._journaled.extend(journaled)
                 self._journaled_wake.set()
@@ -100,19 +115,7 @@ class BillingSink:
             self._writing_done = True
             self._journaled_wake.set()
 
-    def _refuse_malformed(self, reported: list[tuple[UsageFact, int]]) -> list[tuple[UsageFact, int]]:
-        """One bad report is refused alone, the valid ones beside it go on (docs/design.md §30). A report
-        without a UsageFact cannot be billed: it counts as lost, so the run's billing does not settle."""
-        valid: list[tuple[UsageFact, int]] = []
-        for fact, index in reported:
-            if isinstance(fact, UsageFact):
-                valid.append((fact, index))
-                continue
-            METRICS.increment("billing.malformed_usage_report")
-            self._lose([index], TypeError(f"a usage report carries a {type(fact).__name__}, not a UsageFact"))
-        return valid
-
-    async def _write(self, batch: list[tuple[UsageFact, int]]) -> list[Journaled]:
+    async def _write(self, batch: list[Billable]) -> list[Journaled]:
         """The outbox is a local file, but may wait on another process's lock: off the loop, on the
         delivery's own write-ahead thread, so that commits stuck in retries cannot delay it."""
         call = functools.partial(

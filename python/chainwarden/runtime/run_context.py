@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from chainwarden.billing import UsageFact
-from chainwarden.billing.facts import check_usage_fields, encode_usage_raw, with_usage_unit_id
+from chainwarden.billing.facts import check_usage_fields, encode_usage_raw
 from chainwarden.errors import ChainwardenError, InvalidArgument, InvalidArgumentType
 from chainwarden.integrations._usage import note_usage_missing
 from chainwarden.runtime.containment_port import (
@@ -329,10 +329,10 @@ class RunContext:
             cost_usd=result.cost_usd,
             usage_raw=result.usage_raw,
         )
-        # The provider's id when there is one; otherwise seed 004's MISSING:{run_id}/{index}, the call's
-        # position in the run (the same on a replay, so a replay never bills twice), logged at ERROR and
-        # counted (docs/design.md §17, §30).
-        self._emit(UsageReport(with_usage_unit_id(fact, index), usage_missing=result.usage_missing))
+        # The provider's id when there is one; otherwise the billing resolves the fact once, at the report's
+        # position in the run (seed 004's MISSING:{run_id}/{index}: the same on a replay, so a replay never
+        # bills twice), logged at ERROR and counted (docs/design.md §17, §30).
+        self._emit(UsageReport(fact, usage_missing=result.usage_missing))
         return result
 
 

@@ -19,7 +19,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from chainwarden.billing import Ledger, Pricing, RunRecord, UsageFact
+from chainwarden.billing import Ledger, Pricing, RunRecord
 from chainwarden.billing.facts import Billable
 from chainwarden.billing.run_store import CallRow, EventRow, RunStore, TakenOver
 from chainwarden.runtime.events import UiEvent, encode_event
@@ -78,7 +78,6 @@ class RunRecorder:
         )
         self._events: list[UiEvent] = []
         self._calls: list[CallRow] = []
-        self._next_call = 0
         self._wake = asyncio.Event()
         self._begun = False
         self._closed = False
@@ -103,13 +102,11 @@ class RunRecorder:
         self._bound()
         self._wake.set()
 
-    def call(self, fact: object) -> None:
-        """One usage report, in the order the billing sink numbers them (the same call index)."""
-        index = self._next_call
-        self._next_call += 1
-        if self._lost or not isinstance(fact, UsageFact):
+    def call(self, billed: Billable) -> None:
+        """One usage report, as the billing sink numbered and resolved it (the same call index and key)."""
+        if self._lost:
             return
-        billed = Billable.resolve(fact, index)
+        fact, index = billed.fact, billed.call_index
         cost = fact.cost_decimal
         try:
             credits = None if cost is None else self._pricing.credits_for(cost)

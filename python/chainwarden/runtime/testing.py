@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chainwarden.billing import UsageFact
-from chainwarden.billing.facts import compute_idempotency_key, with_usage_unit_id
+from chainwarden.billing.facts import Billable
 from chainwarden.errors import ChainwardenError, InvalidArgument, InvalidArgumentType
 from chainwarden.runtime.events import AI_EVENT_TYPES, AiEvent, Done, Error, UsageReport
 from chainwarden.runtime.port import GraphExecutor, GraphFinal, GraphRunRequest, GraphRunResult
@@ -201,7 +201,7 @@ def _check_facts(request: GraphRunRequest, check: ExecutorCheck, problems: list[
             check.warnings.append(
                 f"usage fact {index} has no usage_unit_id: billed under MISSING:{request.run_id}/{index}"
             )
-        check.keys.append(compute_idempotency_key(with_usage_unit_id(fact, index)))
+        check.keys.append(Billable.resolve(fact, index).key)
         index += 1
     repeated = sorted({k for k in check.keys if check.keys.count(k) > 1})
     if repeated:
