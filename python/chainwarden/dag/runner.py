@@ -106,6 +106,16 @@ class Runner:
         # Replaced, never mutated: a run reads one tuple while another thread adds or removes a listener.
         self._listeners: tuple[Any, ...] = ()
 
+    @property
+    def graph(self) -> Graph:
+        """The graph this runner serves."""
+        return self._graph
+
+    @property
+    def execution_context(self) -> object | None:
+        """The context every execution runs under (None: uncontained)."""
+        return self._executors.execution_context
+
     # -- listeners (docs/dag.md "Listening to a runner") --------------------------------------------------
 
     def add_listener(self, listener: object) -> None:

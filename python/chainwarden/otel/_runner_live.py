@@ -44,9 +44,9 @@ class RunnerExport:
         self._runner = runner
         self._tracer = tracer
         self._parent = parent
-        self._graph_id = runner._graph.graph_id
+        self._graph_id = runner.graph.graph_id
         # A contained runner's chain says who the run is for (docs/containment.md "Context that travels").
-        ctx = runner._executors.execution_context
+        ctx = runner.execution_context
         self._context = (
             otel_attributes(read_labels(root_metadata(ctx.metadata)))
             if isinstance(ctx, ExecutionContext)
