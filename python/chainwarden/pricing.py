@@ -69,7 +69,7 @@ def price_usage(
             f"input_tokens ({tokens_in}): input_tokens counts cached tokens too",
             argument="cache_read_tokens",
         )
-    table = _overrides(overrides)
+    table = override_table(overrides)
     prices = table.get((provider, model))
     if prices is not None:
         return _priced(prices, tokens_in, tokens_out, cache_read, cache_write)
@@ -142,8 +142,9 @@ def _priced(prices: Mapping[str, Decimal], tokens_in: int, tokens_out: int, read
     return _CONTEXT.divide(total, _PER)
 
 
-def _overrides(overrides: object) -> dict[tuple[str, str], dict[str, Decimal]]:
-    """Validates the whole override table (every entry, not only the one asked for: a typo fails at once)."""
+def override_table(overrides: object) -> dict[tuple[str, str], dict[str, Decimal]]:
+    """Validates the whole override table (every entry, not only the one asked for: a typo fails at once).
+    Not exported: what `price_usage` and the integrations' `price_overrides` check."""
     if overrides is None:
         return {}
     if not isinstance(overrides, Mapping):

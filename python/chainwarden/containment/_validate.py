@@ -13,8 +13,8 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
+from chainwarden._args import MAX_INT64
 from chainwarden.errors import InvalidArgumentType
-from chainwarden.shield._validate import MAX_INT64
 
 __all__ = [
     "BREAKER_METHODS",

@@ -22,8 +22,8 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
+from chainwarden._args import finite_non_negative
 from chainwarden.errors import InvalidArgument, InvalidArgumentType
-from chainwarden.shield._validate import finite_non_negative
 
 __all__ = [
     "AllocationResult",

@@ -17,8 +17,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Final
 
+from chainwarden._args import strict_int
 from chainwarden.errors import ChainwardenError, ClosedError, InvalidArgumentType
-from chainwarden.shield._validate import strict_int
 
 __all__ = ["MAX_BYTES", "MAX_CHUNKS", "MAX_KEPT_BUFFERS", "PartialBufferOverflow", "PartialResultBuffer"]
 

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from chainwarden._args import finite_non_negative, strict_int
 from chainwarden._chain_context import Tags, checked_attributes, checked_tags
 from chainwarden.containment._validate import MAX_COUNT, MAX_TIMEOUT_MS
 from chainwarden.containment.budget._protocol import check_backend
 from chainwarden.errors import InvalidArgument, InvalidArgumentType
-from chainwarden.shield._validate import finite_non_negative, strict_int
 from chainwarden.shield.event import SafetyEvent
 
 __all__ = [

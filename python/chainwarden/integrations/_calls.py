@@ -17,10 +17,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from chainwarden._core import CallKind
-from chainwarden.containment._blocks import halted as refused
-from chainwarden.containment._capture import INPUT_ATTR, SELF_CAPTURED, Capture
-from chainwarden.containment._held import open_call
-from chainwarden.containment._report import current_call, flag_current_call, report_cost
+from chainwarden.containment.calls import (
+    INPUT_ATTR,
+    SELF_CAPTURED,
+    Capture,
+    capture_of,
+    current_call,
+    flag_current_call,
+    open_call,
+    report_cost,
+)
+from chainwarden.containment.calls import halted as refused
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.containment.types import WrapOptions
 from chainwarden.integrations._estimate import PROMPT_FIELDS, Estimate, estimate, output_limit, prompt_tokens
@@ -107,7 +114,7 @@ def stream_watch(dialect: Dialect, kwargs: dict[str, Any]) -> Watch:
 
 
 def _capture(setup: Setup) -> Capture | None:
-    return setup.ctx._s.capture
+    return capture_of(setup.ctx)
 
 
 def _asked(setup: Setup, dialect: Dialect, model: str, kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from chainwarden.containment.calls import spent_usd
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.integrations._usage import PriceOverrides
 from chainwarden.pricing import context_window, first_warning, price_usage
@@ -154,7 +155,7 @@ def remaining_budget(ctx: object) -> float:
     if not isinstance(ctx, ExecutionContext):
         return 0.0
     ceiling = ctx.config.max_cost_usd
-    left = ceiling - ctx._s.core.counters().cost_usd - ctx.reserved_usd
+    left = ceiling - spent_usd(ctx) - ctx.reserved_usd
     return left if left > 0.0 else ceiling + 1.0
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from chainwarden import _call_facts as facts
-from chainwarden.containment._capture import Capture
+from chainwarden.containment.calls import Capture
 from chainwarden.integrations._usage import Usage
 
 __all__ = ["dumped", "request_facts", "response_facts"]

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from chainwarden.containment.types import WrapOptions
 from chainwarden.errors import InvalidArgumentType
-from chainwarden.pricing import _overrides
+from chainwarden.pricing import override_table
 
 #: A checked price-override table: (provider, model) to its per-million-token prices.
 PriceTable = dict[tuple[str, str], dict[str, Decimal]]
@@ -31,7 +31,7 @@ def checked_hint(cost_estimate_hint: object) -> float | None:
 def checked_overrides(price_overrides: object) -> PriceTable | None:
     """The whole table checked (a typo fails at once, not at the model it names); None when empty."""
     try:
-        table = _overrides(price_overrides)
+        table = override_table(price_overrides)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"price_overrides: {exc}") from None
     return table or None

@@ -19,8 +19,8 @@ from typing import Any
 
 from chainwarden._core import ExecutionGraph
 from chainwarden._default_recorder import default_root
-from chainwarden.containment._blocks import ChainHalted
-from chainwarden.containment._capture import Capture
+from chainwarden.containment.calls import Capture
+from chainwarden.errors import ChainHalted
 from chainwarden.integrations._calls import Dialect, requested_model, stream_watch
 from chainwarden.integrations._facts import request_facts, response_facts
 from chainwarden.integrations._streams import AsyncHeldStream, HeldStream, Settle, Watch

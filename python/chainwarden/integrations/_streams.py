@@ -17,8 +17,8 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, NoReturn, Protocol
 
-from chainwarden.containment._blocks import ChainHalted
-from chainwarden.containment._capture import Capture
+from chainwarden.containment.calls import Capture
+from chainwarden.errors import ChainHalted
 from chainwarden.integrations._facts import response_facts
 from chainwarden.integrations._usage import (
     USAGE_MISSING,

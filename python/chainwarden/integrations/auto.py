@@ -23,9 +23,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
+from chainwarden._args import strict_int
 from chainwarden._default_recorder import default_recorder
-from chainwarden.containment._capture import Capture
-from chainwarden.containment._current import current_context
+from chainwarden.containment.calls import Capture, current_context
 from chainwarden.containment.types import MAX_CONTENT_CHARS
 from chainwarden.errors import InvalidArgumentType
 from chainwarden.integrations._anthropic import MESSAGES
@@ -34,7 +34,6 @@ from chainwarden.integrations._openai import CHAT, RESPONSES
 from chainwarden.integrations._options import checked_hint, checked_overrides
 from chainwarden.integrations._recorded import Destination, Recording, arecord, record
 from chainwarden.integrations._usage import PriceOverrides
-from chainwarden.shield._validate import strict_int
 
 __all__ = ["KNOWN", "ORIGINAL", "instrument_all", "instrumented", "uninstrument_all"]
 

@@ -24,13 +24,10 @@ from uuid import UUID
 from chainwarden._core import CallKind
 from chainwarden._default_recorder import default_recorder
 from chainwarden._extras import require
-from chainwarden.containment._blocks import ChainHalted
-from chainwarden.containment._capture import Capture
-from chainwarden.containment._current import current_context
-from chainwarden.containment._held import HeldCall, open_call
+from chainwarden.containment.calls import Capture, HeldCall, current_context, holds, open_call
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.containment.types import WrapOptions
-from chainwarden.errors import InvalidArgumentType
+from chainwarden.errors import ChainHalted, InvalidArgumentType
 from chainwarden.integrations._estimate import Estimate, estimate, output_limit, prompt_tokens
 from chainwarden.integrations._facts import request_facts, response_facts
 from chainwarden.integrations._options import checked_hint, checked_overrides, checked_provider
@@ -222,7 +219,7 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
                 capture=self._outside_capture(),
                 parent=parent.node_id if isinstance(parent, GraphCall) else None,
             )
-        parent_node = parent.node if isinstance(parent, HeldCall) and parent.chain is ctx._s else None
+        parent_node = parent.node if isinstance(parent, HeldCall) and holds(ctx, parent) else None
         return open_call(ctx, kind, opts, parent_node)
 
     def _keep(self, run_id: UUID, opened: _Open) -> None:

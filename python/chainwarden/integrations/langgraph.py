@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar, cast
 
 from chainwarden._extras import require
-from chainwarden.containment._capture import INPUT_ATTR, CallInput
+from chainwarden.containment.calls import INPUT_ATTR, CallInput
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.containment.types import WrapOptions
 from chainwarden.errors import InvalidArgumentType

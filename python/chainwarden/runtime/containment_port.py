@@ -92,7 +92,7 @@ class Containment:
         """Inside a wrapped call: sets ``metadata[key] = True`` on its node (chainwarden's containment
         only; a containment without node metadata, the reference, keeps what it has)."""
         if self._resolve() is sys.modules.get("chainwarden.containment"):
-            from chainwarden.containment._report import flag_current_call  # noqa: PLC0415
+            from chainwarden.containment.calls import flag_current_call  # noqa: PLC0415
 
             flag_current_call(key)
 

@@ -8,8 +8,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Final
 
+from chainwarden._args import finite_non_negative, strict_int
 from chainwarden.errors import InvalidArgument, InvalidArgumentType
-from chainwarden.shield._validate import finite_non_negative, strict_int
 from chainwarden.shield.types import Decision, ToolCallContext
 
 __all__ = ["MAX_CALLS", "BudgetWindowHook"]

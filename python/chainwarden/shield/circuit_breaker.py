@@ -9,8 +9,8 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+from chainwarden._args import finite_non_negative, strict_int
 from chainwarden.errors import InvalidArgumentType, InvalidState
-from chainwarden.shield._validate import finite_non_negative, strict_int
 from chainwarden.shield.policy import PolicyContext, PolicyDecision
 
 __all__ = ["CircuitBreaker", "CircuitState", "FailurePredicate"]

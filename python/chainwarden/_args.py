@@ -1,4 +1,5 @@
-"""Argument checks shared by shield and containment: typed errors, nothing mutated on failure."""
+"""Argument checks shared by every package (shield, containment, integrations): typed errors naming the
+argument, nothing mutated on failure."""
 
 from __future__ import annotations
 
