@@ -146,6 +146,6 @@ def test_one_listener_for_every_store() -> None:
             listener.close()
     ledger = PostgresLedger(f"{dsn} options=-csearch_path={schema}")
     try:
-        assert type(ledger._listener(CHANNEL)) is pg.Listener
+        assert type(ledger.listen(CHANNEL)) is pg.Listener
     finally:
         ledger.close()

@@ -173,7 +173,7 @@ class PostgresLedger(Ledger):
     _NOW_EPOCH = "extract(epoch FROM clock_timestamp())::float8"
     _POSTGRES = True
 
-    def _listener(self, channel: str) -> Listener:
+    def listen(self, channel: str) -> Listener:
         return Listener(self._dsn, channel, what="PostgresLedger")
 
     def _rollback(self, cursor: Any) -> None:

@@ -193,9 +193,10 @@ class Transactions(abc.ABC):
     # Whether the database is PostgreSQL (its advisory locks, its JSON functions); SQLite otherwise.
     _POSTGRES = False
 
-    def _listener(self, channel: str) -> Any:
+    def listen(self, channel: str) -> Any:
         """A `chainwarden._sql.pg.Listener` on `channel` for a store whose commits notify (PostgreSQL);
-        None for one where readers poll (SQLite)."""
+        None for one where readers poll (SQLite). The runtime's readers of a run's events wait on it
+        (docs/runtime.md "Reconnect, resume and retry")."""
         return None
 
     def _check_open(self) -> None:

@@ -310,7 +310,7 @@ class AiRuntime:
         self._lease_s = float(run_lease_s)
         self._leases = RunLeases(self._runs, new_owner(), self._lease_s)
         self._leases.sweep_soon()
-        self._waker = RunWaker(lambda: ledger._listener(CHANNEL))
+        self._waker = RunWaker(lambda: ledger.listen(CHANNEL))
         self._live: dict[str, Run] = {}
         # Event batches are committed durably: batching makes that no slower than relaxed commits
         # (benches/README.md "Run-event persistence", which measures both; docs/design.md §39).
