@@ -15,12 +15,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from chainwarden.errors import InvalidArgument, InvalidArgumentType
-
-if TYPE_CHECKING:
-    from chainwarden.containment.types import ChainMetadata
 
 __all__ = [
     "CONTEXT_KEYS",
@@ -106,7 +103,29 @@ def checked_attributes(attributes: object) -> Mapping[str, Any]:
     return MappingProxyType(copied)
 
 
-def root_metadata(meta: ChainMetadata) -> dict[str, Any]:
+class ChainOwner(Protocol):
+    """What `root_metadata` reads of a chain's ``ChainMetadata`` (named here, not imported: the module every
+    layer imports imports none of them)."""
+
+    @property
+    def request_id(self) -> str: ...
+    @property
+    def org_id(self) -> str: ...
+    @property
+    def team(self) -> str: ...
+    @property
+    def service(self) -> str: ...
+    @property
+    def user_id(self) -> str | None: ...
+    @property
+    def session_id(self) -> str | None: ...
+    @property
+    def tags(self) -> Tags: ...
+    @property
+    def attributes(self) -> Mapping[str, Any] | None: ...
+
+
+def root_metadata(meta: ChainOwner) -> dict[str, Any]:
     """What a chain's root node keeps of its ``ChainMetadata``: the request id, the non-empty owner fields
     and the context (only what was set)."""
     out: dict[str, Any] = {"request_id": meta.request_id}
