@@ -4,6 +4,8 @@ once when the ledger is back — by this process's drainer, or by a later proces
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import os
 import signal
 import subprocess
@@ -58,6 +60,12 @@ def test_a_fact_survives_the_outbox_exactly() -> None:
     assert back.cost_decimal == Decimal("0.1")
     assert back.usage_raw_json == fact.usage_raw_json
     assert (back.run_id, back.attempt, back.input_tokens, back.model) == ("r", 3, 2**63 - 1, "m")
+    # Every field the fact is made from is stored: the outbox keeps no list of its own.
+    made_of = {f.name for f in dataclasses.fields(UsageFact) if f.init}
+    assert set(json.loads(encode_fact(fact))) == made_of
+    full = dataclasses.replace(fact, cache_read_tokens=5, cache_write_tokens=6, cost_usd=Decimal("0.1"))
+    assert all(getattr(full, name) is not None for name in made_of)
+    assert decode_fact(encode_fact(full)) == full
 
 
 def test_the_outbox_is_keyed_by_ledger_and_idempotency_key(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ The file must be on a local disk: SQLite's locking is not reliable on network fi
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -75,19 +76,10 @@ _SCHEMA = Schema("outbox", (_V1, _V2), legacy=_legacy)
 # drainer may commit them too, which is safe (idempotency key) and only costs a duplicate attempt.
 CLAIM_S = 120.0
 _IN_CHUNK = 500  # SQLite's bound on host parameters is far above this
-_FACT_FIELDS = (
-    "run_id",
-    "attempt",
-    "source",
-    "billing_account_id",
-    "virtual_key_id",
-    "usage_unit_id",
-    "provider",
-    "model",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
+# A fact's fields as the outbox stores them: every field it is made from, read off the class (a field the
+# fact gains is carried without a change here); the cost and the raw usage are stored exactly (`encode_fact`).
+_FACT_FIELDS = tuple(
+    f.name for f in dataclasses.fields(UsageFact) if f.init and f.name not in ("cost_usd", "usage_raw")
 )
 _MAX_ERROR_CHARS = 1_000
 
