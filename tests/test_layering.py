@@ -25,20 +25,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "python" / "chainwarden"
 
 #: Known reach-ins, each with its reason; a new one fails the test, and one mended must leave the list.
-ALLOWED: dict[tuple[str, str], str] = {
-    # The runtime's own executors parse the SDKs' usage and estimates as the integrations do: one parser,
-    # kept in the integrations; it becomes a public module of theirs when the executors' usage seam moves.
-    ("runtime.anthropic_executor", "integrations._anthropic"): "shares the Anthropic dialect",
-    ("runtime.anthropic_executor", "integrations._estimate"): "shares the prompt estimate",
-    ("runtime.anthropic_executor", "integrations._usage"): "shares the usage parser",
-    ("runtime.claude_agent_executor", "integrations._estimate"): "shares the prompt estimate",
-    ("runtime.claude_agent_executor", "integrations._usage"): "shares the usage parser",
-    ("runtime.langgraph_executor", "integrations._usage"): "shares the usage parser",
-    ("runtime.run_context", "integrations._usage"): "shares the usage-missing log line",
-    # Containment prices a `response_hint` with the integrations' dialects, imported lazily (integrations
-    # import containment at import time).
-    ("containment._rich", "integrations._response"): "prices a response hint (lazy import)",
-}
+ALLOWED: dict[tuple[str, str], str] = {}
 
 #: Cycles between packages, none at import time: each is an import made when a function runs, or an
 #: annotation. A new one fails the test; one mended must leave the list.

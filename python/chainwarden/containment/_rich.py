@@ -26,7 +26,7 @@ def priced_hint(s: ChainState, kind: CallKind, opts: WrapOptions) -> tuple[float
     its model has no known price); None without a hint or usage. Pricing never fails the call (logged)."""
     if opts.response_hint is None or not kind.is_llm:
         return None
-    from chainwarden.integrations._response import priced_response  # noqa: PLC0415  (integrations import containment)
+    from chainwarden.integrations.providers import priced_response  # noqa: PLC0415  (integrations import containment)
 
     try:
         return priced_response(opts.response_hint, opts.model or s.llm_model or "")

@@ -19,9 +19,14 @@ from typing import Any
 from chainwarden._extras import require
 from chainwarden.containment.types import WrapOptions
 from chainwarden.errors import InvalidArgument, InvalidArgumentType
-from chainwarden.integrations._anthropic import MESSAGES
-from chainwarden.integrations._estimate import estimate, prompt_tokens
-from chainwarden.integrations._usage import Usage, UsageError, price_of
+from chainwarden.integrations.providers import (
+    MESSAGES,
+    Usage,
+    UsageError,
+    estimate,
+    price_of,
+    prompt_tokens,
+)
 from chainwarden.runtime.containment_port import Containment, RunLimits
 from chainwarden.runtime.events import TextDelta, ToolCallResult, ToolCallStart
 from chainwarden.runtime.inproc import InProcGraphExecutor

@@ -30,8 +30,7 @@ from typing import Any
 from chainwarden._extras import require
 from chainwarden.containment.types import WrapOptions
 from chainwarden.errors import ChainwardenError, InvalidArgument, InvalidArgumentType
-from chainwarden.integrations._estimate import estimate
-from chainwarden.integrations._usage import Usage, UsageError, count
+from chainwarden.integrations.providers import Usage, UsageError, count, estimate
 from chainwarden.runtime.anthropic_executor import (
     SOURCE_ANTHROPIC,
     SOURCE_ANTHROPIC_SDK,

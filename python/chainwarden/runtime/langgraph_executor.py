@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 else:
     BaseCallbackHandler = require("langchain_core.callbacks", "langgraph").BaseCallbackHandler
 
-from chainwarden.integrations._usage import Usage
 from chainwarden.integrations.langchain import ChainwardenCallbackHandler
+from chainwarden.integrations.providers import Usage
 
 __all__ = ["SOURCE_LANGGRAPH", "LangGraphExecutor"]
 

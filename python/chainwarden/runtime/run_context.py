@@ -16,7 +16,7 @@ from typing import Any
 from chainwarden.billing import UsageFact
 from chainwarden.billing.facts import check_usage_fields, encode_usage_raw
 from chainwarden.errors import ChainwardenError, InvalidArgument, InvalidArgumentType
-from chainwarden.integrations._usage import note_usage_missing
+from chainwarden.integrations.providers import note_usage_missing
 from chainwarden.runtime.containment_port import (
     Containment,
     LlmCallGuard,
