@@ -318,3 +318,19 @@ def test_otel_listens_and_patches_nothing() -> None:
         and not (isinstance(target.value, ast.Name) and target.value.id in ("self", "cls"))
     ]
     assert patched == []
+
+
+def test_the_64_bit_bound_is_written_once() -> None:
+    """Counts, tokens, credits and JSON integers are 64-bit in the core and every store (docs/design.md
+    §23): the Python side writes the bound once (`_args.MAX_INT64`), named where it means credits or tokens.
+    """
+    written = [
+        m.name
+        for m in modules().values()
+        for node in ast.walk(m.tree)
+        if isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Pow)
+        and ast.unparse(node.left) == "2"
+        and ast.unparse(node.right) == "63"
+    ]
+    assert written == ["_args"]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Protocol
 
+from chainwarden._args import MAX_INT64
 from chainwarden.errors import InvalidArgument, InvalidArgumentType
 
 __all__ = [
@@ -71,7 +72,7 @@ def _json_copy(value: object, where: str, depth: int = 0) -> Any:
     if value is None or isinstance(value, bool | str):
         return value
     if isinstance(value, int):
-        if not -(2**63) <= value < 2**63:
+        if not -MAX_INT64 - 1 <= value <= MAX_INT64:
             raise InvalidArgument(f"{where}: integer out of the 64-bit range", argument=where)
         return value
     if isinstance(value, float):

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Final
 
+from chainwarden._args import MAX_INT64
 from chainwarden._extras import require
 from chainwarden.errors import InvalidArgument, InvalidArgumentType
 
@@ -32,7 +33,7 @@ _log = logging.getLogger("chainwarden.pricing")
 PRICE_KEYS: Final = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok")
 _REQUIRED: Final = ("input_mtok", "output_mtok")
 _PER: Final = Decimal(1_000_000)
-_MAX_TOKENS: Final = 2**63 - 1  # docs/design.md §26
+_MAX_TOKENS: Final = MAX_INT64  # docs/design.md §26
 # Exact for any token count below 2^63 times any price with up to ~40 significant digits.
 _CONTEXT: Final = decimal.Context(prec=80, traps=[decimal.InvalidOperation, decimal.Overflow])
 

@@ -13,8 +13,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
+from chainwarden._args import MAX_INT64
 from chainwarden.billing.metrics import METRICS
 from chainwarden.errors import InvalidArgument, InvalidArgumentType
 
@@ -27,7 +28,7 @@ _OPTIONAL_TEXT = ("usage_unit_id", "provider", "model")
 # docs/design.md §26: the limits both stores share.
 MAX_TEXT_CHARS = 512
 MAX_ATTEMPT = 2**31 - 1
-MAX_TOKENS = 2**63 - 1
+MAX_TOKENS: Final = MAX_INT64
 MAX_COST_USD = Decimal(10) ** 12  # exclusive
 MAX_COST_DECIMAL_PLACES = 18
 # Deeper documents are almost certainly a bug (or an attack on the JSON encoder's recursion).

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
+from typing import Final
 
+from chainwarden._args import MAX_INT64
 from chainwarden.billing.facts import check_cost_usd
 from chainwarden.errors import InvalidArgument, InvalidArgumentType
 
 CREDITS_PER_USD = 10_000_000
 DEFAULT_MARKUP = 2.0
 # Ledger columns are 64-bit signed; a charge that cannot be stored is bad input, not an overflow later.
-MAX_CREDITS = 2**63 - 1
+MAX_CREDITS: Final = MAX_INT64
 
 
 # Products are exact: with the largest precision libmpdec has, a multiplication never rounds (its result is

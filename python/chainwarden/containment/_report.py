@@ -15,6 +15,7 @@ from decimal import Decimal
 from threading import get_ident
 from typing import Final
 
+from chainwarden._args import MAX_INT64
 from chainwarden._core import CURRENT_CALL as _CURRENT_CALL
 from chainwarden._core import CallBinding, ChainCore, bind_call, enclosing_call, open_sync_calls
 from chainwarden.errors import InvalidArgument, InvalidArgumentType, InvalidState
@@ -57,7 +58,7 @@ def _tokens(value: object, name: str) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidArgumentType(f"{name} must be an int or None, got {type(value).__name__}", argument=name)
-    if not 0 <= value < 2**63:
+    if not 0 <= value <= MAX_INT64:
         raise InvalidArgument(f"{name} must be >= 0 and < 2**63; got {value}", argument=name)
     return value
 

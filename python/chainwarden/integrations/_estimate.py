@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from chainwarden._args import MAX_INT64
 from chainwarden.containment.calls import spent_usd
 from chainwarden.containment.context import ExecutionContext
 from chainwarden.integrations._usage import PriceOverrides
@@ -37,7 +38,7 @@ _MEDIA_TYPES: Final = frozenset(
 )
 # The request fields that are sent to the model as input.
 PROMPT_FIELDS: Final = ("system", "instructions", "messages", "input", "prompt", "tools", "functions")
-_MAX_TOKENS: Final = 2**63 - 1
+_MAX_TOKENS: Final = MAX_INT64
 _WALK_LIMIT: Final = 100_000  # nodes visited; a larger prompt is bounded by its limit reached
 
 

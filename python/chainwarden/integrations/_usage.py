@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final
 
+from chainwarden._args import MAX_INT64
 from chainwarden.billing.metrics import METRICS
 from chainwarden.errors import ChainwardenError
 from chainwarden.pricing import price_usage
@@ -39,7 +40,7 @@ _log = logging.getLogger("chainwarden.integrations")
 PriceOverrides = Mapping[tuple[str, str], Mapping[str, Any]]
 
 # docs/design.md §26: what a token count may be.
-MAX_TOKENS: Final = 2**63 - 1
+MAX_TOKENS: Final = MAX_INT64
 # The node metadata key and metric of a call whose provider reported no usage (docs/design.md §30).
 USAGE_MISSING: Final = "usage_missing"
 
