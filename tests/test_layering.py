@@ -290,16 +290,26 @@ def test_packages_import_each_other_one_way() -> None:
     assert found == set(PACKAGE_CYCLES), sorted(sorted(c) for c in found)
 
 
-@pytest.mark.parametrize("name", ["Listener"])
-def test_one_class_per_job(name: str) -> None:
-    """The PostgreSQL LISTEN connection is the SQL layer's (`_sql/pg.py`), for every store."""
+@pytest.mark.parametrize(
+    ("name", "home"),
+    [
+        ("Listener", "_sql.pg"),  # the PostgreSQL LISTEN connection, for every store
+        ("decision_name", "_contexts"),  # a context's decision read the same way by the DAG and the runtime
+        ("CallGuard", "_contexts"),  # what the DAG and the runtime call on any context
+    ],
+)
+def test_one_definition_per_job(name: str, home: str) -> None:
+    """Each is defined once (under its name, with or without a leading `_`), where the others import it."""
     where = [
         m.name
         for m in modules().values()
         for node in ast.walk(m.tree)
-        if isinstance(node, ast.ClassDef) and node.name == name
+        if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name.lstrip("_") == name
     ]
-    assert where == ["_sql.pg"]
+    assert where == [home]
+
+
+def test_only_the_sql_layer_listens() -> None:
     listens = [m.name for m in modules().values() if "LISTEN {" in m.path.read_text() and m.name != "_sql.pg"]
     assert listens == []
 

@@ -8,18 +8,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
+from chainwarden._contexts import decision_name
 from chainwarden.dag.result import ExecutionResult
 
 _log = logging.getLogger("chainwarden.dag")
 
 WrapOptionsFactory = Callable[[dict[str, Any]], Any]
-
-
-class ContainmentContext(Protocol):
-    def wrap_llm_call(self, fn: Callable[[], Any], options: Any = ...) -> Any: ...
-    def wrap_tool_call(self, fn: Callable[[], Any], options: Any = ...) -> Any: ...
 
 
 def failure(exc: BaseException, node: dict[str, Any] | None = None) -> ExecutionResult:
@@ -33,10 +29,6 @@ def checked(value: object) -> ExecutionResult:
     if isinstance(value, ExecutionResult):
         return value
     return ExecutionResult.errored(f"invalid_execution_result_type={type(value).__name__}")
-
-
-def _decision_name(decision: object) -> str:
-    return str(getattr(decision, "value", decision)).upper()
 
 
 def stop_reason(ctx: object) -> str:
@@ -68,7 +60,7 @@ def _wrapper(ctx: object, node_type: str, suffix: str = "") -> Callable[..., Any
 
 
 def _verdict(ctx: object, decision: object, box: list[ExecutionResult]) -> ExecutionResult:
-    name = _decision_name(decision)
+    name = decision_name(decision)
     if name == "HALT":
         return ExecutionResult.errored(f"halted:{stop_reason(ctx)}")
     if box:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
+
+from chainwarden._contexts import CallGuard
 
 
 def current_credits() -> Any:
@@ -23,12 +25,8 @@ def current_credits() -> Any:
     return CURRENT.get()
 
 
-class LlmCallGuard(Protocol):
-    """The part of ExecutionContext the executor uses."""
-
-    def wrap_llm_call(self, fn: Callable[[], Any], options: Any = None) -> Any: ...
-
-    def wrap_tool_call(self, fn: Callable[[], Any], options: Any = None) -> Any: ...
+class LlmCallGuard(CallGuard, Protocol):
+    """The part of ExecutionContext the executor uses: the wraps every context has, and `close`."""
 
     def close(self) -> None: ...
 
@@ -124,9 +122,3 @@ def stop_reason_of(guard: LlmCallGuard) -> str | None:
     keeps one (chainwarden's and the reference's `last_stop_reason`)."""
     reason = getattr(guard, "last_stop_reason", None)
     return reason if isinstance(reason, str) and reason else None
-
-
-def decision_name(decision: object) -> str:
-    """The decision's name ("ALLOW", "HALT", "RETRY", ...), whatever enum class the context returns."""
-    value = getattr(decision, "value", decision)
-    return str(value).upper()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from chainwarden._contexts import decision_name
 from chainwarden.billing import UsageFact
 from chainwarden.billing.facts import check_usage_fields, encode_usage_raw
 from chainwarden.errors import ChainwardenError, InvalidArgument, InvalidArgumentType
@@ -20,7 +21,6 @@ from chainwarden.integrations.providers import note_usage_missing
 from chainwarden.runtime.containment_port import (
     Containment,
     LlmCallGuard,
-    decision_name,
     refusal_is_timeout,
     stop_reason_of,
 )
