@@ -13,6 +13,7 @@ _R = TypeVar("_R")
 __all__ = [
     "CURRENT_CALL",
     "DAG_ERROR_CODES",
+    "ERROR_CODES",
     "MAX_RECORDS",
     "STOP_REASONS",
     "Block",
@@ -244,6 +245,8 @@ class DagEdgeError(DagError): ...
 class DagPreconditionError(DagError): ...
 
 DAG_ERROR_CODES: Final[Mapping[str, type[DagError]]]
+ERROR_CODES: Final[Mapping[str, str]]
+"""The core's one error registry: every code -> the name of its class in `chainwarden.errors`."""
 
 @final
 class Mutation:

@@ -3,6 +3,7 @@
 //! Nothing here knows about Python; `rust/py` translates at the edge.
 
 pub mod clock;
+pub mod codes;
 pub mod containment;
 pub mod dag;
 pub mod ids;

@@ -8,9 +8,10 @@
 //! `#[pyclass]` cannot give an exception. Every bad argument the bindings find is raised through
 //! [`invalid_argument`] / [`invalid_argument_type`], naming the argument.
 
+use chainwarden_core::codes::{Class, Code, FAMILIES};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyType};
+use pyo3::types::{PyDict, PyMappingProxy, PyType};
 
 const SOURCE: &std::ffi::CStr = cr#"
 class ChainwardenError(Exception):
@@ -92,7 +93,32 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ]) {
         m.add(*name, cls.bind(py))?;
     }
+    // The core's registry, read-only: every code -> the name of its class in `chainwarden.errors`.
+    let codes = PyDict::new(py);
+    for &code in Code::ALL {
+        codes.set_item(code.as_str(), code.class().name())?;
+    }
+    for &(class, code) in FAMILIES {
+        codes.set_item(code, class.name())?;
+    }
+    m.add("ERROR_CODES", PyMappingProxy::new(py, codes.as_mapping()))?;
     Ok(())
+}
+
+/// The class a registry row is raised as. The store's classes are the Python layer's (no native code raises
+/// them), so they fall back to the root.
+pub fn class_of(py: Python<'_>, class: Class) -> Bound<'_, PyType> {
+    let c = classes(py);
+    let cls = match class {
+        Class::NotFound => &c.not_found,
+        Class::InvalidArgument => &c.invalid_argument,
+        Class::InvalidState => &c.invalid_state,
+        _ => match crate::dag::errors::class_of(py, class) {
+            Some(cls) => return cls.clone(),
+            None => &c.root,
+        },
+    };
+    cls.bind(py).clone()
 }
 
 /// An instance of `cls(message, argument=argument)`, or the error building it raised.
@@ -135,6 +161,7 @@ pub fn invalid_argument_type(
     )
 }
 
+#[cfg(feature = "bench-floor")]
 /// `NotFound` (a `KeyError`) carrying `key`, so `str(err)` reads like a built-in `KeyError`.
 pub fn not_found(py: Python<'_>, key: String) -> PyErr {
     PyErr::from_type(classes(py).not_found.bind(py).clone(), (key,))

@@ -1,8 +1,10 @@
-//! The recorder's error registry: each variant has one stable code in the naming scheme every engine shares
-//! (`<engine>.<reason>`, `<engine>.<operation>.<reason>`: docs/design.md §28). The bindings map each variant to
-//! the Python exception type the reference raises (KeyError, RuntimeError, ValueError).
+//! The recorder's errors: each variant is one row of the core's registry (`RecorderCode` in `crate::codes`,
+//! docs/design.md §28), raised as the class the row names (a `KeyError`, `RuntimeError` or `ValueError` as the
+//! reference raises, under the package's root).
 
 use std::fmt;
+
+pub use crate::codes::RecorderCode;
 
 use crate::value::Value;
 
@@ -36,29 +38,19 @@ pub enum RecorderError {
 }
 
 impl RecorderError {
-    /// Every code, in the order of the variants.
-    pub const CODES: &'static [&'static str] = &[
-        "recorder.node_not_found",
-        "recorder.begin_node.parent_not_found",
-        "recorder.create_root.root_exists",
-        "recorder.invalid_number",
-        "recorder.invalid_metadata",
-        "recorder.from_snapshot.invalid_snapshot",
-        "recorder.invalid_argument",
-    ];
-
-    pub fn code(&self) -> &'static str {
-        Self::CODES[match self {
+    /// This error's row of the core's registry (`crate::codes`).
+    pub fn code(&self) -> RecorderCode {
+        match self {
             // A row's error is the error of that row's field.
-            RecorderError::Row { error, .. } => return error.code(),
-            RecorderError::NodeNotFound(_) => 0,
-            RecorderError::ParentNotFound(_) => 1,
-            RecorderError::RootExists(_) => 2,
-            RecorderError::InvalidNumber { .. } => 3,
-            RecorderError::InvalidMetadata(_) => 4,
-            RecorderError::InvalidSnapshot(_) => 5,
-            RecorderError::InvalidArgument { .. } => 6,
-        }]
+            RecorderError::Row { error, .. } => error.code(),
+            RecorderError::NodeNotFound(_) => RecorderCode::NodeNotFound,
+            RecorderError::ParentNotFound(_) => RecorderCode::ParentNotFound,
+            RecorderError::RootExists(_) => RecorderCode::RootExists,
+            RecorderError::InvalidNumber { .. } => RecorderCode::InvalidNumber,
+            RecorderError::InvalidMetadata(_) => RecorderCode::InvalidMetadata,
+            RecorderError::InvalidSnapshot(_) => RecorderCode::InvalidSnapshot,
+            RecorderError::InvalidArgument { .. } => RecorderCode::InvalidArgument,
+        }
     }
 
     /// This error as the error of row `index` of a batch.
