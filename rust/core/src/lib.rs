@@ -11,3 +11,4 @@ pub mod json;
 pub mod recorder;
 pub mod value;
 pub mod vocab;
+pub mod vocabularies;
