@@ -20,39 +20,46 @@ fn of(name: &'static str, words: &[&'static str]) -> Vocabulary {
     }
 }
 
+/// The words of the members of `all` that `keep` keeps: a subset an engine decides.
+fn subset<T: Copy>(
+    name: &'static str,
+    all: &[T],
+    keep: impl Fn(T) -> bool,
+    word: fn(T) -> &'static str,
+) -> Vocabulary {
+    Vocabulary {
+        name,
+        words: all.iter().copied().filter(|&t| keep(t)).map(word).collect(),
+    }
+}
+
 /// The whole table.
 pub fn all() -> Vec<Vocabulary> {
     vec![
         of("node_kind", Kind::TEXTS),
         of("node_status", Status::TEXTS),
-        Vocabulary {
-            name: "node_status_ended",
-            words: Status::ALL
-                .into_iter()
-                .filter(|s| s.is_terminal())
-                .map(Status::as_str)
-                .collect(),
-        },
+        subset(
+            "node_status_ended",
+            &Status::ALL,
+            Status::is_terminal,
+            Status::as_str,
+        ),
         of("call_status", containment::Status::TEXTS),
         of("stop_reason", &containment::STOP_REASONS),
         of("dag_node_type", NodeType::TEXTS),
-        Vocabulary {
-            name: "dag_node_type_executable",
-            words: NodeType::ALL
-                .into_iter()
-                .filter(|t| t.is_executable())
-                .map(NodeType::as_str)
-                .collect(),
-        },
+        subset(
+            "dag_node_type_executable",
+            &NodeType::ALL,
+            NodeType::is_executable,
+            NodeType::as_str,
+        ),
         of("dag_state", State::TEXTS),
-        Vocabulary {
-            name: "dag_outcome",
-            words: State::ALL
-                .into_iter()
-                .filter(|s| s.is_terminal())
-                .map(State::as_str)
-                .collect(),
-        },
+        subset(
+            "dag_outcome",
+            &State::ALL,
+            State::is_terminal,
+            State::as_str,
+        ),
         of("dag_edge_type", EdgeType::TEXTS),
     ]
 }

@@ -19,8 +19,6 @@ class ChainwardenError(Exception):
 
 
 class InvalidArgument(ChainwardenError, ValueError):
-    """An argument has the right type but a bad value; `argument` names it (None: no single argument)."""
-
     def __init__(self, message="", *, argument=None):
         super().__init__(message)
         self.argument = argument
@@ -35,11 +33,11 @@ class InvalidArgumentType(ChainwardenError, TypeError):
 
 
 class NotFound(ChainwardenError, KeyError):
-    """A key (a node, run, account or reservation id) names nothing that exists."""
+    pass
 
 
 class InvalidState(ChainwardenError, RuntimeError):
-    """The call is valid, but not in the state the object (or the current call) is in."""
+    pass
 "#;
 
 pub struct Classes {
@@ -66,6 +64,10 @@ fn build(py: Python<'_>) -> PyResult<Classes> {
     py.run(SOURCE, Some(&ns), None)?;
     let get = |name: &str| -> PyResult<Py<PyType>> {
         let cls = ns.get_item(name)?.expect("defined by SOURCE");
+        // The families that registry rows name are documented in the registry (docs/design.md §28).
+        if let Some(class) = Class::ALL.iter().find(|c| c.name() == name) {
+            cls.setattr("__doc__", class.doc())?;
+        }
         Ok(cls.cast_into::<PyType>()?.unbind())
     };
     Ok(Classes {
