@@ -58,5 +58,16 @@ mod tests {
             ContainmentError::NotOpen("n1".into()).code(),
             "containment.not_open"
         );
+        // Every containment row is raised by a variant.
+        let own = [
+            ContainmentError::NotOpen("n1".into()).code(),
+            ContainmentError::InvalidNumber {
+                field: "cost_usd",
+                reason: String::new(),
+            }
+            .code(),
+        ];
+        let rows: Vec<Code> = ContainmentCode::ALL.iter().map(|&c| c.into()).collect();
+        assert_eq!(own.as_slice(), rows.as_slice());
     }
 }

@@ -138,3 +138,34 @@ fn finite_tree(metadata: &Value) -> Result<(), RecorderError> {
         ))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every variant is a row of the registry and every recorder row is raised by a variant; a row's
+    /// error keeps the code of the error it wraps.
+    #[test]
+    fn variants_and_rows_match() {
+        let field = "cost_usd";
+        let errors = [
+            RecorderError::NodeNotFound("n".into()),
+            RecorderError::ParentNotFound("p".into()),
+            RecorderError::RootExists("r".into()),
+            RecorderError::InvalidNumber {
+                field,
+                reason: String::new(),
+            },
+            RecorderError::InvalidMetadata(String::new()),
+            RecorderError::InvalidSnapshot(String::new()),
+            RecorderError::InvalidArgument {
+                field,
+                reason: String::new(),
+            },
+        ];
+        let codes: Vec<RecorderCode> = errors.iter().map(RecorderError::code).collect();
+        assert_eq!(codes, RecorderCode::ALL);
+        let row = RecorderError::RootExists("r".into()).in_row(3);
+        assert_eq!(row.code(), RecorderCode::RootExists);
+    }
+}
