@@ -38,7 +38,7 @@ lint: build
 	$(VENV)/bin/ruff check python tests benches scripts
 	$(VENV)/bin/ruff format --check python tests benches scripts
 	$(VENV)/bin/mypy
-	$(VENV)/bin/python -m mypy.stubtest chainwarden._core --allowlist .stubtest-allowlist
+	$(VENV)/bin/python -m mypy.stubtest chainwarden._core chainwarden.vocab --allowlist .stubtest-allowlist
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 
 # Release artefacts in dist/: manylinux2014 + musllinux_1_2 x86_64 wheels for every CPython >= 3.11 here

@@ -13,8 +13,9 @@ _R = TypeVar("_R")
 __all__ = [
     "CURRENT_CALL",
     "DAG_ERROR_CODES",
+    "ERROR_CODES",
     "MAX_RECORDS",
-    "STOP_REASONS",
+    "VOCABULARIES",
     "Block",
     "CallBinding",
     "CallKind",
@@ -244,6 +245,10 @@ class DagEdgeError(DagError): ...
 class DagPreconditionError(DagError): ...
 
 DAG_ERROR_CODES: Final[Mapping[str, type[DagError]]]
+ERROR_CODES: Final[Mapping[str, str]]
+"""The core's one error registry: every code -> the name of its class in `chainwarden.errors`."""
+VOCABULARIES: Final[Mapping[str, tuple[str, ...]]]
+"""The core's vocabularies: name -> words (`chainwarden.vocab` builds its enums from them)."""
 
 @final
 class Mutation:
@@ -385,7 +390,6 @@ class DagEngine:
 
 # --- containment ---
 
-STOP_REASONS: tuple[str, ...]
 MAX_RECORDS: int
 
 def open_sync_calls() -> tuple[int, tuple[ChainCore, int] | None]:

@@ -26,6 +26,7 @@ from chainwarden._core import (
     InvalidState,
     NotFound,
 )
+from chainwarden.vocab import ErrorCode
 
 if TYPE_CHECKING:
     from chainwarden.shield.types import Decision
@@ -134,20 +135,20 @@ class BudgetBackendUnavailable(ChainwardenError, ConnectionError):
 class StoreError(ChainwardenError):
     """A durable DAG store could not do what was asked; `.code` names what went wrong."""
 
-    code = "dag.store.error"
+    code = ErrorCode.DAG_STORE_ERROR
 
 
 class StoreUrlError(StoreError, InvalidArgument):
     """`Store.open` was given a URL it cannot use (an `InvalidArgument`, so a `ValueError`)."""
 
-    code = "dag.store.bad_url"
+    code = ErrorCode.DAG_STORE_BAD_URL
 
 
 class StoreConnectionError(StoreError, ConnectionError):
     """The database is unreachable, or the connection was lost mid-call and the change did not land (it was
     not committed; running it again applies it once)."""
 
-    code = "dag.store.connection"
+    code = ErrorCode.DAG_STORE_CONNECTION
 
 
 class StoreCommitUnknownError(StoreConnectionError):
@@ -155,19 +156,19 @@ class StoreCommitUnknownError(StoreConnectionError):
     to find out whether it landed (docs/design.md §33). The graph object reloads before its next call; look at
     the graph (`refresh()`) before doing the change again."""
 
-    code = "dag.store.commit_unknown"
+    code = ErrorCode.DAG_STORE_COMMIT_UNKNOWN
 
 
 class StoreSchemaError(StoreError):
     """The database holds a schema version this chainwarden does not know."""
 
-    code = "dag.store.schema_version"
+    code = ErrorCode.DAG_STORE_SCHEMA_VERSION
 
 
 class StoreConflictError(StoreError):
     """A graph id given to `create_graph` already exists in the store."""
 
-    code = "dag.store.graph_exists"
+    code = ErrorCode.DAG_STORE_GRAPH_EXISTS
 
 
 # --- billing ----------------------------------------------------------------------------------------

@@ -21,14 +21,25 @@ from typing import Any, Literal, cast
 
 from chainwarden._chain_context import RunLabels, read_labels
 from chainwarden.errors import ChainwardenError
+from chainwarden.vocab import CallStatus, DagState, NodeStatus
 
 __all__ = ["Call", "Run", "RunFileError", "finite", "load_run", "parse_run"]
 
 Source = Literal["execution-graph", "containment", "dag"]
 
 # Statuses that end a call without success, per source; "halts" are the ones a limit or policy decided.
-HALT_STATUSES = frozenset({"halt", "halted", "aborted", "timeout", "rejected", "cancelled", "skipped"})
-FAIL_STATUSES = frozenset({"fail", "error", "errored"})
+HALT_STATUSES: frozenset[str] = frozenset(
+    {
+        NodeStatus.HALT,
+        CallStatus.HALTED,
+        CallStatus.ABORTED,
+        CallStatus.TIMEOUT,
+        DagState.REJECTED,
+        DagState.CANCELLED,
+        DagState.SKIPPED,
+    }
+)
+FAIL_STATUSES: frozenset[str] = frozenset({NodeStatus.FAIL, CallStatus.ERROR, DagState.ERRORED})
 
 
 class RunFileError(ChainwardenError, ValueError):

@@ -28,6 +28,7 @@ from chainwarden.containment._report import enclosing
 from chainwarden.containment.types import WrapOptions
 from chainwarden.errors import InvalidArgument, InvalidArgumentType
 from chainwarden.shield.types import Decision
+from chainwarden.vocab import NodeKind
 
 if TYPE_CHECKING:
     from chainwarden.containment._state import ChainState
@@ -191,6 +192,7 @@ def _decorate(
 
 
 Kind = Literal["llm", "tool"]
+_KINDS: Final = frozenset({NodeKind.LLM, NodeKind.TOOL})
 
 
 @overload
@@ -212,7 +214,7 @@ def contained(
     current at that moment (``current_context()``), named after the function's ``__qualname__`` unless
     ``name`` is given; outside any context the function simply runs. Same parameters and return type for
     type checkers; a refused call raises ``CallRefused``."""
-    if kind not in ("llm", "tool"):
+    if kind not in _KINDS:
         raise InvalidArgument(f"kind must be 'llm' or 'tool', got {kind!r}", argument="kind")
     opts = WrapOptions(name, cost, timeout_ms)  # validated now, not at the first call
 

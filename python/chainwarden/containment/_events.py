@@ -6,14 +6,14 @@ import threading
 from collections.abc import Iterable
 from typing import Any, Final
 
-from chainwarden._core import STOP_REASONS as _NATIVE_STOP_REASONS
 from chainwarden.shield.event import SafetyEvent
 from chainwarden.shield.types import Decision
+from chainwarden.vocab import StopReason
 
 __all__ = ["STOP_REASONS", "EventLog", "stop_event"]
 
 # docs/design.md §5: the core's list, the one definition of the stop reasons.
-STOP_REASONS: Final = frozenset(_NATIVE_STOP_REASONS)
+STOP_REASONS: Final[frozenset[str]] = frozenset(StopReason)
 
 # Enough for any sane chain; a flood of identical limit hits is deduplicated before this matters.
 MAX_EVENTS: Final = 1000

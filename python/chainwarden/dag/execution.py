@@ -12,7 +12,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from chainwarden._core import DagError
 from chainwarden.dag.containment import (
@@ -27,11 +27,12 @@ from chainwarden.dag.graph import Graph
 from chainwarden.dag.result import ExecutionResult
 from chainwarden.dag.vocabulary import EXECUTABLE
 from chainwarden.errors import InvalidArgumentType
+from chainwarden.vocab import ErrorCode
 
 _log = logging.getLogger("chainwarden.dag")
 
 #: The error code of a result refused because the worker's lease was reclaimed.
-LEASE_LOST = "dag.claim.lease_lost"
+LEASE_LOST: Final = ErrorCode.DAG_CLAIM_LEASE_LOST
 
 Node = dict[str, Any]
 Context = list[dict[str, Any]]

@@ -1,34 +1,18 @@
-"""The model's closed vocabularies, as `str` enums that compare equal to the plain strings."""
+"""The DAG's closed vocabularies, as `str` enums that compare equal to the plain strings.
+
+They are the core's words (`chainwarden.vocab`, docs/errors.md "Vocabularies"): the enums, and the
+subsets the engine decides (which node types an executor runs, which states end a node), are read from the
+native module, never written here."""
 
 from __future__ import annotations
 
-from enum import StrEnum
+from chainwarden.vocab import EXECUTABLE_DAG_NODE_TYPES, DagOutcome, DagState
+from chainwarden.vocab import DagEdgeType as EdgeType
+from chainwarden.vocab import DagNodeType as NodeType
 
+__all__ = ["EXECUTABLE", "TERMINAL", "EdgeType", "NodeType", "State"]
 
-class NodeType(StrEnum):
-    USER_MESSAGE = "user_message"
-    AGENT_MESSAGE = "agent_message"
-    TASK = "task"
-    SUMMARY = "summary"
+State = DagState
 
-
-class State(StrEnum):
-    PENDING = "pending"
-    RUNNING = "running"
-    FINISHED = "finished"
-    ERRORED = "errored"
-    REJECTED = "rejected"
-    SKIPPED = "skipped"
-    CANCELLED = "cancelled"
-
-
-class EdgeType(StrEnum):
-    SEQUENCE = "sequence"
-    DEPENDENCY = "dependency"
-    BRANCH = "branch"
-
-
-EXECUTABLE: frozenset[str] = frozenset({NodeType.TASK, NodeType.AGENT_MESSAGE})
-TERMINAL: frozenset[str] = frozenset(
-    {State.FINISHED, State.ERRORED, State.REJECTED, State.SKIPPED, State.CANCELLED}
-)
+EXECUTABLE: frozenset[str] = EXECUTABLE_DAG_NODE_TYPES
+TERMINAL: frozenset[str] = frozenset(DagOutcome)

@@ -213,7 +213,7 @@ class ChainwardenCallbackHandler(BaseCallbackHandler):
         if ctx is None:
             return GraphCall(
                 default_recorder(),
-                "llm" if kind == CallKind.LLM else "tool",
+                kind.value,
                 opts.operation_name,
                 opts.model,
                 capture=self._outside_capture(),

@@ -21,11 +21,12 @@ from chainwarden._chain_context import otel_attributes, read_labels
 from chainwarden._core import ExecutionGraph, NodeEvent
 from chainwarden.otel._mapping import end_attributes, shape
 from chainwarden.otel._tracer import Tracer, as_parent
+from chainwarden.vocab import ENDED_NODE_STATUSES
 
 __all__ = ["GraphExport"]
 
 _NS_PER_MS: Final = 1_000_000
-_TERMINAL: Final = frozenset({"success", "fail", "halt"})
+_TERMINAL: Final = ENDED_NODE_STATUSES
 # Span contexts of ended nodes are kept so a child begun later still finds its parent; bounded like the
 # graph's own memory (docs/design.md §27), oldest forgotten first (a forgotten parent's child hangs under the
 # root).

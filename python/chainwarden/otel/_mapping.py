@@ -18,6 +18,7 @@ from typing import Any, Final
 from chainwarden import _call_facts as facts
 from chainwarden._chain_context import CONTEXT_KEYS
 from chainwarden.errors import InvalidArgument
+from chainwarden.vocab import ENDED_NODE_STATUSES, NodeStatus
 
 __all__ = [
     "CLIENT",
@@ -54,7 +55,7 @@ INTERNAL: Final = "INTERNAL"
 
 # A graph's terminal statuses that are errors in a trace; success leaves the status unset (the conventions
 # leave OK to the application).
-ERROR_STATUSES: Final = frozenset({"fail", "halt"})
+ERROR_STATUSES: Final = ENDED_NODE_STATUSES - {NodeStatus.SUCCESS}
 
 
 @dataclass(frozen=True, slots=True)

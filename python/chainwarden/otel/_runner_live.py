@@ -25,12 +25,18 @@ from chainwarden.dag.result import ExecutionResult
 from chainwarden.dag.runner import Runner, RunStats
 from chainwarden.otel._mapping import end_attributes, shape
 from chainwarden.otel._tracer import Tracer
+from chainwarden.vocab import DagOutcome, NodeStatus
 
 __all__ = ["RunnerExport"]
 
 _log = logging.getLogger("chainwarden.otel")
 _T = TypeVar("_T")
-_OUTCOME_STATUS: Final = {"finished": "success", "errored": "fail", "rejected": "halt", "cancelled": "halt"}
+_OUTCOME_STATUS: Final[dict[str, str]] = {
+    DagOutcome.FINISHED: NodeStatus.SUCCESS,
+    DagOutcome.ERRORED: NodeStatus.FAIL,
+    DagOutcome.REJECTED: NodeStatus.HALT,
+    DagOutcome.CANCELLED: NodeStatus.HALT,
+}
 _HALTED: Final = "halted:"
 _MAX_LINKS: Final = 16
 _ENDED_KEPT: Final = 10_000

@@ -18,6 +18,7 @@ from chainwarden._core import __version__
 from chainwarden.errors import InvalidArgumentType
 from chainwarden.otel._mapping import CLIENT, SpanShape, error_description, event_fields
 from chainwarden.otel._metrics import GenAiMetrics
+from chainwarden.vocab import ENDED_NODE_STATUSES
 
 __all__ = ["Tracer", "add_events", "as_parent", "capture_from_environment", "current_context"]
 
@@ -100,7 +101,7 @@ class Tracer:
             span.set_status(Status(StatusCode.ERROR, description))
         span.end(end_time=end_ns)
         # A node exported still running has no duration of its own yet.
-        ended = status in ("success", "fail", "halt")
+        ended = status in ENDED_NODE_STATUSES
         self.metrics.record(start, attributes, (end_ns - start_ns) / 1e9 if ended else None)
 
 

@@ -3,6 +3,7 @@
 //! Nothing here knows about Python; `rust/py` translates at the edge.
 
 pub mod clock;
+pub mod codes;
 pub mod containment;
 pub mod dag;
 pub mod ids;
@@ -10,3 +11,4 @@ pub mod json;
 pub mod recorder;
 pub mod value;
 pub mod vocab;
+pub mod vocabularies;

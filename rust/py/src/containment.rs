@@ -10,7 +10,7 @@ mod binding;
 mod block;
 
 use chainwarden_core::containment::{
-    kinds, Contained, Failure, GraphEnd, Limits, Reported, Status, Stop, MAX_RECORDS, STOP_REASONS,
+    kinds, Contained, Failure, GraphEnd, Limits, Reported, Status, Stop, MAX_RECORDS,
 };
 use chainwarden_core::ids::{id_string, NodeId};
 use chainwarden_core::recorder::Kind;
@@ -22,7 +22,7 @@ use pyo3::sync::PyOnceLock;
 use std::cell::RefCell;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyFunction, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyFunction, PyList};
 
 use crate::errors;
 use crate::exceptions::{invalid_argument, invalid_argument_type};
@@ -720,6 +720,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CallStatus>()?;
     m.add_class::<StopCause>()?;
     m.add_function(wrap_pyfunction!(open_sync_calls, m)?)?;
-    m.add("MAX_RECORDS", MAX_RECORDS)?;
-    m.add("STOP_REASONS", PyTuple::new(m.py(), STOP_REASONS)?)
+    // The stop reasons are exported with the other vocabularies (`VOCABULARIES["stop_reason"]`).
+    m.add("MAX_RECORDS", MAX_RECORDS)
 }

@@ -2,13 +2,14 @@
 //! returns `Result<T>` and uses `?`; the conversion to a Python exception happens once, here
 //! (docs/design.md §28).
 
+use chainwarden_core::codes::Code;
 use chainwarden_core::containment::ContainmentError;
 use chainwarden_core::dag::DagError;
 use chainwarden_core::recorder::RecorderError;
 use pyo3::types::{PyAnyMethods, PyString};
 use pyo3::{PyErr, Python};
 
-use crate::exceptions::{invalid_argument, invalid_state, not_found};
+use crate::exceptions;
 
 pub enum Error {
     Py(PyErr),
@@ -59,90 +60,79 @@ impl From<Error> for PyErr {
     fn from(e: Error) -> Self {
         match e {
             Error::Py(e) => e,
-            Error::Recorder(e) => Python::attach(|py| recorder(py, e)),
-            Error::Containment(e) => Python::attach(|py| containment(py, e)),
+            Error::Recorder(e) => Python::attach(|py| recorder(py, &e)),
+            Error::Containment(e) => Python::attach(|py| containment(py, &e)),
             Error::Dag(e) => Python::attach(|py| crate::dag::errors::to_py(py, e)),
         }
     }
 }
 
 /// Python's `repr()` of an id, so messages read exactly like the reference's `{id!r}`.
-fn py_repr(id: &str) -> String {
-    Python::attach(|py| {
-        PyString::new(py, id)
-            .repr()
-            .map(|r| r.to_string())
-            .unwrap_or_else(|_| format!("'{id}'"))
-    })
+fn py_repr(py: Python<'_>, id: &str) -> String {
+    PyString::new(py, id)
+        .repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| format!("'{id}'"))
 }
 
-/// The recorder keeps the built-in exception types the reference raises (docs/recorder.md), as the
-/// second base of the package's own (docs/errors.md): `NotFound` is a `KeyError`, `InvalidState` a
-/// `RuntimeError`, `InvalidArgument` a `ValueError`.
-fn recorder(py: Python<'_>, e: RecorderError) -> PyErr {
-    let code = e.code();
-    let err = match e {
-        RecorderError::NodeNotFound(id) => {
-            not_found(py, format!("Node not found: {}", py_repr(&id)))
-        }
-        RecorderError::ParentNotFound(id) => {
-            not_found(py, format!("Parent node not found: {}", py_repr(&id)))
-        }
-        RecorderError::RootExists(_) => invalid_state(py, e.to_string()),
-        RecorderError::InvalidNumber { field, .. }
-        | RecorderError::InvalidArgument { field, .. } => {
-            invalid_argument(py, Some(field), e.to_string())
-        }
-        RecorderError::InvalidMetadata(_) => invalid_argument(py, Some("metadata"), e.to_string()),
-        RecorderError::InvalidSnapshot(_) => invalid_argument(py, Some("snapshot"), e.to_string()),
-        // A batch's row raises what the same call alone would, its message naming the row.
-        RecorderError::Row { index, error } => {
-            let message = RecorderError::Row {
-                index,
-                error: error.clone(),
+/// The exception of registry row `code`: the class the row names (docs/errors.md), carrying the code
+/// (`err.code`) and, for a bad argument, its name (`err.argument`). Every engine error is raised here.
+pub fn raise(py: Python<'_>, code: Code, message: String, argument: Option<&str>) -> PyErr {
+    let built = exceptions::class_of(py, code.class())
+        .call1((message,))
+        .and_then(|inst| {
+            inst.setattr("code", code.as_str())?;
+            if let Some(argument) = argument {
+                inst.setattr("argument", argument)?;
             }
-            .to_string();
-            match *error {
-                RecorderError::ParentNotFound(_) | RecorderError::NodeNotFound(_) => {
-                    not_found(py, message)
-                }
-                inner => {
-                    let alone = recorder(py, inner);
-                    let err = PyErr::from_type(alone.get_type(py), message);
-                    // The argument the single call would name, as the row's field (`rows[3].cost_usd`).
-                    if let Ok(arg) = alone.value(py).getattr("argument") {
-                        if let Ok(arg) = arg.extract::<String>() {
-                            let _ = err
-                                .value(py)
-                                .setattr("argument", format!("rows[{index}].{arg}"));
-                        }
-                    }
-                    err
-                }
-            }
-        }
-    };
-    with_code(py, err, code)
-}
-
-/// Containment raises what the recorder would: `NotFound` (a `KeyError`) for a call that is not open,
-/// `InvalidArgument` (a `ValueError`) for a bad number (docs/containment.md).
-fn containment(py: Python<'_>, e: ContainmentError) -> PyErr {
-    let code = e.code();
-    let err = match e {
-        ContainmentError::NotOpen(id) => not_found(py, format!("Node not found: {}", py_repr(&id))),
-        ContainmentError::InvalidNumber { field, .. } => {
-            invalid_argument(py, Some(field), e.to_string())
-        }
-        ContainmentError::Graph(e) => return recorder(py, e),
-    };
-    with_code(py, err, code)
-}
-
-/// The error carrying its registry code (`err.code`), as every `DagError` does (docs/design.md §28).
-fn with_code(py: Python<'_>, err: PyErr, code: &str) -> PyErr {
-    match err.value(py).setattr("code", code) {
-        Ok(()) => err,
+            Ok(inst)
+        });
+    match built {
+        Ok(inst) => PyErr::from_value(inst),
         Err(e) => e,
+    }
+}
+
+/// The argument a recorder error names, if it names one.
+fn argument(e: &RecorderError) -> Option<&'static str> {
+    match e {
+        RecorderError::InvalidNumber { field, .. }
+        | RecorderError::InvalidArgument { field, .. } => Some(field),
+        RecorderError::InvalidMetadata(_) => Some("metadata"),
+        RecorderError::InvalidSnapshot(_) => Some("snapshot"),
+        _ => None,
+    }
+}
+
+/// The recorder's messages read like the reference's (docs/recorder.md); a batch's row raises what the same
+/// call alone would, its message and argument naming the row (`rows[3].cost_usd`).
+fn recorder(py: Python<'_>, e: &RecorderError) -> PyErr {
+    let message = match e {
+        RecorderError::NodeNotFound(id) => format!("Node not found: {}", py_repr(py, id)),
+        RecorderError::ParentNotFound(id) => format!("Parent node not found: {}", py_repr(py, id)),
+        _ => e.to_string(),
+    };
+    let argument = match e {
+        RecorderError::Row { index, error } => {
+            argument(error).map(|a| format!("rows[{index}].{a}"))
+        }
+        _ => argument(e).map(str::to_owned),
+    };
+    raise(py, e.code().into(), message, argument.as_deref())
+}
+
+/// Containment raises what the recorder would (docs/containment.md).
+fn containment(py: Python<'_>, e: &ContainmentError) -> PyErr {
+    match e {
+        ContainmentError::NotOpen(id) => raise(
+            py,
+            e.code(),
+            format!("Node not found: {}", py_repr(py, id)),
+            None,
+        ),
+        ContainmentError::InvalidNumber { field, .. } => {
+            raise(py, e.code(), e.to_string(), Some(field))
+        }
+        ContainmentError::Graph(e) => recorder(py, e),
     }
 }

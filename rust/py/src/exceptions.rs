@@ -8,9 +8,10 @@
 //! `#[pyclass]` cannot give an exception. Every bad argument the bindings find is raised through
 //! [`invalid_argument`] / [`invalid_argument_type`], naming the argument.
 
+use chainwarden_core::codes::{Class, Code, FAMILIES};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyType};
+use pyo3::types::{PyDict, PyMappingProxy, PyType};
 
 const SOURCE: &std::ffi::CStr = cr#"
 class ChainwardenError(Exception):
@@ -18,8 +19,6 @@ class ChainwardenError(Exception):
 
 
 class InvalidArgument(ChainwardenError, ValueError):
-    """An argument has the right type but a bad value; `argument` names it (None: no single argument)."""
-
     def __init__(self, message="", *, argument=None):
         super().__init__(message)
         self.argument = argument
@@ -34,11 +33,11 @@ class InvalidArgumentType(ChainwardenError, TypeError):
 
 
 class NotFound(ChainwardenError, KeyError):
-    """A key (a node, run, account or reservation id) names nothing that exists."""
+    pass
 
 
 class InvalidState(ChainwardenError, RuntimeError):
-    """The call is valid, but not in the state the object (or the current call) is in."""
+    pass
 "#;
 
 pub struct Classes {
@@ -65,6 +64,10 @@ fn build(py: Python<'_>) -> PyResult<Classes> {
     py.run(SOURCE, Some(&ns), None)?;
     let get = |name: &str| -> PyResult<Py<PyType>> {
         let cls = ns.get_item(name)?.expect("defined by SOURCE");
+        // The families that registry rows name are documented in the registry (docs/design.md §28).
+        if let Some(class) = Class::ALL.iter().find(|c| c.name() == name) {
+            cls.setattr("__doc__", class.doc())?;
+        }
         Ok(cls.cast_into::<PyType>()?.unbind())
     };
     Ok(Classes {
@@ -92,7 +95,32 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ]) {
         m.add(*name, cls.bind(py))?;
     }
+    // The core's registry, read-only: every code -> the name of its class in `chainwarden.errors`.
+    let codes = PyDict::new(py);
+    for &code in Code::ALL {
+        codes.set_item(code.as_str(), code.class().name())?;
+    }
+    for &(class, code) in FAMILIES {
+        codes.set_item(code, class.name())?;
+    }
+    m.add("ERROR_CODES", PyMappingProxy::new(py, codes.as_mapping()))?;
     Ok(())
+}
+
+/// The class a registry row is raised as. The store's classes are the Python layer's (no native code raises
+/// them), so they fall back to the root.
+pub fn class_of(py: Python<'_>, class: Class) -> Bound<'_, PyType> {
+    let c = classes(py);
+    let cls = match class {
+        Class::NotFound => &c.not_found,
+        Class::InvalidArgument => &c.invalid_argument,
+        Class::InvalidState => &c.invalid_state,
+        _ => match crate::dag::errors::class_of(py, class) {
+            Some(cls) => return cls.clone(),
+            None => &c.root,
+        },
+    };
+    cls.bind(py).clone()
 }
 
 /// An instance of `cls(message, argument=argument)`, or the error building it raised.
@@ -135,6 +163,7 @@ pub fn invalid_argument_type(
     )
 }
 
+#[cfg(feature = "bench-floor")]
 /// `NotFound` (a `KeyError`) carrying `key`, so `str(err)` reads like a built-in `KeyError`.
 pub fn not_found(py: Python<'_>, key: String) -> PyErr {
     PyErr::from_type(classes(py).not_found.bind(py).clone(), (key,))

@@ -11,6 +11,7 @@ mod dag;
 mod errors;
 mod exceptions;
 mod recorder;
+mod vocab;
 
 #[pymodule(gil_used = false)]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -21,5 +22,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(feature = "bench-floor")]
     bench_floor::register(m)?;
     containment::register(m)?;
+    vocab::register(m)?;
     Ok(())
 }

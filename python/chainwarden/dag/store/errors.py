@@ -14,6 +14,7 @@ from chainwarden.errors import (
     StoreSchemaError,
     StoreUrlError,
 )
+from chainwarden.vocab import ErrorCode
 
 __all__ = [
     "StoreCommitUnknownError",
@@ -28,5 +29,5 @@ __all__ = [
 
 def graph_not_found(graph_id: str) -> DagNotFoundError:
     err = DagNotFoundError(f"graph {graph_id!r} not found in the store")
-    err.code = "dag.graph_not_found"
+    err.code = ErrorCode.DAG_GRAPH_NOT_FOUND
     return err

@@ -1,8 +1,9 @@
-//! Containment's error registry: each variant has one stable code in the naming scheme every engine shares
-//! (`<engine>.<reason>`, `<engine>.<operation>.<reason>`: docs/design.md §28). Errors of the chain's call graph
-//! keep their own `recorder.*` code. The bindings map each variant to the exception type the reference raises.
+//! Containment's errors: each variant is one row of the core's registry (`ContainmentCode` in `crate::codes`,
+//! docs/design.md §28); errors of the chain's call graph keep their own `recorder.*` row.
 
 use std::fmt;
+
+use crate::codes::{Code, ContainmentCode};
 
 use crate::recorder::RecorderError;
 
@@ -17,15 +18,12 @@ pub enum ContainmentError {
 }
 
 impl ContainmentError {
-    /// Every code containment adds to the recorder's.
-    pub const CODES: &'static [&'static str] =
-        &["containment.not_open", "containment.invalid_number"];
-
-    pub fn code(&self) -> &'static str {
+    /// This error's row of the core's registry.
+    pub fn code(&self) -> Code {
         match self {
-            ContainmentError::NotOpen(_) => Self::CODES[0],
-            ContainmentError::InvalidNumber { .. } => Self::CODES[1],
-            ContainmentError::Graph(e) => e.code(),
+            ContainmentError::NotOpen(_) => ContainmentCode::NotOpen.into(),
+            ContainmentError::InvalidNumber { .. } => ContainmentCode::InvalidNumber.into(),
+            ContainmentError::Graph(e) => e.code().into(),
         }
     }
 }
@@ -53,20 +51,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn codes_follow_the_naming_scheme() {
-        for code in ContainmentError::CODES.iter().chain(RecorderError::CODES) {
-            let parts: Vec<&str> = code.split('.').collect();
-            assert!(matches!(parts[0], "containment" | "recorder"), "{code}");
-            assert!((2..=3).contains(&parts.len()), "{code}");
-            assert!(parts
-                .iter()
-                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')));
-        }
+    fn graph_errors_keep_the_recorder_code() {
         let graph = ContainmentError::from(RecorderError::RootExists("r".into()));
         assert_eq!(graph.code(), "recorder.create_root.root_exists");
         assert_eq!(
             ContainmentError::NotOpen("n1".into()).code(),
             "containment.not_open"
         );
+        // Every containment row is raised by a variant.
+        let own = [
+            ContainmentError::NotOpen("n1".into()).code(),
+            ContainmentError::InvalidNumber {
+                field: "cost_usd",
+                reason: String::new(),
+            }
+            .code(),
+        ];
+        let rows: Vec<Code> = ContainmentCode::ALL.iter().map(|&c| c.into()).collect();
+        assert_eq!(own.as_slice(), rows.as_slice());
     }
 }

@@ -36,7 +36,7 @@ pub use arena::{Dag, Edge, Node};
 pub use create::NodeSpec;
 pub use cycle::{inline, LongStep};
 pub use delta::{Delta, Mark, Row};
-pub use error::{DagCode, DagError, DagResult, ErrorKind, BASE_CLASS, BASE_CODE, BASE_DOC};
+pub use error::{DagCode, DagError, DagResult};
 pub use events::{Event, Particulars};
 pub use lease::Work;
 pub use mermaid::label as mermaid_label;

@@ -1,8 +1,10 @@
-//! The recorder's error registry: each variant has one stable code in the naming scheme every engine shares
-//! (`<engine>.<reason>`, `<engine>.<operation>.<reason>`: docs/design.md §28). The bindings map each variant to
-//! the Python exception type the reference raises (KeyError, RuntimeError, ValueError).
+//! The recorder's errors: each variant is one row of the core's registry (`RecorderCode` in `crate::codes`,
+//! docs/design.md §28), raised as the class the row names (a `KeyError`, `RuntimeError` or `ValueError` as the
+//! reference raises, under the package's root).
 
 use std::fmt;
+
+pub use crate::codes::RecorderCode;
 
 use crate::value::Value;
 
@@ -36,29 +38,19 @@ pub enum RecorderError {
 }
 
 impl RecorderError {
-    /// Every code, in the order of the variants.
-    pub const CODES: &'static [&'static str] = &[
-        "recorder.node_not_found",
-        "recorder.begin_node.parent_not_found",
-        "recorder.create_root.root_exists",
-        "recorder.invalid_number",
-        "recorder.invalid_metadata",
-        "recorder.from_snapshot.invalid_snapshot",
-        "recorder.invalid_argument",
-    ];
-
-    pub fn code(&self) -> &'static str {
-        Self::CODES[match self {
+    /// This error's row of the core's registry (`crate::codes`).
+    pub fn code(&self) -> RecorderCode {
+        match self {
             // A row's error is the error of that row's field.
-            RecorderError::Row { error, .. } => return error.code(),
-            RecorderError::NodeNotFound(_) => 0,
-            RecorderError::ParentNotFound(_) => 1,
-            RecorderError::RootExists(_) => 2,
-            RecorderError::InvalidNumber { .. } => 3,
-            RecorderError::InvalidMetadata(_) => 4,
-            RecorderError::InvalidSnapshot(_) => 5,
-            RecorderError::InvalidArgument { .. } => 6,
-        }]
+            RecorderError::Row { error, .. } => error.code(),
+            RecorderError::NodeNotFound(_) => RecorderCode::NodeNotFound,
+            RecorderError::ParentNotFound(_) => RecorderCode::ParentNotFound,
+            RecorderError::RootExists(_) => RecorderCode::RootExists,
+            RecorderError::InvalidNumber { .. } => RecorderCode::InvalidNumber,
+            RecorderError::InvalidMetadata(_) => RecorderCode::InvalidMetadata,
+            RecorderError::InvalidSnapshot(_) => RecorderCode::InvalidSnapshot,
+            RecorderError::InvalidArgument { .. } => RecorderCode::InvalidArgument,
+        }
     }
 
     /// This error as the error of row `index` of a batch.
@@ -144,5 +136,36 @@ fn finite_tree(metadata: &Value) -> Result<(), RecorderError> {
         Some(path) => Err(RecorderError::InvalidMetadata(format!(
             "must be strict JSON: NaN and infinite floats are not allowed (at {path})"
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every variant is a row of the registry and every recorder row is raised by a variant; a row's
+    /// error keeps the code of the error it wraps.
+    #[test]
+    fn variants_and_rows_match() {
+        let field = "cost_usd";
+        let errors = [
+            RecorderError::NodeNotFound("n".into()),
+            RecorderError::ParentNotFound("p".into()),
+            RecorderError::RootExists("r".into()),
+            RecorderError::InvalidNumber {
+                field,
+                reason: String::new(),
+            },
+            RecorderError::InvalidMetadata(String::new()),
+            RecorderError::InvalidSnapshot(String::new()),
+            RecorderError::InvalidArgument {
+                field,
+                reason: String::new(),
+            },
+        ];
+        let codes: Vec<RecorderCode> = errors.iter().map(RecorderError::code).collect();
+        assert_eq!(codes, RecorderCode::ALL);
+        let row = RecorderError::RootExists("r".into()).in_row(3);
+        assert_eq!(row.code(), RecorderCode::RootExists);
     }
 }

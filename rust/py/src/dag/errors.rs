@@ -1,9 +1,10 @@
-//! The DagError family, built once (the first time it is needed) from the core's registry under the package's
-//! root `ChainwardenError`, with real multiple inheritance (LookupError; `InvalidArgument`, a ValueError),
-//! which `create_exception!` cannot express. `DAG_ERROR_CODES` maps
-//! every code to its class, so no code is written twice (docs/design.md §28).
+//! The DagError family, built once (the first time it is needed) from the core's registry
+//! (`chainwarden_core::codes`) under the package's root `ChainwardenError`, with real multiple inheritance
+//! (LookupError; `InvalidArgument`, a ValueError), which `create_exception!` cannot express.
+//! `DAG_ERROR_CODES` maps every DAG code to its class, so no code is written twice (docs/design.md §28).
 
-use chainwarden_core::dag::{DagCode, DagError, ErrorKind, BASE_CLASS, BASE_CODE, BASE_DOC};
+use chainwarden_core::codes::{Class, DagCode};
+use chainwarden_core::dag::DagError;
 use pyo3::exceptions::PyLookupError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -11,9 +12,17 @@ use pyo3::types::{PyDict, PyMappingProxy, PyTuple, PyType};
 
 use crate::exceptions;
 
+/// The family's subclasses, one per class the DAG's rows name.
+const KINDS: [Class; 4] = [
+    Class::DagNotFoundError,
+    Class::DagInvalidArgumentError,
+    Class::DagEdgeError,
+    Class::DagPreconditionError,
+];
+
 struct Classes {
     base: Py<PyType>,
-    /// One class per `ErrorKind`, in the order of `ErrorKind::ALL`.
+    /// One class per entry of `KINDS`, in that order.
     kinds: Vec<Py<PyType>>,
 }
 
@@ -21,50 +30,42 @@ static CLASSES: PyOnceLock<Classes> = PyOnceLock::new();
 
 fn make<'py>(
     py: Python<'py>,
-    name: &str,
+    class: Class,
     bases: Vec<Bound<'py, PyType>>,
-    doc: &str,
-    code: Option<&str>,
 ) -> PyResult<Py<PyType>> {
     let ns = PyDict::new(py);
     ns.set_item("__module__", "chainwarden._core")?;
-    ns.set_item("__doc__", doc)?;
-    if let Some(code) = code {
+    ns.set_item("__doc__", class.doc())?;
+    if let Some(code) = class.class_code() {
         ns.set_item("code", code)?;
     }
     let ty = py.get_type::<PyType>();
-    let cls = ty.call1((name, PyTuple::new(py, bases)?, ns))?;
+    let cls = ty.call1((class.name(), PyTuple::new(py, bases)?, ns))?;
     Ok(cls.cast_into::<PyType>()?.unbind())
 }
 
 /// The class a family also derives from, so `except LookupError` / `except ValueError` (and
 /// `except chainwarden.errors.InvalidArgument`) work.
-fn second_base(py: Python<'_>, kind: ErrorKind) -> Option<Bound<'_, PyType>> {
-    match kind {
-        ErrorKind::NotFound => Some(py.get_type::<PyLookupError>()),
-        ErrorKind::InvalidArgument => {
+fn second_base(py: Python<'_>, class: Class) -> Option<Bound<'_, PyType>> {
+    match class {
+        Class::DagNotFoundError => Some(py.get_type::<PyLookupError>()),
+        Class::DagInvalidArgumentError => {
             Some(exceptions::classes(py).invalid_argument.bind(py).clone())
         }
-        ErrorKind::Edge | ErrorKind::Precondition => None,
+        _ => None,
     }
 }
 
 fn build(py: Python<'_>) -> PyResult<Classes> {
-    let base = make(
-        py,
-        BASE_CLASS,
-        vec![exceptions::classes(py).root.bind(py).clone()],
-        BASE_DOC,
-        Some(BASE_CODE),
-    )?;
-    let kinds = ErrorKind::ALL
+    let root = exceptions::classes(py).root.bind(py).clone();
+    let base = make(py, Class::DagError, vec![root])?;
+    let kinds = KINDS
         .iter()
-        .map(|&kind| {
+        .map(|&class| {
             let bases = std::iter::once(base.bind(py).clone())
-                .chain(second_base(py, kind))
+                .chain(second_base(py, class))
                 .collect();
-            let code = kind.only_code().map(DagCode::as_str);
-            make(py, kind.class_name(), bases, kind.doc(), code)
+            make(py, class, bases)
         })
         .collect::<PyResult<_>>()?;
     Ok(Classes { base, kinds })
@@ -74,20 +75,23 @@ fn classes(py: Python<'_>) -> &Classes {
     CLASSES.get_or_init(py, || build(py).expect("DagError classes"))
 }
 
-fn class_of(py: Python<'_>, kind: ErrorKind) -> &Bound<'_, PyType> {
-    let at = ErrorKind::ALL.iter().position(|&k| k == kind);
-    classes(py).kinds[at.expect("every kind has a class")].bind(py)
+/// The family's class named `class`, or None for a class outside the family.
+pub fn class_of(py: Python<'_>, class: Class) -> Option<&Bound<'_, PyType>> {
+    if class == Class::DagError {
+        return Some(classes(py).base.bind(py));
+    }
+    let at = KINDS.iter().position(|&k| k == class)?;
+    Some(classes(py).kinds[at].bind(py))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    m.add(BASE_CLASS, classes(py).base.bind(py))?;
-    for &kind in ErrorKind::ALL {
-        m.add(kind.class_name(), class_of(py, kind))?;
+    for class in std::iter::once(Class::DagError).chain(KINDS) {
+        m.add(class.name(), class_of(py, class))?;
     }
     let codes = PyDict::new(py);
     for &code in DagCode::ALL {
-        codes.set_item(code.as_str(), class_of(py, code.kind()))?;
+        codes.set_item(code.as_str(), class_of(py, code.class()))?;
     }
     // Read-only: the registry is the core's, not something callers edit.
     m.add(
@@ -98,16 +102,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 }
 
 pub fn to_py(py: Python<'_>, err: DagError) -> PyErr {
-    let built = class_of(py, err.kind())
-        .call1((err.message,))
-        .and_then(|inst| {
-            inst.setattr("code", err.code.as_str())?;
-            Ok(inst)
-        });
-    match built {
-        Ok(inst) => PyErr::from_value(inst),
-        Err(e) => e,
-    }
+    crate::errors::raise(py, err.code.into(), err.message, None)
 }
 
 /// A `DagInvalidArgumentError` for a bad argument the bindings found before calling the engine.
@@ -117,9 +112,10 @@ pub fn invalid(py: Python<'_>, message: impl Into<String>) -> PyErr {
 
 /// [`invalid`] naming the argument (`err.argument`, as every `InvalidArgument` does).
 pub fn invalid_arg(py: Python<'_>, argument: &str, message: impl Into<String>) -> PyErr {
-    let err = invalid(py, message);
-    match err.value(py).setattr("argument", argument) {
-        Ok(()) => err,
-        Err(e) => e,
-    }
+    crate::errors::raise(
+        py,
+        DagCode::InvalidArgument.into(),
+        message.into(),
+        Some(argument),
+    )
 }
