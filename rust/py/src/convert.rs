@@ -14,15 +14,25 @@ pub fn py_str<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
     if !s.is_ascii() {
         return PyString::new(py, s);
     }
+    py_ascii(py, s.as_bytes())
+}
+
+/// A Python str for ASCII `bytes` (a node id as the core formats it, `ids::format_id_bytes`).
+pub fn py_ascii<'py>(py: Python<'py>, bytes: &[u8]) -> Bound<'py, PyString> {
+    debug_assert!(bytes.is_ascii());
     // SAFETY: PyUnicode_New(len, 127) returns a compact ASCII string with room for exactly
     // `len` one-byte code points, which are filled before the object is shared.
     unsafe {
-        let ptr = pyo3::ffi::PyUnicode_New(s.len() as pyo3::ffi::Py_ssize_t, 127);
+        let ptr = pyo3::ffi::PyUnicode_New(bytes.len() as pyo3::ffi::Py_ssize_t, 127);
         if ptr.is_null() {
             // Memory exhaustion: the regular constructor reports it.
-            return PyString::new(py, s);
+            return PyString::new(py, std::str::from_utf8(bytes).unwrap_or_default());
         }
-        std::ptr::copy_nonoverlapping(s.as_ptr(), pyo3::ffi::PyUnicode_1BYTE_DATA(ptr), s.len());
+        std::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            pyo3::ffi::PyUnicode_1BYTE_DATA(ptr),
+            bytes.len(),
+        );
         Bound::from_owned_ptr(py, ptr).cast_into_unchecked()
     }
 }
