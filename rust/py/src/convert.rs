@@ -64,24 +64,40 @@ pub fn number(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<f64> {
 
 /// An optional int argument; bools and floats are a TypeError, values beyond i64 a ValueError.
 pub fn opt_int(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<i64>> {
-    let Some(obj) = obj.filter(|o| !o.is_none()) else {
-        return Ok(None);
-    };
+    match obj.filter(|o| !o.is_none()) {
+        Some(obj) => int(obj, field).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// An int argument that is not a `bool`, within 64 bits (`None` is the caller's to allow).
+pub fn int(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<i64> {
     if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
         return Err(invalid_argument_type(
             obj.py(),
             Some(field),
-            format!(
-                "{field} must be an int or None, not {}",
-                obj.get_type().name()?
-            ),
+            format!("{field} must be an int or None, not {}", type_name(obj)),
         ));
     }
-    obj.extract::<i64>().map(Some).map_err(|_| {
+    obj.extract::<i64>().map_err(|_| {
         invalid_argument(
             obj.py(),
             Some(field),
             format!("{field} is out of range: {obj}"),
+        )
+    })
+}
+
+/// A `str` argument, or the TypeError naming it.
+pub fn str_arg<'a, 'py>(
+    obj: &'a Bound<'py, PyAny>,
+    field: &str,
+) -> PyResult<&'a Bound<'py, PyString>> {
+    obj.cast::<PyString>().map_err(|_| {
+        invalid_argument_type(
+            obj.py(),
+            Some(field),
+            format!("{field} must be a str, not {}", type_name(obj)),
         )
     })
 }
