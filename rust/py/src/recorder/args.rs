@@ -7,6 +7,7 @@ use chainwarden_core::recorder::{FinishedCall, Kind, RecorderError, Status};
 use chainwarden_core::value::Value;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyMapping, PyString};
 
 use crate::args::typed_arg;
@@ -108,8 +109,9 @@ pub struct Row {
     metadata: Option<Value>,
 }
 
-/// A row's fields, in `record_call`'s order (what an unknown field's error lists).
-const FIELDS: [&str; 13] = [
+/// `record_call`'s arguments in its signature's order: a row's fields (what an unknown field's
+/// error lists) and the fast entry's slots (`super::fast_call`).
+pub(super) const FIELDS: [&str; 13] = [
     "parent",
     "kind",
     "name",
@@ -125,6 +127,14 @@ const FIELDS: [&str; 13] = [
     "stop_reason",
 ];
 
+static FIELD_NAMES: PyOnceLock<[Py<PyString>; FIELDS.len()]> = PyOnceLock::new();
+
+/// [`FIELDS`] as interned strings: a keyword or dict key written in the source is the same object,
+/// found by its address.
+pub(super) fn field_names(py: Python<'_>) -> &[Py<PyString>; FIELDS.len()] {
+    FIELD_NAMES.get_or_init(py, || FIELDS.map(|k| PyString::intern(py, k).unbind()))
+}
+
 #[derive(Default)]
 struct Fields<'py> {
     values: [Option<Bound<'py, PyAny>>; FIELDS.len()],
@@ -137,6 +147,11 @@ impl<'py> Fields<'py> {
         key: &Bound<'py, PyAny>,
         value: Bound<'py, PyAny>,
     ) -> PyResult<()> {
+        let names = field_names(key.py());
+        if let Some(i) = names.iter().position(|n| n.as_ptr() == key.as_ptr()) {
+            self.values[i] = Some(value);
+            return Ok(());
+        }
         let k = key.cast::<PyString>().map_err(|_| {
             invalid_argument_type(
                 key.py(),

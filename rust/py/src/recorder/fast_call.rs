@@ -18,27 +18,9 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyString;
 
+use super::args::{field_names, FIELDS};
 use super::graph::ExecutionGraph;
 
-/// `record_call`'s arguments, in its signature's order (the first three may be positional).
-const NAMES_IN_ORDER: [&str; 13] = [
-    "parent",
-    "kind",
-    "name",
-    "cost_usd",
-    "tokens_in",
-    "tokens_out",
-    "model",
-    "status",
-    "started_at",
-    "ended_at",
-    "metadata",
-    "error_class",
-    "stop_reason",
-];
-
-/// The interned keyword names: a keyword written in the source arrives as the same object.
-static NAMES: PyOnceLock<[Py<PyString>; 13]> = PyOnceLock::new();
 /// The general entry, PyO3's method descriptor.
 static GENERAL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// The method definition of the fast entry (CPython keeps a pointer to it for good).
@@ -55,9 +37,7 @@ unsafe impl Sync for MethodDef {}
 pub fn install(py: Python<'_>) -> PyResult<()> {
     let ty = py.get_type::<ExecutionGraph>();
     let general = ty.getattr("record_call")?;
-    NAMES.get_or_init(py, || {
-        NAMES_IN_ORDER.map(|k| PyString::intern(py, k).unbind())
-    });
+    field_names(py);
     // SAFETY: `record_call` is PyO3's method descriptor, whose `d_method` is its static definition.
     let doc = unsafe {
         let descr = general.as_ptr() as *mut ffi::PyMethodDescrObject;
@@ -85,8 +65,8 @@ pub fn install(py: Python<'_>) -> PyResult<()> {
     ty.setattr("record_call", fast)
 }
 
-/// Each argument's value (null when absent), by its position in [`NAMES_IN_ORDER`].
-type Slots = [*mut ffi::PyObject; 13];
+/// Each argument's value (null when absent), by its position in [`FIELDS`].
+type Slots = [*mut ffi::PyObject; FIELDS.len()];
 
 /// The fast entry: CPython's `METH_FASTCALL | METH_KEYWORDS` calling convention.
 unsafe extern "C" fn record_call(
@@ -227,9 +207,7 @@ unsafe fn fast<'py>(
     nargsf: ffi::Py_ssize_t,
     kwnames: *mut ffi::PyObject,
 ) -> PyResult<Option<Bound<'py, PyString>>> {
-    let Some(names) = NAMES.get(py) else {
-        return Ok(None);
-    };
+    let names = field_names(py);
     // SAFETY: CPython passes `nargs` positional arguments then one value per name in `kwnames`,
     // all borrowed for the duration of the call.
     unsafe {
@@ -237,7 +215,7 @@ unsafe fn fast<'py>(
         if nargs > 3 {
             return Ok(None);
         }
-        let mut slots: Slots = [ptr::null_mut(); 13];
+        let mut slots: Slots = [ptr::null_mut(); FIELDS.len()];
         slots[..nargs as usize].copy_from_slice(std::slice::from_raw_parts(args, nargs as usize));
         if !kwnames.is_null() {
             // Keywords are usually written in the signature's order: each search starts after
