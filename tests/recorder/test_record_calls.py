@@ -227,13 +227,23 @@ def _graph_with_history() -> tuple[ExecutionGraph, str]:
     return g, root
 
 
+def built_at_run_time(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The same keywords as new (not interned) strings: the call takes `record_call`'s general entry
+    (docs/recorder.md "Recording finished calls")."""
+    return {"".join(list(k)): v for k, v in kwargs.items()}
+
+
+ENTRIES = {"plain": lambda kwargs: kwargs, "general": built_at_run_time}
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
 @pytest.mark.parametrize(("change", "error", "message"), BAD_CALLS)
 def test_a_bad_argument_raises_a_typed_error_naming_it_and_changes_nothing(
-    change: dict[str, Any], error: type[Exception], message: str
+    change: dict[str, Any], error: type[Exception], message: str, entry: str
 ) -> None:
     g, root = _graph_with_history()
     before = frozen(g)
-    call = {"parent": root, "kind": "llm", "name": "n", "cost_usd": 0.5, **change}
+    call = ENTRIES[entry]({"parent": root, "kind": "llm", "name": "n", "cost_usd": 0.5, **change})
     with pytest.raises(error) as raised:
         g.record_call(**call)
     assert message in str(raised.value)
@@ -346,3 +356,63 @@ def test_hooks_that_fail_do_not_undo_the_batch() -> None:
     rows = [{"parent": root, "kind": "llm", "name": "a", "cost_usd": 0.5}] * 3
     assert len(g.record_calls(rows)) == 3
     assert g.aggregates()["total_cost_usd"] == 1.5
+
+
+class Text(str):
+    pass
+
+
+class Int(int):
+    pass
+
+
+def test_every_form_of_a_call_records_the_same_node_with_the_same_hooks() -> None:
+    # Plain calls are read straight from the interpreter's arguments; keywords built at run time,
+    # subclasses of str / int / float, and arguments given by keyword take the general entry.
+    forms: list[Any] = [
+        lambda g, root, c: g.record_call(
+            root, c["kind"], c["name"], **{k: v for k, v in c.items() if k not in ("kind", "name")}
+        ),
+        lambda g, root, c: g.record_call(**built_at_run_time({"parent": root, **c})),
+        lambda g, root, c: g.record_call(parent=root, **c),
+        lambda g, root, c: g.record_call(
+            Text(root),
+            Text(c["kind"]),
+            Text(c["name"]),
+            **{
+                k: (Int(v) if type(v) is int else Text(v) if type(v) is str else v)
+                for k, v in c.items()
+                if k not in ("kind", "name")
+            },
+        ),
+    ]
+    graphs = []
+    for form in forms:
+        g, seen, root = observed()
+        ids = [form(g, root, c) for c in CALLS]
+        assert ids == [f"n{i:06d}" for i in range(2, 2 + len(CALLS))]
+        assert all(type(i) is str for i in ids)
+        graphs.append((without_times(g), g.aggregates(), seen.calls, signals(g)))
+    assert all(g == graphs[0] for g in graphs[1:])
+
+
+def test_a_call_the_plain_entry_cannot_read_gets_the_general_entrys_error() -> None:
+    g = ExecutionGraph()
+    root = g.create_root("run")
+    with pytest.raises(TypeError, match="missing 1 required keyword argument: 'cost_usd'"):
+        g.record_call(root, "llm", "x")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'costusd'"):
+        g.record_call(root, "llm", "x", costusd=1.0)
+    with pytest.raises(TypeError, match="multiple values for argument 'kind'"):
+        g.record_call(root, "llm", "x", cost_usd=1.0, kind="llm")
+    with pytest.raises(TypeError, match="takes 3 positional arguments but 4 were given"):
+        g.record_call(root, "llm", "x", 1.0)  # type: ignore[misc]
+    with pytest.raises(TypeError, match="model"):
+        g.record_call(root, "llm", "x", cost_usd=1.0, model=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="surrogates not allowed"):
+        g.record_call(root, "llm", "\ud800", cost_usd=1.0)
+    with pytest.raises(TypeError):
+        ExecutionGraph.record_call(object(), root, "llm", "x", cost_usd=1.0)  # type: ignore[arg-type]
+    assert len(g) == 1
+    assert ExecutionGraph.record_call.__text_signature__ is not None
+    assert "cost_usd" in ExecutionGraph.record_call.__text_signature__

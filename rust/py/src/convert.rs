@@ -14,15 +14,25 @@ pub fn py_str<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
     if !s.is_ascii() {
         return PyString::new(py, s);
     }
+    py_ascii(py, s.as_bytes())
+}
+
+/// A Python str for ASCII `bytes` (a node id as the core formats it, `ids::format_id_bytes`).
+pub fn py_ascii<'py>(py: Python<'py>, bytes: &[u8]) -> Bound<'py, PyString> {
+    debug_assert!(bytes.is_ascii());
     // SAFETY: PyUnicode_New(len, 127) returns a compact ASCII string with room for exactly
     // `len` one-byte code points, which are filled before the object is shared.
     unsafe {
-        let ptr = pyo3::ffi::PyUnicode_New(s.len() as pyo3::ffi::Py_ssize_t, 127);
+        let ptr = pyo3::ffi::PyUnicode_New(bytes.len() as pyo3::ffi::Py_ssize_t, 127);
         if ptr.is_null() {
             // Memory exhaustion: the regular constructor reports it.
-            return PyString::new(py, s);
+            return PyString::new(py, std::str::from_utf8(bytes).unwrap_or_default());
         }
-        std::ptr::copy_nonoverlapping(s.as_ptr(), pyo3::ffi::PyUnicode_1BYTE_DATA(ptr), s.len());
+        std::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            pyo3::ffi::PyUnicode_1BYTE_DATA(ptr),
+            bytes.len(),
+        );
         Bound::from_owned_ptr(py, ptr).cast_into_unchecked()
     }
 }
@@ -54,24 +64,40 @@ pub fn number(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<f64> {
 
 /// An optional int argument; bools and floats are a TypeError, values beyond i64 a ValueError.
 pub fn opt_int(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<i64>> {
-    let Some(obj) = obj.filter(|o| !o.is_none()) else {
-        return Ok(None);
-    };
+    match obj.filter(|o| !o.is_none()) {
+        Some(obj) => int(obj, field).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// An int argument that is not a `bool`, within 64 bits (`None` is the caller's to allow).
+pub fn int(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<i64> {
     if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
         return Err(invalid_argument_type(
             obj.py(),
             Some(field),
-            format!(
-                "{field} must be an int or None, not {}",
-                obj.get_type().name()?
-            ),
+            format!("{field} must be an int or None, not {}", type_name(obj)),
         ));
     }
-    obj.extract::<i64>().map(Some).map_err(|_| {
+    obj.extract::<i64>().map_err(|_| {
         invalid_argument(
             obj.py(),
             Some(field),
             format!("{field} is out of range: {obj}"),
+        )
+    })
+}
+
+/// A `str` argument, or the TypeError naming it.
+pub fn str_arg<'a, 'py>(
+    obj: &'a Bound<'py, PyAny>,
+    field: &str,
+) -> PyResult<&'a Bound<'py, PyString>> {
+    obj.cast::<PyString>().map_err(|_| {
+        invalid_argument_type(
+            obj.py(),
+            Some(field),
+            format!("{field} must be a str, not {}", type_name(obj)),
         )
     })
 }

@@ -8,8 +8,9 @@ use super::chain::{Chain, CounterSnapshot, Limits, Reported, RetryVerdict, Stop}
 use super::error::ContainmentError;
 use super::nesting;
 use super::record::{cut_message, Record, Status};
-use crate::ids::{format_id, NodeId};
-use crate::recorder::{AggregatesView, Config, Graph, Kind, Spent};
+use crate::ids::{id_string, NodeId};
+use crate::recorder::graph::State;
+use crate::recorder::{AggregatesView, Config, Graph, Kind, Spent, Terminal};
 use crate::value::Value;
 
 /// Graph label of a call without an operation name.
@@ -62,12 +63,8 @@ pub struct Contained {
 
 static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
 
-fn with_id<T>(node: NodeId, f: impl FnOnce(&str) -> T) -> T {
-    f(format_id(node, &mut [0; 24]))
-}
-
 fn not_open(node: NodeId) -> ContainmentError {
-    ContainmentError::NotOpen(with_id(node, str::to_owned))
+    ContainmentError::NotOpen(id_string(node))
 }
 
 impl Contained {
@@ -134,10 +131,9 @@ impl Contained {
         let graph_parent = parent.unwrap_or(self.root);
         let label = if name.is_empty() { UNNAMED } else { name };
         let running = admitted.is_ok() && dispatch;
-        let made = with_id(graph_parent, |p| {
-            self.graph
-                .begin_node(p, kind, label, model, None, running, false)
-        });
+        let made = self
+            .graph
+            .begin_node(graph_parent, kind, label, model, None, running, false);
         let node = match made {
             Ok((node, _)) => node,
             Err(e) => {
@@ -156,9 +152,7 @@ impl Contained {
                 Ok(Ok(node))
             }
             Err(stop) => {
-                with_id(node, |id| {
-                    self.graph.mark_halt(id, Some(stop.reason()), false)
-                })?;
+                self.graph.mark_halt(node, Some(stop.reason()), false)?;
                 // The record says why with the chain's figures, as the refusal itself does.
                 let estimate = (stop == Stop::Estimate).then_some(cost_estimate);
                 let why = self.chain.describe(stop.reason(), estimate);
@@ -170,52 +164,60 @@ impl Contained {
 
     /// Keeps the record of a finished call, copied from its node while the graph still has it.
     fn record(&self, node: NodeId, named: bool, status: Status, message: Option<&str>) {
-        if self.chain.records_full() {
-            return;
+        let record = self.record_of(&self.graph.lock(), node, named, status, message);
+        if let Some(record) = record {
+            self.chain.push_record(record);
         }
-        let record = {
-            let st = self.graph.lock();
-            let Some(n) = st.arena.get(node) else {
-                return;
-            };
-            let text = |sym: Option<_>| sym.map(|s| Box::from(st.names.resolve(s)));
-            Record {
-                node,
-                parent: n.parent_id().filter(|&p| p != self.root),
-                kind: n.kind,
-                name: if named {
-                    st.names.resolve(n.name).to_owned()
-                } else {
-                    String::new()
-                },
-                start_ms: n.start_ms,
-                end_ms: n.end_ms(),
-                status,
-                cost_usd: n.cost_usd,
-                retries: n.retries,
-                error_message: message.map(cut_message),
-                tokens_in: n.tokens_in(),
-                tokens_out: n.tokens_out(),
-                model: text(n.model()),
-                error_class: text(n.error_class()),
-                stop_reason: st.arena.stop_reason(n).map(Box::from),
-            }
-        };
-        self.chain.push_record(record);
+    }
+
+    /// A finished call's record, read under the caller's graph lock (none when the chain keeps
+    /// no more records or the graph no longer has the node).
+    fn record_of(
+        &self,
+        st: &State,
+        node: NodeId,
+        named: bool,
+        status: Status,
+        message: Option<&str>,
+    ) -> Option<Record> {
+        if self.chain.records_full() {
+            return None;
+        }
+        let n = st.arena.get(node)?;
+        let text = |sym: Option<_>| sym.map(|s| Box::from(st.names.resolve(s)));
+        Some(Record {
+            node,
+            parent: n.parent_id().filter(|&p| p != self.root),
+            kind: n.kind,
+            name: if named {
+                st.names.resolve(n.name).to_owned()
+            } else {
+                String::new()
+            },
+            start_ms: n.start_ms,
+            end_ms: n.end_ms(),
+            status,
+            cost_usd: n.cost_usd,
+            retries: n.retries,
+            error_message: message.map(cut_message),
+            tokens_in: n.tokens_in(),
+            tokens_out: n.tokens_out(),
+            model: text(n.model()),
+            error_class: text(n.error_class()),
+            stop_reason: st.arena.stop_reason(n).map(Box::from),
+        })
     }
 
     /// `created → running` for a call admitted without `dispatch` once its gates passed.
     /// Sets `metadata[key] = true` on the call's node (open or settled, unless pruned).
     pub fn flag(&self, node: NodeId, key: &str) -> Result<(), ContainmentError> {
-        with_id(node, |id| {
-            self.graph
-                .set_metadata_key(id, key, crate::value::Value::Bool(true))
-        })?;
+        self.graph
+            .set_metadata_key(node, key, crate::value::Value::Bool(true))?;
         Ok(())
     }
 
     pub fn dispatch(&self, node: NodeId) -> Result<(), ContainmentError> {
-        with_id(node, |id| self.graph.mark_running(id, false))?;
+        self.graph.mark_running(node, false)?;
         Ok(())
     }
 
@@ -260,7 +262,10 @@ impl Contained {
         cost_estimate: f64,
         actual: Option<Reported>,
     ) -> Result<f64, ContainmentError> {
-        if !self.is_open(node) {
+        // One graph lock for the whole settle: the open check, the node's end and its record
+        // (docs/recorder.md "Nodes and lifecycle").
+        let mut st = self.graph.lock();
+        if !self.open_in(&st, node) {
             return Err(not_open(node));
         }
         if let Some(a) = actual {
@@ -270,22 +275,24 @@ impl Contained {
         let settled = match self.chain.settle_success(node, cost_estimate, actual) {
             Ok(settled) => settled,
             Err(e) => {
+                drop(st);
                 self.close_failed(node, named, cost_estimate, "OverflowError")?;
                 return Err(e);
             }
         };
-        let marked = with_id(node, |id| {
-            self.graph.mark_success(
-                id,
-                settled.cost_usd,
-                to_i64(settled.tokens_in),
-                to_i64(settled.tokens_out),
-                false,
-            )
-        });
+        let marked = Terminal::success(
+            settled.cost_usd,
+            to_i64(settled.tokens_in),
+            to_i64(settled.tokens_out),
+        )
+        .and_then(|t| self.graph.finish_locked(&mut st, node, &t, false));
         nesting::pop(self.key, node);
         marked?;
-        self.record(node, named, Status::Ok, None);
+        let record = self.record_of(&st, node, named, Status::Ok, None);
+        drop(st);
+        if let Some(record) = record {
+            self.chain.push_record(record);
+        }
         Ok(settled.cost_usd)
     }
 
@@ -317,7 +324,9 @@ impl Contained {
         named: bool,
         failure: Failure<'_>,
     ) -> Result<Closed, ContainmentError> {
-        if !self.is_open(node) {
+        // One graph lock for the whole settle, as `succeed`.
+        let mut st = self.graph.lock();
+        if !self.open_in(&st, node) {
             return Err(not_open(node));
         }
         nesting::pop(self.key, node);
@@ -335,25 +344,24 @@ impl Contained {
             tokens_in: r.tokens_in,
             tokens_out: r.tokens_out,
         });
-        with_id(node, |id| {
-            if verdict == RetryVerdict::Granted && failure.retry {
-                self.graph.increment_retries(id)?;
+        if verdict == RetryVerdict::Granted && failure.retry {
+            self.graph.increment_retries_locked(&mut st, node)?;
+        }
+        let ending = match (stop, failure.end) {
+            (Some(reason), GraphEnd::Fail(class)) => {
+                Terminal::halt(Some(reason), Some(class), spent)
             }
-            match (stop, failure.end) {
-                (Some(reason), GraphEnd::Fail(class)) => {
-                    self.graph
-                        .mark_halt_charged(id, Some(reason), Some(class), spent, false)
-                }
-                (Some(reason), _) | (None, GraphEnd::Halt(reason)) => {
-                    self.graph
-                        .mark_halt_charged(id, Some(reason), None, spent, false)
-                }
-                (None, GraphEnd::Fail(class)) => self
-                    .graph
-                    .mark_failure_charged(id, class, None, spent, false),
+            (Some(reason), _) | (None, GraphEnd::Halt(reason)) => {
+                Terminal::halt(Some(reason), None, spent)
             }
-        })?;
-        self.record(node, named, status, failure.message);
+            (None, GraphEnd::Fail(class)) => Terminal::failure(class, None, spent),
+        };
+        self.graph.finish_locked(&mut st, node, &ending, false)?;
+        let record = self.record_of(&st, node, named, status, failure.message);
+        drop(st);
+        if let Some(record) = record {
+            self.chain.push_record(record);
+        }
         Ok(Closed {
             stop,
             charged_usd: spent.cost_usd,
@@ -369,29 +377,29 @@ impl Contained {
         stop_reason: Option<&str>,
         error_class: Option<&str>,
     ) -> Result<(), ContainmentError> {
-        with_id(self.root, |id| match (stop_reason, error_class) {
-            (Some(reason), _) => self.graph.mark_halt(id, Some(reason), false),
-            (None, Some(class)) => self.graph.mark_failure(id, class, None, false),
-            (None, None) => self.graph.mark_success(id, 0.0, None, None, false),
-        })?;
+        let root = self.root;
+        match (stop_reason, error_class) {
+            (Some(reason), _) => self.graph.mark_halt(root, Some(reason), false),
+            (None, Some(class)) => self.graph.mark_failure(root, class, None, false),
+            (None, None) => self.graph.mark_success(root, 0.0, None, None, false),
+        }?;
         Ok(())
     }
 
     /// Adds keys to a call's node metadata (captured content); open or finished, while the
     /// graph still holds it.
     pub fn annotate(&self, node: NodeId, metadata: Value) -> Result<(), ContainmentError> {
-        with_id(node, |id| self.graph.annotate(id, metadata))?;
+        self.graph.annotate(node, metadata)?;
         Ok(())
     }
 
     pub fn is_open(&self, node: NodeId) -> bool {
-        node != self.root
-            && self
-                .graph
-                .lock()
-                .arena
-                .get(node)
-                .is_some_and(|n| !n.status.is_terminal())
+        self.open_in(&self.graph.lock(), node)
+    }
+
+    /// `is_open` under the caller's graph lock.
+    fn open_in(&self, st: &State, node: NodeId) -> bool {
+        node != self.root && st.arena.get(node).is_some_and(|n| !n.status.is_terminal())
     }
 
     pub fn counters(&self) -> CounterSnapshot {

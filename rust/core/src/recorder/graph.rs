@@ -16,7 +16,8 @@ use super::events::{Finished, NodeEvent, Started};
 use super::intern::{Interner, Sym};
 use super::kind::{Kind, Status};
 use super::node::Node;
-use crate::ids::{id_string, parse_id, NodeId};
+use super::node_ref::NodeRef;
+use crate::ids::{id_string, NodeId};
 use crate::value::Value;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -127,13 +128,58 @@ impl Spent {
     };
 }
 
-pub(super) struct Terminal<'a> {
+/// How an open node ends: its terminal status and what goes on it.
+pub struct Terminal<'a> {
     pub status: Status,
     pub cost_usd: f64,
     pub tokens_in: Option<u64>,
     pub tokens_out: Option<u64>,
     pub error_class: Option<&'a str>,
     pub stop_reason: Option<&'a str>,
+}
+
+impl<'a> Terminal<'a> {
+    /// `mark_success`'s ending, its numbers checked.
+    pub fn success(
+        cost_usd: f64,
+        tokens_in: Option<i64>,
+        tokens_out: Option<i64>,
+    ) -> Result<Terminal<'static>, RecorderError> {
+        Ok(Terminal {
+            status: Status::Success,
+            cost_usd: non_negative_finite("cost_usd", cost_usd)?,
+            tokens_in: non_negative_int("tokens_in", tokens_in)?,
+            tokens_out: non_negative_int("tokens_out", tokens_out)?,
+            error_class: None,
+            stop_reason: None,
+        })
+    }
+
+    /// `mark_failure`'s ending, keeping what the call was charged (docs/design.md §30).
+    pub fn failure(error_class: &'a str, stop_reason: Option<&'a str>, spent: Spent) -> Self {
+        Terminal {
+            status: Status::Fail,
+            cost_usd: spent.cost_usd,
+            tokens_in: spent.tokens_in,
+            tokens_out: spent.tokens_out,
+            error_class: Some(error_class),
+            stop_reason,
+        }
+    }
+
+    /// `mark_halt`'s ending, keeping what the call was charged (docs/design.md §30).
+    pub fn halt(stop_reason: Option<&'a str>, error_class: Option<&'a str>, spent: Spent) -> Self {
+        // An empty reason is as good as none: the node still says why it stopped.
+        let reason = stop_reason.filter(|r| !r.is_empty()).unwrap_or("halt");
+        Terminal {
+            status: Status::Halt,
+            cost_usd: spent.cost_usd,
+            tokens_in: spent.tokens_in,
+            tokens_out: spent.tokens_out,
+            error_class,
+            stop_reason: Some(reason),
+        }
+    }
 }
 
 /// Where a new node goes: under `parent` (0 for the root) at `depth`, started at `start_ms`.
@@ -258,7 +304,7 @@ impl Graph {
     #[allow(clippy::too_many_arguments)]
     pub fn begin_node(
         &self,
-        parent_id: &str,
+        parent_id: impl NodeRef,
         kind: Kind,
         name: &str,
         model: Option<&str>,
@@ -268,9 +314,11 @@ impl Graph {
     ) -> Result<(NodeId, Option<Box<Started>>), RecorderError> {
         finite_metadata(metadata.as_ref())?;
         let mut st = self.lock();
-        let parent = parse_id(parent_id).and_then(|p| st.arena.get(p).map(|n| (p, n.depth)));
+        let parent = parent_id
+            .id()
+            .and_then(|p| st.arena.get(p).map(|n| (p, n.depth)));
         let Some((parent, parent_depth)) = parent else {
-            return Err(RecorderError::ParentNotFound(parent_id.to_owned()));
+            return Err(RecorderError::ParentNotFound(parent_id.text()));
         };
         // The parent is never the node evicted here, so its depth still holds.
         self.make_room(&mut st, |id| id == parent);
@@ -345,10 +393,11 @@ impl Graph {
         st.evictable.extend(kept.into_iter().map(Reverse));
     }
 
-    fn node_mut<'a>(arena: &'a mut Arena, node_id: &str) -> Result<&'a mut Node, RecorderError> {
-        parse_id(node_id)
+    fn node_mut(arena: &mut Arena, node_id: impl NodeRef) -> Result<&mut Node, RecorderError> {
+        node_id
+            .id()
             .and_then(|id| arena.get_mut(id))
-            .ok_or_else(|| RecorderError::NodeNotFound(node_id.to_owned()))
+            .ok_or_else(|| RecorderError::NodeNotFound(node_id.text()))
     }
 
     pub(super) fn started(st: &State, id: NodeId) -> Box<Started> {
@@ -364,24 +413,21 @@ impl Graph {
     /// call only when it ends (e.g. that its provider reported no usage, docs/design.md §30).
     pub fn set_metadata_key(
         &self,
-        node_id: &str,
+        node_id: impl NodeRef,
         key: &str,
         value: Value,
     ) -> Result<(), RecorderError> {
         let mut st = self.lock();
-        let id =
-            parse_id(node_id).ok_or_else(|| RecorderError::NodeNotFound(node_id.to_owned()))?;
-        if st.arena.set_metadata_key(id, key, value) {
-            Ok(())
-        } else {
-            Err(RecorderError::NodeNotFound(node_id.to_owned()))
+        match node_id.id() {
+            Some(id) if st.arena.set_metadata_key(id, key, value) => Ok(()),
+            _ => Err(RecorderError::NodeNotFound(node_id.text())),
         }
     }
 
     /// `created → running`; every call (even a no-op) counts as a dispatch for divergence.
     pub fn mark_running(
         &self,
-        node_id: &str,
+        node_id: impl NodeRef,
         want_start: bool,
     ) -> Result<Option<Box<Started>>, RecorderError> {
         let mut st = self.lock();
@@ -399,29 +445,19 @@ impl Graph {
 
     pub fn mark_success(
         &self,
-        node_id: &str,
+        node_id: impl NodeRef,
         cost_usd: f64,
         tokens_in: Option<i64>,
         tokens_out: Option<i64>,
         want_event: bool,
     ) -> Result<Finished, RecorderError> {
-        let cost_usd = non_negative_finite("cost_usd", cost_usd)?;
-        let tokens_in = non_negative_int("tokens_in", tokens_in)?;
-        let tokens_out = non_negative_int("tokens_out", tokens_out)?;
-        let t = Terminal {
-            status: Status::Success,
-            cost_usd,
-            tokens_in,
-            tokens_out,
-            error_class: None,
-            stop_reason: None,
-        };
+        let t = Terminal::success(cost_usd, tokens_in, tokens_out)?;
         self.finish(node_id, &t, want_event)
     }
 
     pub fn mark_failure(
         &self,
-        node_id: &str,
+        node_id: impl NodeRef,
         error_class: &str,
         stop_reason: Option<&str>,
         want_event: bool,
@@ -433,26 +469,19 @@ impl Graph {
     /// node keeps its cost and tokens; the aggregates still add successes only (§2).
     pub fn mark_failure_charged(
         &self,
-        node_id: &str,
+        node_id: impl NodeRef,
         error_class: &str,
         stop_reason: Option<&str>,
         spent: Spent,
         want_event: bool,
     ) -> Result<Finished, RecorderError> {
-        let t = Terminal {
-            status: Status::Fail,
-            cost_usd: spent.cost_usd,
-            tokens_in: spent.tokens_in,
-            tokens_out: spent.tokens_out,
-            error_class: Some(error_class),
-            stop_reason,
-        };
+        let t = Terminal::failure(error_class, stop_reason, spent);
         self.finish(node_id, &t, want_event)
     }
 
     pub fn mark_halt(
         &self,
-        node_id: &str,
+        node_id: impl NodeRef,
         stop_reason: Option<&str>,
         want_event: bool,
     ) -> Result<Finished, RecorderError> {
@@ -463,50 +492,41 @@ impl Graph {
     /// the class of the failure that stopped it, if one did.
     pub fn mark_halt_charged(
         &self,
-        node_id: &str,
+        node_id: impl NodeRef,
         stop_reason: Option<&str>,
         error_class: Option<&str>,
         spent: Spent,
         want_event: bool,
     ) -> Result<Finished, RecorderError> {
-        // An empty reason is as good as none: the node still says why it stopped.
-        let reason = stop_reason.filter(|r| !r.is_empty()).unwrap_or("halt");
-        let t = Terminal {
-            status: Status::Halt,
-            cost_usd: spent.cost_usd,
-            tokens_in: spent.tokens_in,
-            tokens_out: spent.tokens_out,
-            error_class,
-            stop_reason: Some(reason),
-        };
+        let t = Terminal::halt(stop_reason, error_class, spent);
         self.finish(node_id, &t, want_event)
     }
 
     fn finish(
         &self,
-        node_id: &str,
+        node_id: impl NodeRef,
         t: &Terminal<'_>,
         want_event: bool,
     ) -> Result<Finished, RecorderError> {
-        let mut guard = self.lock();
-        let st = &mut *guard;
+        self.finish_locked(&mut self.lock(), node_id, t, want_event)
+    }
+
+    /// Ends a node under the caller's lock: the caller that also reads the node (or decides how
+    /// it ends) under that lock takes it once per settle (docs/recorder.md "Nodes and
+    /// lifecycle"). A node already ended is left as it is (`applied` false).
+    pub fn finish_locked(
+        &self,
+        st: &mut State,
+        node_id: impl NodeRef,
+        t: &Terminal<'_>,
+        want_event: bool,
+    ) -> Result<Finished, RecorderError> {
         let node = Self::node_mut(&mut st.arena, node_id)?;
         if node.status.is_terminal() {
             return Ok(Finished::default());
         }
         let id = node.id;
-        // Totals that would overflow reject the call before anything changes
-        // (docs/design.md §23).
-        let totals = if t.status == Status::Success {
-            let cost = self.agg.cost_after(t.cost_usd)?;
-            let tokens = t
-                .tokens_out
-                .map(|n| self.agg.tokens_out_after(n))
-                .transpose()?;
-            Some((cost, tokens))
-        } else {
-            None
-        };
+        let totals = self.totals_after(t)?;
         Ok(self.settle(st, id, t, totals, now_ms(), want_event))
     }
 
@@ -598,21 +618,30 @@ impl Graph {
     /// Adds the top-level keys of `metadata` (an object) to a node's metadata, at any status:
     /// what a call carried is sometimes known only once it ran (captured content,
     /// docs/recorder.md "Annotations"). Nothing changes on error.
-    pub fn annotate(&self, node_id: &str, metadata: Value) -> Result<(), RecorderError> {
+    pub fn annotate(&self, node_id: impl NodeRef, metadata: Value) -> Result<(), RecorderError> {
         if !matches!(metadata, Value::Object(_)) {
             return Err(RecorderError::InvalidMetadata("must be a dict".into()));
         }
         finite_metadata(Some(&metadata))?;
         let mut st = self.lock();
-        let id = parse_id(node_id)
+        let id = node_id
+            .id()
             .filter(|&id| st.arena.get(id).is_some())
-            .ok_or_else(|| RecorderError::NodeNotFound(node_id.to_owned()))?;
+            .ok_or_else(|| RecorderError::NodeNotFound(node_id.text()))?;
         st.arena.merge_metadata(id, metadata);
         Ok(())
     }
 
-    pub fn increment_retries(&self, node_id: &str) -> Result<(), RecorderError> {
-        let mut st = self.lock();
+    pub fn increment_retries(&self, node_id: impl NodeRef) -> Result<(), RecorderError> {
+        self.increment_retries_locked(&mut self.lock(), node_id)
+    }
+
+    /// `increment_retries` under the caller's lock (see [`Graph::finish_locked`]).
+    pub fn increment_retries_locked(
+        &self,
+        st: &mut State,
+        node_id: impl NodeRef,
+    ) -> Result<(), RecorderError> {
         let node = Self::node_mut(&mut st.arena, node_id)?;
         node.retries = node.retries.saturating_add(1);
         Ok(())

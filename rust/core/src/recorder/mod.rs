@@ -11,13 +11,15 @@ pub mod intern;
 pub mod kind;
 mod load;
 pub mod node;
+pub mod node_ref;
 pub mod record;
 pub mod snapshot_json;
 
 pub use aggregates::AggregatesView;
 pub use error::RecorderError;
-pub use graph::{Config, Graph, Spent};
+pub use graph::{Config, Graph, Spent, Terminal};
 pub use kind::{Kind, Status};
+pub use node_ref::NodeRef;
 pub use record::{Batch, FinishedCall, Recorded};
 
 #[cfg(test)]

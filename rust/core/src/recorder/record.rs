@@ -155,8 +155,12 @@ pub struct Batch {
 }
 
 impl Graph {
-    /// The totals after a call ends with `t`, or the error that refuses it (docs/design.md §23).
-    fn totals_after(&self, t: &Terminal<'_>) -> Result<Option<(f64, Option<u64>)>, RecorderError> {
+    /// The totals after a call ends with `t`, or the error that refuses it before anything
+    /// changes (docs/design.md §23).
+    pub(super) fn totals_after(
+        &self,
+        t: &Terminal<'_>,
+    ) -> Result<Option<(f64, Option<u64>)>, RecorderError> {
         if t.status != Status::Success {
             return Ok(None);
         }

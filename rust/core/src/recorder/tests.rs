@@ -689,3 +689,65 @@ fn annotate_merges_keys_at_any_status_and_refuses_bad_input() {
     };
     assert_eq!(strip(&g.snapshot_json()), strip(&before));
 }
+
+#[test]
+fn a_node_named_by_id_or_by_text_is_the_same_node_and_the_same_error() {
+    let g = Graph::with_max_nodes("c", 0).unwrap();
+    let root = g.create_root("run", None).unwrap();
+    let (by_id, _) = g
+        .begin_node(root, Kind::Llm, "a", None, None, true, false)
+        .unwrap();
+    let (by_text, _) = g
+        .begin_node("n000001", Kind::Llm, "b", None, None, true, false)
+        .unwrap();
+    assert_eq!((by_id, by_text), (2, 3));
+    assert!(
+        g.mark_success(by_id, 0.5, None, None, false)
+            .unwrap()
+            .applied
+    );
+    assert!(
+        g.mark_success("n000003", 0.25, None, None, false)
+            .unwrap()
+            .applied
+    );
+    assert_eq!(g.aggregates().total_cost_usd, 0.75);
+    let missing = |e: RecorderError| e.to_string();
+    assert_eq!(
+        missing(g.mark_running(99, false).unwrap_err()),
+        missing(g.mark_running("n000099", false).unwrap_err())
+    );
+    assert_eq!(
+        missing(
+            g.begin_node(99, Kind::Llm, "x", None, None, false, false)
+                .unwrap_err()
+        ),
+        "Parent node not found: 'n000099'"
+    );
+}
+
+#[test]
+fn finish_locked_ends_a_node_under_the_callers_lock_once() {
+    let g = Graph::with_max_nodes("c", 0).unwrap();
+    let root = g.create_root("run", None).unwrap();
+    let (id, _) = g
+        .begin_node(root, Kind::Tool, "t", None, None, true, false)
+        .unwrap();
+    let mut st = g.lock();
+    let ending = crate::recorder::Terminal::halt(Some(""), Some("E"), super::Spent::NONE);
+    assert!(
+        g.finish_locked(&mut st, id, &ending, false)
+            .unwrap()
+            .applied
+    );
+    // Already ended: left as it is.
+    let again = crate::recorder::Terminal::success(1.0, None, None).unwrap();
+    assert!(!g.finish_locked(&mut st, id, &again, false).unwrap().applied);
+    let n = st.arena.get(id).unwrap();
+    assert_eq!(
+        (n.status, st.arena.stop_reason(n)),
+        (Status::Halt, Some("halt"))
+    );
+    drop(st);
+    assert_eq!(g.aggregates().total_cost_usd, 0.0);
+}

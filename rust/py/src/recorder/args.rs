@@ -7,10 +7,11 @@ use chainwarden_core::recorder::{FinishedCall, Kind, RecorderError, Status};
 use chainwarden_core::value::Value;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyMapping, PyString};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyMapping, PyString};
 
 use crate::args::typed_arg;
-use crate::convert::{named_metadata, number, type_name};
+use crate::convert::{int, named_metadata, number, str_arg, type_name};
 use crate::errors;
 use crate::exceptions::{invalid_argument, invalid_argument_type};
 
@@ -28,14 +29,7 @@ fn word<T>(
     parse: fn(&str) -> Result<T, chainwarden_core::vocab::Unknown>,
     expected: &[&str],
 ) -> PyResult<T> {
-    let s = obj.cast::<PyString>().map_err(|_| {
-        invalid_argument_type(
-            obj.py(),
-            Some(what),
-            format!("{what} must be a str, not {}", type_name(obj)),
-        )
-    })?;
-    parse(s.to_str()?).map_err(|u| {
+    parse(str_arg(obj, what)?.to_str()?).map_err(|u| {
         let expected: Vec<String> = expected.iter().map(|t| format!("'{t}'")).collect();
         invalid_argument(
             obj.py(),
@@ -58,33 +52,8 @@ fn status(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Status> {
     word(obj, what, Status::parse, Status::TEXTS)
 }
 
-/// An `int` that is not a `bool`, within 64 bits (the core checks its range).
-fn int(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
-    if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
-        return Err(invalid_argument_type(
-            obj.py(),
-            Some(what),
-            format!("{what} must be an int or None, not {}", type_name(obj)),
-        ));
-    }
-    obj.extract::<i64>().map_err(|_| {
-        invalid_argument(
-            obj.py(),
-            Some(what),
-            format!("{what} is out of range: {obj}"),
-        )
-    })
-}
-
 fn text(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<PyBackedStr> {
-    let s = obj.cast::<PyString>().map_err(|_| {
-        invalid_argument_type(
-            obj.py(),
-            Some(what),
-            format!("{what} must be a str, not {}", type_name(obj)),
-        )
-    })?;
-    PyBackedStr::try_from(s.clone()).map_err(|_| {
+    PyBackedStr::try_from(str_arg(obj, what)?.clone()).map_err(|_| {
         invalid_argument(
             obj.py(),
             Some(what),
@@ -140,8 +109,9 @@ pub struct Row {
     metadata: Option<Value>,
 }
 
-/// A row's fields, in `record_call`'s order (what an unknown field's error lists).
-const FIELDS: [&str; 13] = [
+/// `record_call`'s arguments in its signature's order: a row's fields (what an unknown field's
+/// error lists) and the fast entry's slots (`super::fast_call`).
+pub(super) const FIELDS: [&str; 13] = [
     "parent",
     "kind",
     "name",
@@ -157,6 +127,14 @@ const FIELDS: [&str; 13] = [
     "stop_reason",
 ];
 
+static FIELD_NAMES: PyOnceLock<[Py<PyString>; FIELDS.len()]> = PyOnceLock::new();
+
+/// [`FIELDS`] as interned strings: a keyword or dict key written in the source is the same object,
+/// found by its address.
+pub(super) fn field_names(py: Python<'_>) -> &[Py<PyString>; FIELDS.len()] {
+    FIELD_NAMES.get_or_init(py, || FIELDS.map(|k| PyString::intern(py, k).unbind()))
+}
+
 #[derive(Default)]
 struct Fields<'py> {
     values: [Option<Bound<'py, PyAny>>; FIELDS.len()],
@@ -169,6 +147,11 @@ impl<'py> Fields<'py> {
         key: &Bound<'py, PyAny>,
         value: Bound<'py, PyAny>,
     ) -> PyResult<()> {
+        let names = field_names(key.py());
+        if let Some(i) = names.iter().position(|n| n.as_ptr() == key.as_ptr()) {
+            self.values[i] = Some(value);
+            return Ok(());
+        }
         let k = key.cast::<PyString>().map_err(|_| {
             invalid_argument_type(
                 key.py(),

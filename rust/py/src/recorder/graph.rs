@@ -149,6 +149,20 @@ impl ExecutionGraph {
         Ok(())
     }
 
+    /// Records one finished call and returns its id, after its hooks: what both entries of
+    /// `record_call` end in (`super::fast_call`).
+    pub(super) fn record<'py>(
+        &self,
+        py: Python<'py>,
+        call: FinishedCall<'_>,
+    ) -> errors::Result<Bound<'py, PyString>> {
+        let (status, cost_usd, error_class) = (call.status, call.cost_usd, call.error_class);
+        let recorded =
+            self.graph
+                .record_call(call, self.observers.any(), self.subscribers.any())?;
+        Ok(self.recorded(py, recorded, status, cost_usd, error_class)?)
+    }
+
     /// A recorded call's id, after the hooks its start and its end fire.
     fn recorded<'py>(
         &self,
@@ -471,10 +485,7 @@ impl ExecutionGraph {
             stop_reason,
             metadata: crate::convert::metadata(metadata)?,
         };
-        let recorded =
-            self.graph
-                .record_call(call, self.observers.any(), self.subscribers.any())?;
-        Ok(self.recorded(py, recorded, status.0, cost_usd.0, error_class)?)
+        self.record(py, call)
     }
 
     /// Records finished calls in bulk (log ingestion): `rows` is an iterable of mappings of

@@ -1,6 +1,7 @@
 //! Bindings for the call-graph recorder.
 
 mod args;
+mod fast_call;
 mod graph;
 mod hooks;
 mod node_event;
@@ -11,5 +12,6 @@ use pyo3::prelude::*;
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<graph::ExecutionGraph>()?;
     m.add_class::<node_event::NodeEvent>()?;
+    fast_call::install(m.py())?;
     Ok(())
 }

@@ -3,7 +3,7 @@
 
 use std::mem::MaybeUninit;
 
-use chainwarden_core::ids::{format_id, NodeId};
+use chainwarden_core::ids::{format_id_bytes, NodeId};
 use chainwarden_core::json::Cursor;
 use chainwarden_core::recorder::divergence::DivergenceEvent;
 use chainwarden_core::recorder::graph::{now_ms, Graph, State};
@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyFloat, PyList, PyString};
 
-use crate::convert::{metadata_to_py, py_str};
+use crate::convert::{metadata_to_py, py_ascii};
 use crate::exceptions::invalid_state;
 
 struct Keys {
@@ -47,7 +47,7 @@ fn keys(py: Python<'_>) -> &Keys {
 }
 
 pub fn id_str(py: Python<'_>, id: NodeId) -> Bound<'_, PyString> {
-    py_str(py, format_id(id, &mut [0; 24]))
+    py_ascii(py, format_id_bytes(id, &mut [0; 24]))
 }
 
 /// Per-call cache of label strings, indexed by interned symbol.
