@@ -3,7 +3,7 @@
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import Any, ClassVar, Final, Literal, ParamSpec, TypeVar, final
+from typing import Any, ClassVar, Final, Literal, ParamSpec, Self, TypeVar, final
 
 from typing_extensions import disjoint_base
 
@@ -18,7 +18,9 @@ __all__ = [
     "VOCABULARIES",
     "Block",
     "CallBinding",
+    "CallForms",
     "CallKind",
+    "CallNotAdmitted",
     "CallPlan",
     "CallRecord",
     "CallStatus",
@@ -32,6 +34,7 @@ __all__ = [
     "DagInvalidArgumentError",
     "DagNotFoundError",
     "DagPreconditionError",
+    "EnteredContext",
     "ExecutionGraph",
     "InvalidArgument",
     "InvalidArgumentType",
@@ -42,6 +45,7 @@ __all__ = [
     "StopCause",
     "__version__",
     "bind_call",
+    "current_context",
     "dag_apply_records",
     "dag_change_mark",
     "dag_check_lease",
@@ -53,6 +57,8 @@ __all__ = [
     "dag_release",
     "dag_work",
     "enclosing_call",
+    "enter_context",
+    "leave_context",
     "open_sync_calls",
 ]
 
@@ -392,6 +398,30 @@ class DagEngine:
 
 MAX_RECORDS: int
 
+@final
+class EnteredContext:
+    """A context entered with ``with ctx:`` / ``async with ctx:``, over the one entered before it."""
+
+    @property
+    def ctx(self) -> Any: ...
+    @property
+    def previous(self) -> EnteredContext | None: ...
+    @property
+    def thread(self) -> int: ...
+    @property
+    def sync_depth(self) -> int: ...
+    @property
+    def call(self) -> CallBinding | None: ...
+
+def enter_context(ctx: Any) -> None:
+    """Makes ``ctx`` the context entered innermost (``ExecutionContext.__enter__``)."""
+
+def leave_context(ctx: Any) -> None:
+    """Leaves ``ctx`` when it is the context entered innermost."""
+
+def current_context() -> Any:
+    """The innermost context entered with ``with`` / ``async with`` or wrapping the running call, or None."""
+
 def open_sync_calls() -> tuple[int, tuple[ChainCore, int] | None]:
     """(depth, (core, node) of the innermost) of the sync wrapped calls open on this thread."""
 
@@ -458,6 +488,18 @@ class Block:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool: ...
+
+@disjoint_base
+class CallForms:
+    """The native base of ``ExecutionContext``: ``llm_call`` / ``tool_call`` (typed there) and their plans."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self: ...
+    @property
+    def _llm_plans(self) -> dict[str, dict[float, CallPlan]]: ...
+    @property
+    def _tool_plans(self) -> dict[str, dict[float, CallPlan]]: ...
+    def llm_call(self, *args: Any, **kwargs: Any) -> Any: ...
+    def tool_call(self, *args: Any, **kwargs: Any) -> Any: ...
 
 @final
 class Counters:
@@ -567,6 +609,14 @@ class CallRecord:
     @property
     def stop_reason(self) -> str | None: ...
 
+class CallNotAdmitted(ChainwardenError):
+    """``ChainCore.begin`` refused a call: ``cause`` says why, ``node`` is its node (recorded halted).
+    Internal to the containment layer, which turns it into a decision or a ``CallRefused``."""
+
+    cause: StopCause
+    node: int
+    def __init__(self, cause: StopCause, node: int) -> None: ...
+
 @final
 class ClosedCall:
     """How ``ChainCore.fail`` closed a call: the retry budget's stop reason and the cost charged."""
@@ -589,11 +639,13 @@ class ChainCore:
         chain_id: str,
         max_nodes: int = 0,
         root_metadata: dict[str, Any] | None = None,
+        *,
+        dispatch: bool = True,
     ) -> ChainCore: ...
     @property
     def root_id(self) -> str: ...
     def node_name(self, node: int) -> str: ...
-    def begin(
+    def begin_sync(
         self,
         fn: object,
         parent_hint: int | None,
@@ -601,10 +653,14 @@ class ChainCore:
         name: str,
         model: str | None,
         cost_estimate: float,
-        dispatch: bool,
-        nest: bool,
-    ) -> int | StopCause: ...
-    def last_refused(self) -> int | None: ...
+    ) -> int:
+        """Admits a sync call (open on this thread's stack until closed); a refusal raises
+        ``CallNotAdmitted``, a callable that cannot run synchronously ``TypeError``."""
+    def begin(
+        self, parent_hint: int | None, kind: CallKind, name: str, model: str | None, cost_estimate: float
+    ) -> int:
+        """Admits a call not nested on this thread's stack (async, block, held); a refusal raises
+        ``CallNotAdmitted``."""
     def is_open(self, node: int) -> bool: ...
     def dispatch(self, node: int) -> None: ...
     def flag(self, node: int, key: str) -> None: ...

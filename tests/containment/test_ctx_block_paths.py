@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from chainwarden._core import CallPlan, Counters
+from chainwarden._core import CallForms, CallKind, CallPlan, Counters
 from chainwarden.containment import (
     CallRefused,
     ExecutionConfig,
@@ -18,6 +18,7 @@ from chainwarden.containment import (
     contained,
     report_cost,
 )
+from chainwarden.errors import InvalidArgumentType
 from chainwarden.shield import Decision
 
 
@@ -121,6 +122,29 @@ def test_a_remembered_plan_does_not_let_bad_arguments_through() -> None:
     with pytest.raises(TypeError):
         ctx.llm_call(["step"])  # type: ignore[call-overload]
     assert ctx.get_snapshot().step_count == 1
+
+
+def test_call_forms_reuse_one_plan_per_form_and_reject_what_they_do_not_know() -> None:
+    ctx = make(False)
+    assert isinstance(ctx, CallForms)  # ``llm_call`` / ``tool_call`` are the native base's
+    first = ctx.llm_call("a", 0.5)._plan
+    assert ctx.llm_call("a", 0.5)._plan is first  # the common form: the remembered plan
+    assert ctx.llm_call(name="a", cost=0.5)._plan is first  # by keyword (the Python layer): the same
+    assert ctx.llm_call("a")._plan is not first and ctx.llm_call()._plan is ctx.llm_call("", 0.0)._plan
+    assert ctx.tool_call("a", 0.5)._plan.kind == CallKind.TOOL and first.kind == CallKind.LLM
+    assert ctx.llm_call("a", 1)._plan is not first  # not an exact float: planned anew, not remembered
+    with pytest.raises(InvalidArgumentType, match="operation_name") as named:
+        ctx.llm_call(None)  # type: ignore[call-overload]
+    assert named.value.argument == "operation_name"
+    with pytest.raises(TypeError, match="positional"):
+        ctx.llm_call("a", 0.5, 1)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="bogus"):
+        ctx.tool_call(bogus=1)  # type: ignore[call-overload]
+    with ctx.llm_call("a", 0.5), ctx.llm_call("a", 0.5):  # one plan, two blocks, nested
+        pass
+    nodes = ctx.get_snapshot().nodes
+    assert [(n.operation_name, n.status) for n in nodes] == [("a", "ok"), ("a", "ok")]
+    assert nodes[0].parent_id == nodes[1].node_id  # completion order: the inner block first
 
 
 def test_a_context_that_used_named_blocks_is_freed_without_the_cycle_collector() -> None:

@@ -21,7 +21,7 @@ from inspect import CO_COROUTINE
 from types import FunctionType
 from typing import Any, Final
 
-from chainwarden._core import CallKind, CallStatus
+from chainwarden._core import CallKind, CallNotAdmitted, CallStatus
 from chainwarden.containment._outcomes import capture_call, failed, gate, refuse, spent, succeeded
 from chainwarden.containment._report import CURRENT_CALL, bind_call, enclosing
 from chainwarden.containment._rich import bind as bind_options
@@ -108,18 +108,18 @@ async def wrap_async(
         raise InvalidState("an async wrap must be awaited inside an asyncio task")
     core = s.core
     s.async_used = True
-    node = core.begin(
-        None,
-        enclosing(core),
-        kind,
-        opts.operation_name,
-        (opts.model or s.llm_model) if kind == CallKind.LLM else None,
-        opts.cost_estimate_hint,
-        not s.gated,
-        False,  # the task interleaves with others on this thread: its children find it by ContextVar
-    )
-    if not isinstance(node, int):
-        return refuse(s, node, opts)
+    try:
+        # Not on this thread's stack: the task interleaves with others here; its children find it by
+        # ContextVar.
+        node = core.begin(
+            enclosing(core),
+            kind,
+            opts.operation_name,
+            (opts.model or s.llm_model) if kind == CallKind.LLM else None,
+            opts.cost_estimate_hint,
+        )
+    except CallNotAdmitted as refused:
+        return refuse(s, refused, opts)
     if s.gated:
         verdict = gate(s, node, kind, opts)
         if verdict is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NoReturn
 
-from chainwarden._core import CallKind, CallPlan, ChainCore, StopCause
+from chainwarden._core import CallKind, CallNotAdmitted, CallPlan, ChainCore, StopCause
 from chainwarden.containment._outcomes import NO_RESULT, failed, gate, refuse, succeeded
 from chainwarden.containment._report import enclosing
 from chainwarden.containment.types import WrapOptions
@@ -78,18 +78,16 @@ def admit_open(
 ) -> int:
     """Admits a call that stays open off the native path (a block, a held call) under ``parent`` (None:
     the enclosing call): its node, or raises ``refusal`` with nothing left open."""
-    node = s.core.begin(
-        None,
-        enclosing(s.core) if parent is None else parent,
-        kind,
-        opts.operation_name,
-        (opts.model or s.llm_model) if kind == CallKind.LLM else None,
-        opts.cost_estimate_hint,
-        not s.gated,
-        False,
-    )
-    if not isinstance(node, int):
-        raise refusal.of(s, refuse(s, node, opts))  # `refuse` notes the reason `of` reads
+    try:
+        node = s.core.begin(
+            enclosing(s.core) if parent is None else parent,
+            kind,
+            opts.operation_name,
+            (opts.model or s.llm_model) if kind == CallKind.LLM else None,
+            opts.cost_estimate_hint,
+        )
+    except CallNotAdmitted as refused:
+        raise refusal.of(s, refuse(s, refused, opts)) from None  # `refuse` notes the reason `of` reads
     if s.gated:
         verdict = gate(s, node, kind, opts)
         if verdict is not None:
@@ -105,10 +103,11 @@ def enter_block(p: CallPlan) -> int:
     return node
 
 
-def refused_block(p: CallPlan, cause: StopCause) -> NoReturn:
-    """The core refused a block on the native path: the refusal is reported as a wrap's is, and raised."""
+def refused_block(p: CallPlan, cause: StopCause, node: int) -> NoReturn:
+    """The core refused a block on the native path (``node``, recorded halted): the refusal is reported as
+    a wrap's is, and raised."""
     s: ChainState = p.state
-    raise CallRefused.of(s, refuse(s, cause, p.options))
+    raise CallRefused.of(s, refuse(s, CallNotAdmitted(cause, node), p.options))
 
 
 def exit_block(p: CallPlan, node: int, exc: BaseException | None) -> None:

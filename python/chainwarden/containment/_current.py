@@ -17,29 +17,16 @@ current when it is called, and a plain call outside any. See docs/containment.md
 from __future__ import annotations
 
 import weakref
-from contextvars import ContextVar
-from threading import get_ident
-from typing import TYPE_CHECKING, Final, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
 
-from chainwarden._core import ChainCore, open_sync_calls
-from chainwarden.containment._report import CURRENT_CALL, Binding
+from chainwarden._core import ChainCore, enter_context, leave_context
+from chainwarden._core import current_context as _current_context
 
 if TYPE_CHECKING:
     from chainwarden.containment.context import ExecutionContext
 
 __all__ = ["current_context", "enter", "leave", "owner", "register"]
-
-
-class _Entered(NamedTuple):
-    ctx: ExecutionContext
-    previous: _Entered | None
-    # Where it was entered, to tell whether it is inside or outside the innermost wrapped call.
-    thread: int
-    sync_depth: int
-    call: Binding | None
-
-
-_ENTERED: Final[ContextVar[_Entered | None]] = ContextVar("chainwarden_context", default=None)
 
 # The context each chain core belongs to (keyed by the core's id, checked by identity on lookup).
 _BY_CORE: weakref.WeakValueDictionary[int, ExecutionContext] = weakref.WeakValueDictionary()
@@ -49,15 +36,10 @@ def register(ctx: ExecutionContext, core: ChainCore) -> None:
     _BY_CORE[id(core)] = ctx
 
 
-def enter(ctx: ExecutionContext) -> None:
-    _ENTERED.set(_Entered(ctx, _ENTERED.get(), get_ident(), open_sync_calls()[0], CURRENT_CALL.get()))
-
-
-def leave(ctx: ExecutionContext) -> None:
-    # Not a token reset: an ``async with`` may be left from a copy of the context it was entered in.
-    entered = _ENTERED.get()
-    if entered is not None and entered.ctx is ctx:
-        _ENTERED.set(entered.previous)
+# ``with ctx:`` / ``async with ctx:`` (native: a ContextVar of ``EnteredContext``s). Leaving is not a token
+# reset: an ``async with`` may be left from a copy of the context it was entered in.
+enter: Final = enter_context
+leave: Final = leave_context
 
 
 def owner(core: ChainCore) -> ExecutionContext | None:
@@ -66,26 +48,6 @@ def owner(core: ChainCore) -> ExecutionContext | None:
     return ctx if ctx is not None and ctx._s.core is core else None
 
 
-def current_context() -> ExecutionContext | None:
-    """The innermost context entered with ``with`` / ``async with`` or wrapping the running call, or None."""
-    entered = _ENTERED.get()
-    depth, sync = open_sync_calls()
-    bound = CURRENT_CALL.get()
-    # The innermost wrapped call, as report_cost finds it.
-    call_core: ChainCore | None = None
-    from_async = False
-    if bound is not None and (sync is None or (bound.thread == get_ident() and depth <= bound.sync_depth)):
-        call_core, from_async = bound.core, True
-    elif sync is not None:
-        call_core = sync[0]
-    if call_core is None:
-        return entered.ctx if entered is not None else None
-    if entered is not None:
-        inside = (
-            entered.call is bound
-            if from_async
-            else entered.thread == get_ident() and entered.sync_depth >= depth
-        )
-        if inside:
-            return entered.ctx
-    return owner(call_core) or (entered.ctx if entered is not None else None)
+# The innermost context entered with ``with`` / ``async with`` or wrapping the running call, or None. Native:
+# ``@contained`` asks it on every call; of a call whose context is not the one entered, ``owner`` answers.
+current_context: Final[Callable[[], ExecutionContext | None]] = _current_context

@@ -18,9 +18,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Literal, ParamSpec, TypeVar, cast, overload
 
-from chainwarden._core import Block, CallKind
+from chainwarden._core import Block, CallKind, CallNotAdmitted
 from chainwarden.containment._async import wrap_async
-from chainwarden.containment._blocks import CallRefused, plan
+from chainwarden.containment._blocks import CallRefused, plan, plan_named
 from chainwarden.containment._capture import INPUT_ATTR, CallInput
 from chainwarden.containment._current import current_context
 from chainwarden.containment._outcomes import failed, not_sync, refuse
@@ -34,7 +34,15 @@ if TYPE_CHECKING:
     from chainwarden.containment._state import ChainState
     from chainwarden.containment.context import ExecutionContext
 
-__all__ = ["CallRefused", "Contained", "contained", "contained_call", "decorate"]
+__all__ = [
+    "CallRefused",
+    "Contained",
+    "contained",
+    "contained_call",
+    "decorate",
+    "llm_call",
+    "tool_call",
+]
 
 _log = logging.getLogger("chainwarden.containment")
 
@@ -86,6 +94,45 @@ def contained_call(ctx: ExecutionContext, state: ChainState, kind: CallKind, opt
     return Contained(ctx, plan(state, kind, opts))
 
 
+def llm_call(
+    ctx: ExecutionContext,
+    name: str | Callable[..., Any] = "",
+    cost: float = 0.0,
+    *,
+    timeout_ms: int | None = None,
+) -> Any:
+    """``ctx.llm_call(...)`` in every form the native ``CallForms`` does not answer from the context's
+    plans: a decorated function, a timeout, a keyword, a form not planned yet, a wrong argument (rejected
+    here, typed, naming it)."""
+    return _call_form(ctx, CallKind.LLM, name, cost, timeout_ms)
+
+
+def tool_call(
+    ctx: ExecutionContext,
+    name: str | Callable[..., Any] = "",
+    cost: float = 0.0,
+    *,
+    timeout_ms: int | None = None,
+) -> Any:
+    """``ctx.tool_call(...)``, as ``llm_call``."""
+    return _call_form(ctx, CallKind.TOOL, name, cost, timeout_ms)
+
+
+def _call_form(
+    ctx: ExecutionContext, kind: CallKind, name: str | Callable[..., Any], cost: float, timeout_ms: int | None
+) -> Any:
+    if timeout_ms is None and type(name) is str and type(cost) is float:
+        # The common form, planned once per context (exact types: 0.0 and False hash alike).
+        plans = ctx._llm_plans if kind == CallKind.LLM else ctx._tool_plans
+        try:
+            return Contained(ctx, plans[name][cost])
+        except KeyError:
+            return Contained(ctx, plan_named(plans, ctx._s, kind, name, cost))
+    if callable(name):
+        return contained_call(ctx, ctx._s, kind, WrapOptions())(name)
+    return contained_call(ctx, ctx._s, kind, WrapOptions(name, cost, timeout_ms))
+
+
 def run_contained(  # noqa: PLR0917  (positional: it runs on every decorated call)
     ctx: ExecutionContext,
     s: ChainState,
@@ -105,18 +152,17 @@ def run_contained(  # noqa: PLR0917  (positional: it runs on every decorated cal
     core = s.core
     name = opts.operation_name
     estimate = opts.cost_estimate_hint
-    node = core.begin(
-        run_contained,
-        enclosing(core) if s.async_used else None,
-        kind,
-        name,
-        (opts.model or s.llm_model) if kind == CallKind.LLM else None,
-        estimate,
-        True,
-        True,
-    )
-    if not isinstance(node, int):
-        raise CallRefused.of(s, refuse(s, node, opts))
+    try:
+        node = core.begin_sync(
+            run_contained,
+            enclosing(core) if s.async_used else None,
+            kind,
+            name,
+            (opts.model or s.llm_model) if kind == CallKind.LLM else None,
+            estimate,
+        )
+    except CallNotAdmitted as refused:
+        raise CallRefused.of(s, refuse(s, refused, opts)) from None
     try:
         result = fn(*args, **kwargs)
     except BaseException as exc:

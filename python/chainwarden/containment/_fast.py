@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from chainwarden._core import CallKind
+from chainwarden._core import CallKind, CallNotAdmitted
 from chainwarden.containment._outcomes import capture_call, failed, gate, not_sync, refuse, succeeded
 from chainwarden.containment._report import enclosing
 from chainwarden.containment._rich import bind as bind_options
@@ -36,20 +36,18 @@ def sync_wrap(
         try:
             name = opts.operation_name
             # The core refuses a coroutine function (docs/design.md §21) before counting anything.
-            node = core.begin(
+            node = core.begin_sync(
                 fn,
                 enclosing(core) if s.async_used else None,
                 kind,
                 name,
                 (opts.model or s.llm_model) if is_llm else None,
                 opts.cost_estimate_hint,
-                s.dispatch,
-                True,
             )
+        except CallNotAdmitted as refused:
+            return refuse(s, refused, opts)
         except AttributeError:
             raise _bad_options(options) from None
-        if not isinstance(node, int):
-            return refuse(s, node, opts)
         if s.gated:
             verdict = gate(s, node, kind, opts)
             if verdict is not None:

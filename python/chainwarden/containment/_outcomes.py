@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Final
 
-from chainwarden._core import CallKind, CallStatus, ClosedCall, StopCause
+from chainwarden._core import CallKind, CallNotAdmitted, CallStatus, ClosedCall, StopCause
 from chainwarden.containment import _governance as governance
 from chainwarden.containment import _rich as rich
 from chainwarden.containment._capture import SELF_CAPTURED, input_of, keep
@@ -43,16 +43,15 @@ def _window_halt(events: list[Any]) -> bool:
     return any(e.hook == "BudgetWindowHook" and e.decision == Decision.HALT for e in events)
 
 
-def refuse(s: ChainState, stop: StopCause, opts: WrapOptions) -> Decision:
+def refuse(s: ChainState, refused: CallNotAdmitted, opts: WrapOptions) -> Decision:
+    stop = refused.cause
     reason = stop.reason
     if stop == StopCause.TIMEOUT:
         s.on_timeout()
     elif stop != StopCause.ABORTED:
         # The event names the refused call (its node, halted with the reason), so an exporter puts it on
         # that call's span rather than the chain's (docs/integrations.md, "What a span looks like").
-        refused = s.core.last_refused()
-        named = {} if refused is None else {"node_id": s.core.node_name(refused)}
-        s.forced_stop(reason, refusal_detail(s, stop, opts), **named)
+        s.forced_stop(reason, refusal_detail(s, stop, opts), node_id=s.core.node_name(refused.node))
     s.note.reason = reason
     s.count_decision("HALT")
     return Decision.HALT

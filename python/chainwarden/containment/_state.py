@@ -104,6 +104,9 @@ class ChainState:
         self.metrics = metrics
         self.parent = parent
         self.cost_of = cost_of
+        # Nothing to consult or notify besides the core: the fast path may finish the call inline.
+        self.gated = pipeline is not None or breaker is not None or governor is not None
+        self.dispatch = not self.gated
         self.core = ChainCore(
             config.max_cost_usd,
             config.max_steps,
@@ -112,6 +115,7 @@ class ChainState:
             metadata.chain_id,
             max_nodes,
             {**root_metadata(metadata), **(identity_metadata(agent_identity) or {})},
+            dispatch=self.dispatch,  # a gated call runs once its gates allow it
         )
         self.governor = governor
         # node -> (operation, decision) of admitted calls the memory governor hears of when they succeed.
@@ -126,9 +130,6 @@ class ChainState:
         self.token = CancellationToken()
         self.events = EventLog()
         self.llm_model = metadata.model
-        # Nothing to consult or notify besides the core: the fast path may finish the call inline.
-        self.gated = pipeline is not None or breaker is not None or governor is not None
-        self.dispatch = not self.gated
         # Content capture (docs/containment.md, "Content capture"): None when off, so a wrap tests one slot.
         self.capture = Capture(config.max_content_chars, config.mask) if config.capture_content else None
         self.plain = (

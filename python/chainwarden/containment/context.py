@@ -18,13 +18,12 @@ import uuid
 import weakref
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
-from chainwarden._core import CallKind
+from chainwarden._core import CallForms, CallKind
 from chainwarden.containment._async import wrap_async
-from chainwarden.containment._blocks import Plans, plan_named
 from chainwarden.containment._current import enter, leave, register
-from chainwarden.containment._decorators import Contained, contained_call
+from chainwarden.containment._decorators import Contained
 from chainwarden.containment._fast import sync_wrap
 from chainwarden.containment._memory_calls import MemoryKind, memory_kind, memory_wrap
 from chainwarden.containment._state import ChainState
@@ -47,8 +46,6 @@ __all__ = ["ExecutionContext"]
 DEFAULT_MAX_NODES = 100_000
 
 _log = logging.getLogger("chainwarden.containment")
-_LLM: Final = CallKind.LLM
-_TOOL: Final = CallKind.TOOL
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -64,10 +61,10 @@ def _max_nodes(value: object) -> int:
     return value
 
 
-class ExecutionContext:
+class ExecutionContext(CallForms):
     """Containment state shared by every LLM and tool call of one chain."""
 
-    __slots__ = ("__weakref__", "_closed", "_llm_plans", "_parent", "_s", "_timer", "_tool_plans")
+    __slots__ = ("__weakref__", "_closed", "_parent", "_s", "_timer")
     _s: ChainState
 
     def __init__(  # noqa: PLR0917  (positional order of the reference API)
@@ -122,9 +119,6 @@ class ExecutionContext:
             agent_identity=agent_identity,
         )
         register(self, self._s.core)  # current_context() inside its wrapped calls
-        # The plans of ``llm_call(name, cost)`` / ``tool_call(...)`` blocks: one per form (``plan_named``).
-        self._llm_plans: Plans = {}
-        self._tool_plans: Plans = {}
         self._closed = False
         self._parent = parent
         self._timer: int | None = None
@@ -378,44 +372,37 @@ class ExecutionContext:
 
     # -- decorators ------------------------------------------------------------------------
 
-    @overload
-    def llm_call(self, name: Callable[P, R], /) -> Callable[P, R]: ...
-    @overload
-    def llm_call(self, name: str = "", cost: float = 0.0, *, timeout_ms: int | None = None) -> Contained: ...
-    def llm_call(
-        self, name: str | Callable[P, R] = "", cost: float = 0.0, *, timeout_ms: int | None = None
-    ) -> Contained | Callable[P, R]:
-        """Decorator: each call of the decorated (sync or async) function is one contained LLM call.
-        Returns the function's result; a refused call raises ``CallRefused``; a failure re-raises.
-        Bare (``@ctx.llm_call``) or with arguments; the name defaults to the function's
-        ``__qualname__``, and type checkers keep its signature. As ``with ctx.llm_call(...):`` it
-        contains the block instead (one object per ``with``)."""
-        if timeout_ms is None and type(name) is str and type(cost) is float:
-            # The common form, planned once per context (exact types: 0.0 and False hash alike).
-            try:
-                return Contained(self, self._llm_plans[name][cost])
-            except KeyError:
-                return Contained(self, plan_named(self._llm_plans, self._s, _LLM, name, cost))
-        if callable(name):
-            return contained_call(self, self._s, _LLM, WrapOptions())(name)
-        return contained_call(self, self._s, _LLM, WrapOptions(name, cost, timeout_ms))
+    # ``llm_call`` / ``tool_call`` are the native base's (``CallForms``): the common form runs no Python
+    # frame; every other form runs ``_decorators.llm_call`` / ``tool_call``.
+    if TYPE_CHECKING:
 
-    @overload
-    def tool_call(self, name: Callable[P, R], /) -> Callable[P, R]: ...
-    @overload
-    def tool_call(self, name: str = "", cost: float = 0.0, *, timeout_ms: int | None = None) -> Contained: ...
-    def tool_call(
-        self, name: str | Callable[P, R] = "", cost: float = 0.0, *, timeout_ms: int | None = None
-    ) -> Contained | Callable[P, R]:
-        """As ``llm_call`` for tool calls."""
-        if timeout_ms is None and type(name) is str and type(cost) is float:
-            try:
-                return Contained(self, self._tool_plans[name][cost])
-            except KeyError:
-                return Contained(self, plan_named(self._tool_plans, self._s, _TOOL, name, cost))
-        if callable(name):
-            return contained_call(self, self._s, _TOOL, WrapOptions())(name)
-        return contained_call(self, self._s, _TOOL, WrapOptions(name, cost, timeout_ms))
+        @overload
+        def llm_call(self, name: Callable[P, R], /) -> Callable[P, R]: ...
+        @overload
+        def llm_call(
+            self, name: str = "", cost: float = 0.0, *, timeout_ms: int | None = None
+        ) -> Contained: ...
+        def llm_call(
+            self, name: str | Callable[P, R] = "", cost: float = 0.0, *, timeout_ms: int | None = None
+        ) -> Contained | Callable[P, R]:
+            """Decorator: each call of the decorated (sync or async) function is one contained LLM call.
+            Returns the function's result; a refused call raises ``CallRefused``; a failure re-raises.
+            Bare (``@ctx.llm_call``) or with arguments; the name defaults to the function's
+            ``__qualname__``, and type checkers keep its signature. As ``with ctx.llm_call(...):`` it
+            contains the block instead (one object per ``with``)."""
+            ...
+
+        @overload
+        def tool_call(self, name: Callable[P, R], /) -> Callable[P, R]: ...
+        @overload
+        def tool_call(
+            self, name: str = "", cost: float = 0.0, *, timeout_ms: int | None = None
+        ) -> Contained: ...
+        def tool_call(
+            self, name: str | Callable[P, R] = "", cost: float = 0.0, *, timeout_ms: int | None = None
+        ) -> Contained | Callable[P, R]:
+            """As ``llm_call`` for tool calls."""
+            ...
 
     # -- children --------------------------------------------------------------------------
 

@@ -1,19 +1,25 @@
 //! `ChainCore`: the native state behind `chainwarden.containment.ExecutionContext` — limits,
 //! counters, node records and the chain's call graph, fused.
 //!
-//! The Python layer makes one call to admit a wrap and create its node (`begin`) and one to
-//! close both (`succeed` / `fail`); nodes travel as ints so the hot path formats no ids.
-//! Everything else serves snapshots and cancellation. `with ctx.llm_call()` blocks reach the
-//! same admission natively (`block`), and bind their call in `CURRENT_CALL` (`binding`).
+//! The Python layer makes one call to admit a wrap and create its node (`begin_sync` for a sync
+//! call, nested on this thread's stack; `begin` for the others), which returns the node or raises
+//! `CallNotAdmitted` (the cause and the refused node), and one to close both (`settle` /
+//! `succeed` / `fail`); nodes travel as ints so the hot path formats no ids. Everything else
+//! serves snapshots and cancellation. `ctx.llm_call(...)` is native (`forms`); its blocks reach
+//! the same admission natively (`block`) and bind their call in `CURRENT_CALL` (`binding`);
+//! `current_context()` reads those bindings natively (`current`).
 
 mod binding;
 mod block;
+mod current;
+mod forms;
 
 use chainwarden_core::containment::{
     kinds, Contained, Failure, GraphEnd, Limits, Reported, Status, Stop, MAX_RECORDS,
 };
 use chainwarden_core::ids::{id_string, NodeId};
 use chainwarden_core::recorder::Kind;
+use std::ffi::CStr;
 use std::os::raw::c_int;
 
 use pyo3::ffi;
@@ -22,10 +28,10 @@ use pyo3::sync::PyOnceLock;
 use std::cell::RefCell;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyFunction, PyList};
+use pyo3::types::{PyBytes, PyDict, PyFunction, PyList, PyType};
 
 use crate::errors;
-use crate::exceptions::{invalid_argument, invalid_argument_type};
+use crate::exceptions::{self, invalid_argument, invalid_argument_type};
 
 /// One finished contained call, as `ChainCore.records` returns it (`NodeRecord` is built from it).
 #[pyclass(frozen, get_all, module = "chainwarden._core")]
@@ -234,6 +240,8 @@ pub struct ClosedCall {
 #[pyclass(frozen, module = "chainwarden._core")]
 pub struct ChainCore {
     inner: Contained,
+    /// Whether an admitted call is running at once (nothing to consult first), else once `dispatch`ed.
+    dispatch: bool,
 }
 
 thread_local! {
@@ -250,10 +258,40 @@ thread_local! {
     static LAST_SYNC_CODE: RefCell<Option<Py<PyAny>>> = const { RefCell::new(None) };
 }
 
-thread_local! {
-    /// (core address, node) of the latest refusal on this thread: `begin` answers a refusal with the
-    /// shared `StopCause` object, which cannot carry the node.
-    static LAST_REFUSED: std::cell::Cell<Option<(usize, NodeId)>> = const { std::cell::Cell::new(None) };
+/// What `ChainCore.begin` raises for a refused call; internal to the containment layer, which turns
+/// it into the wrap's decision or a `CallRefused`.
+const NOT_ADMITTED: &CStr = cr#"
+class CallNotAdmitted(ChainwardenError):
+    """The chain refused a call: `cause` (a `StopCause`) says why; `node` is the refused call's node,
+    recorded halted with the stop reason (its events name that node's span)."""
+
+    def __init__(self, cause, node):
+        super().__init__(cause, node)
+        self.cause = cause
+        self.node = node
+"#;
+
+static NOT_ADMITTED_CLASS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+fn not_admitted_class(py: Python<'_>) -> PyResult<&Py<PyType>> {
+    NOT_ADMITTED_CLASS.get_or_try_init(py, || {
+        let ns = PyDict::new(py);
+        ns.set_item("__name__", "chainwarden._core")?;
+        ns.set_item("ChainwardenError", exceptions::classes(py).root.bind(py))?;
+        py.run(NOT_ADMITTED, Some(&ns), None)?;
+        let cls = ns
+            .get_item("CallNotAdmitted")?
+            .expect("defined by NOT_ADMITTED");
+        Ok(cls.cast_into::<PyType>()?.unbind())
+    })
+}
+
+/// `CallNotAdmitted(cause, node)`.
+pub(crate) fn not_admitted(py: Python<'_>, cause: StopCause, node: NodeId) -> PyErr {
+    match not_admitted_class(py) {
+        Ok(cls) => PyErr::from_type(cls.bind(py).clone(), (cause, node)),
+        Err(e) => e,
+    }
 }
 
 static INSPECT: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
@@ -346,16 +384,21 @@ pub(crate) struct Call<'a> {
     pub name: &'a str,
     pub model: Option<&'a str>,
     pub cost_estimate: f64,
-    pub dispatch: bool,
 }
 
-/// Admits `call` (see `Contained::begin`): its node, or the refusing cause (remembered for
-/// `last_refused`). With `nest`, the node joins this thread's stack of open sync calls.
+/// A call the chain refused: why, and its node (recorded halted).
+pub(crate) struct Refused {
+    pub cause: StopCause,
+    pub node: NodeId,
+}
+
+/// Admits `call` (see `Contained::begin`): its node, or the refusal. With `nest`, the node joins
+/// this thread's stack of open sync calls.
 pub(crate) fn admit(
     slf: &Bound<'_, ChainCore>,
     call: &Call<'_>,
     nest: bool,
-) -> errors::Result<Result<NodeId, StopCause>> {
+) -> errors::Result<Result<NodeId, Refused>> {
     let core = slf.get();
     let begun = core.inner.begin(
         call.parent_hint,
@@ -363,7 +406,7 @@ pub(crate) fn admit(
         call.name,
         call.model,
         call.cost_estimate,
-        call.dispatch,
+        core.dispatch,
         nest,
     )?;
     Ok(match begun {
@@ -373,11 +416,37 @@ pub(crate) fn admit(
             }
             Ok(node)
         }
-        Err(refused) => {
-            LAST_REFUSED.set(Some((core as *const ChainCore as usize, refused.node)));
-            Err(StopCause::from(refused.stop))
-        }
+        Err(refused) => Err(Refused {
+            cause: StopCause::from(refused.stop),
+            node: refused.node,
+        }),
     })
+}
+
+/// `admit` of the call `(name, model, cost_estimate)`, raising `CallNotAdmitted` for a refusal.
+fn admit_or_raise(
+    slf: &Bound<'_, ChainCore>,
+    parent_hint: Option<NodeId>,
+    kind: CallKind,
+    (name, model, cost_estimate): (&str, Option<&str>, f64),
+    nest: bool,
+) -> errors::Result<NodeId> {
+    let call = Call {
+        parent_hint,
+        kind,
+        name,
+        model,
+        cost_estimate,
+    };
+    match admit(slf, &call, nest)? {
+        Ok(node) => Ok(node),
+        Err(r) => Err(not_admitted(slf.py(), r.cause, r.node).into()),
+    }
+}
+
+/// (depth, innermost core) of the sync calls open on this thread.
+pub(crate) fn innermost_sync(py: Python<'_>) -> (usize, Option<Bound<'_, ChainCore>>) {
+    SYNC_CALLS.with_borrow(|open| (open.len(), open.last().map(|(c, _)| c.bind(py).clone())))
 }
 
 /// How many sync calls are open on this thread (a binding's `sync_depth`).
@@ -405,7 +474,9 @@ impl ChainCore {
 impl ChainCore {
     #[new]
     /// `root_metadata`: a dict kept on the chain's root node (its context and agent identity), or None.
-    #[pyo3(signature = (max_cost_usd, max_steps, max_retries_total, timeout_ms, chain_id, max_nodes=0, root_metadata=None))]
+    /// `dispatch`: whether an admitted call runs at once; False when gates are consulted first (the
+    /// call is then `dispatch`ed once they allow it).
+    #[pyo3(signature = (max_cost_usd, max_steps, max_retries_total, timeout_ms, chain_id, max_nodes=0, root_metadata=None, *, dispatch=true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -416,6 +487,7 @@ impl ChainCore {
         chain_id: &str,
         max_nodes: usize,
         root_metadata: Option<&Bound<'_, PyAny>>,
+        dispatch: bool,
     ) -> errors::Result<Self> {
         if !max_cost_usd.is_finite() || max_cost_usd < 0.0 {
             return Err(invalid_argument(
@@ -433,7 +505,7 @@ impl ChainCore {
         };
         let root_metadata = crate::convert::metadata(root_metadata)?;
         let inner = Contained::new(limits, chain_id, max_nodes, root_metadata)?;
-        Ok(ChainCore { inner })
+        Ok(ChainCore { inner, dispatch })
     }
 
     #[getter]
@@ -446,48 +518,35 @@ impl ChainCore {
         id_string(node)
     }
 
-    /// Admits a call and returns its node (an int), or the refusing `StopCause` (the node then
-    /// exists already, halted, and is recorded). A sync wrap (`nest`) passes its callable as `fn`:
-    /// one that cannot run synchronously raises `TypeError` first, with nothing counted. See
-    /// `Contained::begin` for `parent_hint` and `nest`.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (r#fn, parent_hint, kind, name, model, cost_estimate, dispatch, nest))]
-    fn begin(
+    /// Admits a sync call and returns its node, open on this thread's stack until it is closed (the
+    /// parent of sync calls nested in it). `fn` is the callable the wrap runs: one that cannot run
+    /// synchronously raises `TypeError` first, with nothing counted. A refused call raises
+    /// `CallNotAdmitted` (its node exists already, halted, and is recorded). See `Contained::begin`
+    /// for `parent_hint`.
+    fn begin_sync(
         slf: &Bound<'_, Self>,
-        py: Python<'_>,
         r#fn: &Bound<'_, PyAny>,
         parent_hint: Option<NodeId>,
         kind: CallKind,
         name: &str,
         model: Option<&str>,
         cost_estimate: f64,
-        dispatch: bool,
-        nest: bool,
-    ) -> errors::Result<Py<PyAny>> {
-        if nest {
-            check_sync_callable(py, r#fn)?;
-        }
-        let call = Call {
-            parent_hint,
-            kind,
-            name,
-            model,
-            cost_estimate,
-            dispatch,
-        };
-        Ok(match admit(slf, &call, nest)? {
-            Ok(node) => node.into_pyobject(py)?.into_any().unbind(),
-            Err(cause) => Py::new(py, cause)?.into_any(),
-        })
+    ) -> errors::Result<NodeId> {
+        check_sync_callable(slf.py(), r#fn)?;
+        admit_or_raise(slf, parent_hint, kind, (name, model, cost_estimate), true)
     }
 
-    /// The node of the latest call this core refused on this thread (recorded halted with the stop
-    /// reason), so the refusal's event can name the refused call's span; None if none.
-    fn last_refused(&self) -> Option<NodeId> {
-        LAST_REFUSED
-            .get()
-            .filter(|&(core, _)| core == self as *const ChainCore as usize)
-            .map(|(_, node)| node)
+    /// As `begin_sync` for a call that is not nested on this thread's stack (an async call, a block
+    /// or a held call: their children find them by `CURRENT_CALL`).
+    fn begin(
+        slf: &Bound<'_, Self>,
+        parent_hint: Option<NodeId>,
+        kind: CallKind,
+        name: &str,
+        model: Option<&str>,
+        cost_estimate: f64,
+    ) -> errors::Result<NodeId> {
+        admit_or_raise(slf, parent_hint, kind, (name, model, cost_estimate), false)
     }
 
     /// Whether `node` is a call of this chain that has not ended yet.
@@ -711,10 +770,13 @@ impl ChainCore {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ChainCore>()?;
+    m.add("CallNotAdmitted", not_admitted_class(m.py())?.bind(m.py()))?;
     m.add_class::<ClosedCall>()?;
     m.add_class::<Counters>()?;
     binding::register(m)?;
     block::register(m)?;
+    forms::register(m)?;
+    current::register(m)?;
     m.add_class::<CallRecord>()?;
     m.add_class::<CallKind>()?;
     m.add_class::<CallStatus>()?;

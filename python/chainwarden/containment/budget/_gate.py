@@ -11,9 +11,9 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, cast
 
-from chainwarden._core import CallKind, CallStatus, ChainCore, ClosedCall, StopCause
+from chainwarden._core import CallKind, CallNotAdmitted, CallStatus, ChainCore, ClosedCall, StopCause
 from chainwarden._secrets import mask_secrets
 from chainwarden.containment.budget._protocol import EPSILON, reserves
 from chainwarden.errors import BudgetExceeded
@@ -27,7 +27,8 @@ EXCEEDED: Final = "budget_exceeded"
 
 
 class BackendStop:
-    """What ``begin`` returns, in place of a ``StopCause``, when the backend refused the call."""
+    """The cause of a ``CallNotAdmitted`` ``begin`` raises, in place of a ``StopCause``, when the backend
+    refused the call."""
 
     __slots__ = ("detail", "reason")
 
@@ -116,7 +117,7 @@ _Hold = tuple[str | None, float, bool]
 class BudgetedCore:
     """The chain's ``ChainCore`` with the shared-budget gate: everything not defined here is the core's."""
 
-    __slots__ = ("_budget", "_core", "_holds", "_lock", "_on_open", "_refused")
+    __slots__ = ("_budget", "_core", "_holds", "_lock", "_on_open")
 
     def __init__(self, core: ChainCore, budget: SharedBudget, on_open: Callable[[str], None]) -> None:
         self._core = core
@@ -124,7 +125,6 @@ class BudgetedCore:
         self._holds: dict[int, _Hold] = {}
         self._lock = threading.Lock()
         self._on_open = on_open  # reports a call let through while the backend is unreachable
-        self._refused = threading.local()  # the node of this thread's latest refusal by the shared budget
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._core, name)
@@ -135,7 +135,7 @@ class BudgetedCore:
 
     # -- admission ---------------------------------------------------------------------------
 
-    def begin(  # noqa: PLR0917  (the core's signature)
+    def begin_sync(  # noqa: PLR0917  (the core's signature)
         self,
         fn: object,
         parent_hint: int | None,
@@ -143,13 +143,19 @@ class BudgetedCore:
         name: str,
         model: str | None,
         cost_estimate: float,
-        dispatch: bool,
-        nest: bool,
-    ) -> int | StopCause | BackendStop:
-        node = self._core.begin(fn, parent_hint, kind, name, model, cost_estimate, dispatch, nest)
-        if not isinstance(node, int):
-            self._refused.node = None  # the core's own refusal: it knows the node
-            return node
+    ) -> int:
+        node = self._core.begin_sync(fn, parent_hint, kind, name, model, cost_estimate)
+        return self._held(node, name, cost_estimate)
+
+    def begin(
+        self, parent_hint: int | None, kind: CallKind, name: str, model: str | None, cost_estimate: float
+    ) -> int:
+        node = self._core.begin(parent_hint, kind, name, model, cost_estimate)
+        return self._held(node, name, cost_estimate)
+
+    def _held(self, node: int, name: str, cost_estimate: float) -> int:
+        """``node``, admitted by the core, once the shared budget holds its estimate; else it is closed
+        halted and refused as the core refuses (``CallNotAdmitted``, the ``BackendStop`` as its cause)."""
         try:
             stop = self._hold(node, cost_estimate)
         except BaseException:
@@ -158,13 +164,9 @@ class BudgetedCore:
         if stop is not None:
             # Refused before it ran: the node closes halted, nothing is charged anywhere.
             self._core.fail(node, name != "", cost_estimate, False, CallStatus.HALTED, "", stop.reason)
-            self._refused.node = node
-        return stop if stop is not None else node
-
-    def last_refused(self) -> int | None:
-        """The node of this thread's latest refused call, by the shared budget or by the core."""
-        node: int | None = getattr(self._refused, "node", None)
-        return node if node is not None else self._core.last_refused()
+            # A BackendStop reads as a StopCause where a refusal is reported (reason, detail).
+            raise CallNotAdmitted(cast(StopCause, stop), node)
+        return node
 
     def _hold(self, node: int, estimate: float) -> BackendStop | None:
         b = self._budget

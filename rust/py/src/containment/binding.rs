@@ -6,6 +6,7 @@
 //! starts and into `asyncio.to_thread` workers (both copy the context), which the per-thread stack
 //! of sync calls cannot (docs/containment.md "Decorators").
 
+use std::ffi::CStr;
 use std::ptr;
 
 use pyo3::ffi;
@@ -18,12 +19,12 @@ use chainwarden_core::ids::NodeId;
 #[pyclass(frozen, get_all, module = "chainwarden._core")]
 pub struct CallBinding {
     /// The chain core (or the shared-budget gate around it) the call belongs to.
-    core: Py<PyAny>,
+    pub(super) core: Py<PyAny>,
     node: NodeId,
     /// Where it was bound: sync calls opened on that thread after it (deeper in the stack) are
     /// nested inside it, so they take `report_cost`.
-    thread: u64,
-    sync_depth: usize,
+    pub(super) thread: u64,
+    pub(super) sync_depth: usize,
     /// The binding this one was set over: the enclosing async call or block, of any chain.
     outer: Option<Py<CallBinding>>,
 }
@@ -51,66 +52,113 @@ impl CallBinding {
 static VAR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 fn var(py: Python<'_>) -> PyResult<&Py<PyAny>> {
-    VAR.get_or_try_init(py, || {
-        // SAFETY: a valid C string and a borrowed None; the result is a new reference or NULL.
-        unsafe {
-            let v = ffi::PyContextVar_New(c"chainwarden_call".as_ptr(), ffi::Py_None());
-            Bound::from_owned_ptr_or_err(py, v).map(Bound::unbind)
-        }
-    })
+    VAR.get_or_try_init(py, || new_var(py, c"chainwarden_call"))
 }
 
-/// The innermost binding in the current context, if any.
-fn current(py: Python<'_>) -> PyResult<Option<Bound<'_, CallBinding>>> {
-    let var = var(py)?;
+/// A new ContextVar named `name`, default None.
+pub fn new_var(py: Python<'_>, name: &CStr) -> PyResult<Py<PyAny>> {
+    // SAFETY: a valid C string and a borrowed None; the result is a new reference or NULL.
+    unsafe {
+        let v = ffi::PyContextVar_New(name.as_ptr(), ffi::Py_None());
+        Bound::from_owned_ptr_or_err(py, v).map(Bound::unbind)
+    }
+}
+
+/// The value of ContextVar `var` in the current context (its default None when unset).
+pub fn get_var<'py>(py: Python<'py>, var: &Py<PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let mut out: *mut ffi::PyObject = ptr::null_mut();
     // SAFETY: `var` is a ContextVar; `out` receives a new reference (the default None when unset).
     let rc = unsafe { ffi::PyContextVar_Get(var.as_ptr(), ptr::null_mut(), &mut out) };
-    if rc < 0 {
+    if rc < 0 || out.is_null() {
         return Err(PyErr::fetch(py));
     }
-    if out.is_null() {
-        return Ok(None);
-    }
     // SAFETY: `out` is a new reference.
-    let value = unsafe { Bound::from_owned_ptr(py, out) };
-    Ok(value.cast_into::<CallBinding>().ok())
+    Ok(unsafe { Bound::from_owned_ptr(py, out) })
+}
+
+/// Sets ContextVar `var` to `value`; returns the token that restores the value it replaced.
+pub fn set_var<'py>(
+    py: Python<'py>,
+    var: &Py<PyAny>,
+    value: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: `var` is a ContextVar; the result is a new reference to a Token, or NULL.
+    unsafe {
+        let token = ffi::PyContextVar_Set(var.as_ptr(), value.as_ptr());
+        Bound::from_owned_ptr_or_err(py, token)
+    }
+}
+
+/// The innermost binding in the current context, if any.
+pub fn current(py: Python<'_>) -> PyResult<Option<Bound<'_, CallBinding>>> {
+    Ok(get_var(py, var(py)?)?.cast_into::<CallBinding>().ok())
 }
 
 /// The node of the innermost open async call or block of `core` in this context: a call of
 /// another chain in between is skipped (a wrap nested in another context's wrap must not adopt
 /// that context's node).
 pub fn enclosing(py: Python<'_>, core: *mut ffi::PyObject) -> PyResult<Option<NodeId>> {
-    let mut bound = current(py)?;
+    Ok(enclosing_in(current(py)?.as_ref().map(Bound::get), core))
+}
+
+/// `enclosing`, from the innermost binding `bound` (read once by a caller that binds over it).
+fn enclosing_in(mut bound: Option<&CallBinding>, core: *mut ffi::PyObject) -> Option<NodeId> {
     while let Some(b) = bound {
-        let b = b.get();
         if b.core.as_ptr() == core {
-            return Ok(Some(b.node));
+            return Some(b.node);
         }
-        bound = b.outer.as_ref().map(|o| o.bind(py).clone());
+        bound = b.outer.as_ref().map(Py::get);
     }
-    Ok(None)
+    None
+}
+
+/// The innermost binding of this context, to find the enclosing call in and bind over.
+pub struct Current<'py>(Option<Bound<'py, CallBinding>>);
+
+impl<'py> Current<'py> {
+    pub fn read(py: Python<'py>) -> PyResult<Self> {
+        current(py).map(Current)
+    }
+
+    /// As `enclosing`.
+    pub fn enclosing(&self, core: *mut ffi::PyObject) -> Option<NodeId> {
+        enclosing_in(self.0.as_ref().map(Bound::get), core)
+    }
+
+    /// As `bind`, over this binding.
+    pub fn bind(self, core: &Bound<'py, PyAny>, node: NodeId) -> PyResult<Py<PyAny>> {
+        bind_over(core.py(), core, node, self.0.map(Bound::unbind))
+    }
+}
+
+/// This thread's ident, as `threading.get_ident()` returns it.
+pub fn thread_ident() -> u64 {
+    // `c_ulong` is 32 bits on Windows: the conversion is not useless there.
+    #[allow(clippy::useless_conversion)]
+    // SAFETY: no preconditions.
+    u64::from(unsafe { ffi::PyThread_get_thread_ident() })
 }
 
 /// Binds call `node` of `core` over the current binding; returns the ContextVar's token.
 pub fn bind(py: Python<'_>, core: &Bound<'_, PyAny>, node: NodeId) -> PyResult<Py<PyAny>> {
-    let outer = current(py)?.map(Bound::unbind);
-    // `c_ulong` is 32 bits on Windows: the conversion is not useless there.
-    #[allow(clippy::useless_conversion)]
+    bind_over(py, core, node, current(py)?.map(Bound::unbind))
+}
+
+fn bind_over(
+    py: Python<'_>,
+    core: &Bound<'_, PyAny>,
+    node: NodeId,
+    outer: Option<Py<CallBinding>>,
+) -> PyResult<Py<PyAny>> {
     let binding = CallBinding {
         core: core.clone().unbind(),
         node,
-        // SAFETY: no preconditions; the same ident `threading.get_ident()` returns.
-        thread: u64::from(unsafe { ffi::PyThread_get_thread_ident() }),
+        thread: thread_ident(),
         sync_depth: super::sync_depth(),
         outer,
     };
     let binding = Bound::new(py, binding)?;
-    // SAFETY: `var` is a ContextVar; the result is a new reference to a Token, or NULL.
-    unsafe {
-        let token = ffi::PyContextVar_Set(var(py)?.as_ptr(), binding.as_ptr());
-        Bound::from_owned_ptr_or_err(py, token).map(Bound::unbind)
-    }
+    Ok(set_var(py, var(py)?, binding.as_any())?.unbind())
 }
 
 /// Restores the binding `token` replaced (`ValueError` from another context, `RuntimeError` reused).

@@ -106,6 +106,28 @@ struct Open {
     native: bool,
 }
 
+/// The calls a block object has open, innermost last: the first in place (a block object is
+/// almost always entered once, and then costs no allocation), re-entries after it.
+#[derive(Default)]
+struct OpenCalls {
+    first: Option<Open>,
+    more: Vec<Open>,
+}
+
+impl OpenCalls {
+    fn push(&mut self, open: Open) {
+        if self.first.is_none() {
+            self.first = Some(open);
+        } else {
+            self.more.push(open);
+        }
+    }
+
+    fn pop(&mut self) -> Option<Open> {
+        self.more.pop().or_else(|| self.first.take())
+    }
+}
+
 /// What `ctx.llm_call(...)` returns: a decorator (`__call__`, see `containment/_decorators.py`),
 /// and a context manager for one block. One use per `with` statement: entering admits the call
 /// (or raises `CallRefused`), leaving closes it — success when the block completes, a counted
@@ -114,19 +136,19 @@ struct Open {
 pub struct Block {
     ctx: Py<PyAny>,
     plan: Py<CallPlan>,
-    /// The calls this object has open, innermost last (a block object may be re-entered).
-    open: Mutex<Vec<Open>>,
+    /// The calls this object has open (a block object may be re-entered).
+    open: Mutex<OpenCalls>,
 }
 
 #[pymethods]
 impl Block {
     /// `ctx`: the `ExecutionContext` the block belongs to.
     #[new]
-    fn new(ctx: Py<PyAny>, plan: Py<CallPlan>) -> Self {
+    pub(crate) fn new(ctx: Py<PyAny>, plan: Py<CallPlan>) -> Self {
         Block {
             ctx,
             plan,
-            open: Mutex::new(Vec::new()),
+            open: Mutex::new(OpenCalls::default()),
         }
     }
 
@@ -153,19 +175,20 @@ impl Block {
         let (node, token) = match &plan.fast {
             Some(core) => {
                 let core = core.bind(py);
+                // Read once: the enclosing call is found in it, and the block binds over it.
+                let current = binding::Current::read(py)?;
                 let call = Call {
-                    parent_hint: binding::enclosing(py, core.as_ptr())?,
+                    parent_hint: current.enclosing(core.as_ptr()),
                     kind: plan.kind,
                     name: &plan.name,
                     model: plan.model.as_deref(),
                     cost_estimate: plan.estimate,
-                    dispatch: true,
                 };
                 let node = match admit(core, &call, false)? {
                     Ok(node) => node,
-                    Err(cause) => {
+                    Err(r) => {
                         // Raises the refusal (`CallRefused`), after recording the stop as a wrap does.
-                        slow(py)?.refused.call1(py, (plan_obj, cause))?;
+                        slow(py)?.refused.call1(py, (plan_obj, r.cause, r.node))?;
                         return Err(
                             invalid_state(py, "a refused block was not raised".to_owned()).into(),
                         );
@@ -176,7 +199,7 @@ impl Block {
                         .bind(py)
                         .setattr(intern!(py, "async_used"), PyBool::new(py, true))?;
                 }
-                (node, binding::bind(py, core.as_any(), node)?)
+                (node, current.bind(core.as_any(), node)?)
             }
             None => {
                 let node: NodeId = slow(py)?.enter.call1(py, (plan_obj,))?.extract(py)?;
