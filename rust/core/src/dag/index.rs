@@ -54,8 +54,16 @@ impl IdIndex {
     }
 
     /// Indexes a new id (the caller has checked it is not there yet).
+    #[cfg(test)]
     pub fn insert(&mut self, id: &Arc<str>, slot: u32) {
-        match parse_uuid(id) {
+        self.insert_keyed(id, parse_uuid(id), slot);
+    }
+
+    /// [`IdIndex::insert`] of an id whose value is known (`key`: what `parse_uuid` reads from `id`; the graph
+    /// knows it for the ids it mints).
+    pub fn insert_keyed(&mut self, id: &Arc<str>, key: Option<u128>, slot: u32) {
+        debug_assert_eq!(key, parse_uuid(id));
+        match key {
             Some(key) if self.keys.last().is_none_or(|&last| last < key) => {
                 self.keys.push(key);
                 self.slots.push(slot);
