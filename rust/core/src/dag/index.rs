@@ -13,8 +13,9 @@ use rustc_hash::FxHashMap;
 
 use crate::ids::parse_uuid;
 
+/// Public for the benches' build floor (`_BuildFloor`), which indexes its ids with this very index.
 #[derive(Default)]
-pub(crate) struct IdIndex {
+pub struct IdIndex {
     /// Ids that are canonical UUID text, as values, ascending.
     keys: Vec<u128>,
     /// The arena position of `keys[i]`.
@@ -26,6 +27,10 @@ pub(crate) struct IdIndex {
 impl IdIndex {
     pub fn len(&self) -> usize {
         self.keys.len() + self.others.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     pub fn reserve(&mut self, n: usize) {
