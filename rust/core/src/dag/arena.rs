@@ -497,19 +497,7 @@ impl Dag {
         Minted { item: node, key }
     }
 
-    pub(crate) fn new_edge(
-        &self,
-        id: Option<String>,
-        from: u32,
-        to: u32,
-        edge_type: EdgeType,
-        metadata: Value,
-        at: f64,
-    ) -> Edge {
-        Dag::new_edge_minted(id, from, to, edge_type, metadata, at).item
-    }
-
-    /// [`Dag::new_edge`], with the value of the id when it was minted here.
+    /// A new edge, and the value of its id (minted here unless `id` is given).
     pub(crate) fn new_edge_minted(
         id: Option<String>,
         from: u32,
