@@ -107,6 +107,12 @@ pub fn uuid7_arc() -> std::sync::Arc<str> {
 /// `created_at` too: a second clock read per node was a few percent of a DAG build). The id stays
 /// monotonic whatever `at` is: a time before the last id's continues its counter.
 pub fn uuid7_arc_at(at: f64) -> std::sync::Arc<str> {
+    uuid7_keyed_at(at).0
+}
+
+/// [`uuid7_arc_at`] and the id's value as [`parse_uuid`] reads it back: the DAG indexes the ids it mints by
+/// value (docs/dag.md "Ids and indexes"), and reading the text it just wrote was a tenth of a build call.
+pub fn uuid7_keyed_at(at: f64) -> (std::sync::Arc<str>, u128) {
     // A UUIDv7 holds 48 bits of milliseconds: a time outside them (NaN, infinite, negative) is not a
     // creation time, and the clock is read instead.
     let ms = at * 1000.0;
@@ -115,9 +121,11 @@ pub fn uuid7_arc_at(at: f64) -> std::sync::Arc<str> {
     } else {
         wall_ms()
     };
-    let bytes = uuid7_bytes(wall);
-    // Only ASCII hex digits and dashes (`uuid_text`).
-    std::sync::Arc::from(std::str::from_utf8(&bytes).unwrap_or_default())
+    let key = uuid7_value(wall);
+    let bytes = uuid_text(key);
+    // SAFETY: `uuid_text` writes only ASCII hex digits and dashes, which are UTF-8.
+    let text = unsafe { std::str::from_utf8_unchecked(&bytes) };
+    (std::sync::Arc::from(text), key)
 }
 
 const MAX_MS: f64 = (1u64 << 48) as f64;
@@ -127,6 +135,12 @@ fn wall_ms() -> u64 {
 }
 
 fn uuid7_bytes(wall: u64) -> [u8; 36] {
+    uuid_text(uuid7_value(wall))
+}
+
+/// The next UUIDv7 of the process as a number: 48 bits of milliseconds, the version, a 12-bit counter that
+/// keeps the order within a millisecond (RFC 9562 §6.2, method 1), the variant and 62 random bits.
+fn uuid7_value(wall: u64) -> u128 {
     let mut c = CLOCK.lock();
     if c.rng == 0 {
         c.rng = wall ^ (u64::from(std::process::id()) << 32) ^ 0x5DEE_CE66_D1CE_5EED;
@@ -147,32 +161,34 @@ fn uuid7_bytes(wall: u64) -> [u8; 36] {
     drop(c);
     let hi: u64 = (ms << 16) | 0x7000 | u64::from(counter);
     let lo: u64 = (rand & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
-    let x = (u128::from(hi) << 64) | u128::from(lo);
-    uuid_text(x)
+    (u128::from(hi) << 64) | u128::from(lo)
 }
 
 /// `x` as a lowercase 8-4-4-4-12 UUID, written into a fixed buffer (uuid7 is on the DAG's build path;
-/// `format!` twice per id cost more than the rest of the id). A byte at a time, from a table of its two
-/// digits, into the positions the dashes leave.
+/// `format!` twice per id cost more than the rest of the id). Eight digits at a time: each 32-bit word's
+/// nibbles spread one to a byte, then turned into ASCII digits in the same word.
 fn uuid_text(x: u128) -> [u8; 36] {
-    const PAIRS: [[u8; 2]; 256] = {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let mut table = [[0u8; 2]; 256];
-        let mut i = 0;
-        while i < 256 {
-            table[i] = [HEX[i >> 4], HEX[i & 0xf]];
-            i += 1;
-        }
-        table
-    };
-    // Where each of the 16 bytes' two digits start.
-    const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
-    let mut out = [b'-'; 36];
-    for (byte, at) in x.to_be_bytes().into_iter().zip(AT) {
-        let pair = PAIRS[usize::from(byte)];
-        out[at] = pair[0];
-        out[at + 1] = pair[1];
+    const fn every_byte(b: u8) -> u64 {
+        b as u64 * 0x0101_0101_0101_0101
     }
+    let digits = |word: u32| -> [u8; 8] {
+        let w = u64::from(word);
+        let w = (w | w << 16) & 0x0000_FFFF_0000_FFFF;
+        let w = (w | w << 8) & 0x00FF_00FF_00FF_00FF;
+        let nibbles = (w | w << 4) & every_byte(0x0F);
+        // Per byte: 1 when the nibble is 10 or more (adding 6 carries into bit 4), then 'a' - '0' - 10 more.
+        let letters = ((nibbles + every_byte(6)) >> 4) & every_byte(1);
+        (nibbles + every_byte(b'0') + letters * u64::from(b'a' - b'0' - 10)).to_be_bytes()
+    };
+    let (hi, lo) = ((x >> 64) as u64, x as u64);
+    let [a, b, c, d] = [(hi >> 32) as u32, hi as u32, (lo >> 32) as u32, lo as u32].map(digits);
+    let mut out = [b'-'; 36];
+    out[0..8].copy_from_slice(&a);
+    out[9..13].copy_from_slice(&b[..4]);
+    out[14..18].copy_from_slice(&b[4..]);
+    out[19..23].copy_from_slice(&c[..4]);
+    out[24..28].copy_from_slice(&c[4..]);
+    out[28..36].copy_from_slice(&d);
     out
 }
 

@@ -3,15 +3,13 @@
 //! show how much of a per-node cost is the Python→native call itself. `_BuildFloor`: the least a DAG build
 //! call does under its contract (benches/README.md "The build floor").
 
-use std::sync::Arc;
-
-use chainwarden_core::ids::uuid7_arc;
+use chainwarden_core::dag::IdIndex;
+use chainwarden_core::ids::uuid7_keyed_at;
 
 use crate::convert::py_str;
 use crate::exceptions::not_found;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
-use rustc_hash::FxHashMap;
 
 #[pyclass(frozen, module = "chainwarden._core", name = "_BenchFloor")]
 pub struct BenchFloor {
@@ -59,12 +57,16 @@ impl BenchFloor {
 
 /// What `Mutation.create_node` / `create_edge` cannot avoid doing under the DAG contract
 /// (docs/api-dag.md): mint a UUIDv7 id, index it, return it as `str`, and find both ends of an edge by
-/// their ids. No node record, no events, no undo log, no cycle check, no ready/leaf sets.
+/// their ids. No node record, no events, no undo log, no cycle check, no ready/leaf sets. The ids are kept
+/// in the engine's own index (`IdIndex`: minted ids by value in creation order, docs/dag.md "Ids and
+/// indexes"); an edge's ends are found through it alone, without the engine's look at the newest nodes first.
 #[pyclass(module = "chainwarden._core", name = "_BuildFloor")]
 #[derive(Default)]
 pub struct BuildFloor {
-    nodes: FxHashMap<Arc<str>, u32>,
-    edges: FxHashMap<Arc<str>, (u32, u32)>,
+    nodes: IdIndex,
+    edges: IdIndex,
+    /// Each edge's ends, by the edge's position in `edges`.
+    ends: Vec<(u32, u32)>,
 }
 
 #[pymethods]
@@ -88,11 +90,10 @@ impl BuildFloor {
         node_id: Option<&str>,
     ) -> Py<PyString> {
         let _ = (node_type, state, content, input, output, metadata, node_id);
-        let id = uuid7_arc();
-        let index = u32::try_from(self.nodes.len()).unwrap_or(u32::MAX);
-        let out = py_str(py, &id).unbind();
-        self.nodes.insert(id, index);
-        out
+        let (id, key) = uuid7_keyed_at(chainwarden_core::clock::now());
+        let slot = u32::try_from(self.nodes.len()).unwrap_or(u32::MAX);
+        self.nodes.insert_keyed(&id, Some(key), slot);
+        py_str(py, &id).unbind()
     }
 
     #[pyo3(signature = (from_id, to_id, edge_type, *, metadata=None, edge_id=None))]
@@ -106,16 +107,13 @@ impl BuildFloor {
         edge_id: Option<&str>,
     ) -> PyResult<Py<PyString>> {
         let _ = (edge_type, metadata, edge_id);
-        let ends = self
-            .nodes
-            .get(from_id)
-            .copied()
-            .zip(self.nodes.get(to_id).copied());
+        let ends = self.nodes.get(from_id).zip(self.nodes.get(to_id));
         let ends = ends.ok_or_else(|| not_found(py, "unknown node".to_owned()))?;
-        let id = uuid7_arc();
-        let out = py_str(py, &id).unbind();
-        self.edges.insert(id, ends);
-        Ok(out)
+        let (id, key) = uuid7_keyed_at(chainwarden_core::clock::now());
+        let slot = u32::try_from(self.ends.len()).unwrap_or(u32::MAX);
+        self.edges.insert_keyed(&id, Some(key), slot);
+        self.ends.push(ends);
+        Ok(py_str(py, &id).unbind())
     }
 
     fn __len__(&self) -> usize {

@@ -322,9 +322,19 @@ impl Dag {
     }
 
     pub(crate) fn idx(&self, id: &str) -> DagResult<u32> {
-        self.node_index
-            .get(id)
+        self.recent(id)
+            .or_else(|| self.node_index.get(id))
             .ok_or_else(|| DagError::node_not_found(id))
+    }
+
+    /// The newest node, the one before it or the first, when `id` is theirs: what a build names next (a
+    /// chain's two ends, a fan-out's hub and newest child). Comparing the text is a few words; reading an id's
+    /// value for the index is a few times that (docs/dag.md "Ids and indexes").
+    fn recent(&self, id: &str) -> Option<u32> {
+        let len = self.nodes.len() as u32;
+        [len.wrapping_sub(1), len.wrapping_sub(2), 0]
+            .into_iter()
+            .find(|&n| n < len && *self.nodes[n as usize].id == *id)
     }
 
     pub(crate) fn active_idx(&self, id: &str) -> DagResult<u32> {
@@ -411,8 +421,14 @@ impl Dag {
 
     /// Appends a node; the caller has validated everything.
     pub(crate) fn push_node(&mut self, node: Node) -> u32 {
+        let key = crate::ids::parse_uuid(&node.id);
+        self.push_node_keyed(node, key)
+    }
+
+    /// [`Dag::push_node`] of a node whose id's value is known (`Minted`).
+    pub(crate) fn push_node_keyed(&mut self, node: Node, key: Option<u128>) -> u32 {
         let i = self.nodes.len() as u32;
-        self.node_index.insert(&node.id, i);
+        self.node_index.insert_keyed(&node.id, key, i);
         self.id_text.push_str(&node.id);
         self.id_ends.push(self.id_text.len() as u32);
         let out_of_order = self.nodes.last().is_some_and(|last| last.id >= node.id);
@@ -430,8 +446,14 @@ impl Dag {
     }
 
     pub(crate) fn push_edge(&mut self, edge: Edge) -> u32 {
+        let key = crate::ids::parse_uuid(&edge.id);
+        self.push_edge_keyed(edge, key)
+    }
+
+    /// [`Dag::push_edge`] of an edge whose id's value is known (`Minted`).
+    pub(crate) fn push_edge_keyed(&mut self, edge: Edge, key: Option<u128>) -> u32 {
         let i = self.edges.len() as u32;
-        self.edge_index.insert(&edge.id, i);
+        self.edge_index.insert_keyed(&edge.id, key, i);
         self.hot.push(EdgeHot {
             from: edge.from,
             to: edge.to,
@@ -456,31 +478,65 @@ impl Dag {
         metadata: Value,
         at: f64,
     ) -> Node {
-        let id = id.map_or_else(|| crate::ids::uuid7_arc_at(at), Arc::from);
-        let mut node = Node::bare(id, node_type, state, [input, output, metadata], at);
+        Dag::new_node_minted(id, node_type, state, [input, output, metadata], at).item
+    }
+
+    /// [`Dag::new_node`], with the value of the id when it was minted here.
+    pub(crate) fn new_node_minted(
+        id: Option<String>,
+        node_type: NodeType,
+        state: State,
+        payload: [Value; 3],
+        at: f64,
+    ) -> Minted<Node> {
+        let (id, key) = new_id(id, at);
+        let mut node = Node::bare(id, node_type, state, payload, at);
         node.started_at = OptTime::from((state == State::Running).then_some(at));
         node.finished_at = OptTime::from(state.is_terminal().then_some(at));
         node.output_changed();
-        node
+        Minted { item: node, key }
     }
 
-    pub(crate) fn new_edge(
-        &self,
+    /// A new edge, and the value of its id (minted here unless `id` is given).
+    pub(crate) fn new_edge_minted(
         id: Option<String>,
         from: u32,
         to: u32,
         edge_type: EdgeType,
         metadata: Value,
         at: f64,
-    ) -> Edge {
-        Edge {
-            id: id.map_or_else(|| crate::ids::uuid7_arc_at(at), Arc::from),
+    ) -> Minted<Edge> {
+        let (id, key) = new_id(id, at);
+        let edge = Edge {
+            id,
             from,
             to,
             edge_type,
             metadata,
             compressed_at: OptTime::NONE,
             created_at: at,
+        };
+        Minted { item: edge, key }
+    }
+}
+
+/// A new node or edge and the value of its id as `ids::parse_uuid` reads it (None when it is not canonical
+/// UUID text), known without reading the text back when the graph minted the id: docs/dag.md "Ids and
+/// indexes".
+pub(crate) struct Minted<T> {
+    pub item: T,
+    pub key: Option<u128>,
+}
+
+fn new_id(given: Option<String>, at: f64) -> (Arc<str>, Option<u128>) {
+    match given {
+        Some(id) => {
+            let key = crate::ids::parse_uuid(&id);
+            (Arc::from(id), key)
+        }
+        None => {
+            let (id, key) = crate::ids::uuid7_keyed_at(at);
+            (id, Some(key))
         }
     }
 }

@@ -140,8 +140,8 @@ impl Dag {
         }
         for ((outside, edge_type, is_in), metadata) in rewired {
             let (from, to) = if is_in { (outside, s) } else { (s, outside) };
-            let new_edge = self.new_edge(None, from, to, edge_type, metadata, at);
-            self.push_edge(new_edge);
+            let new_edge = Dag::new_edge_minted(None, from, to, edge_type, metadata, at);
+            self.push_edge_keyed(new_edge.item, new_edge.key);
         }
         for &n in &members {
             self.archive_node(n, &summary_id, at);

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::arena::Dag;
+use super::arena::{Dag, Edge, Minted, Node};
 use super::cycle::{inline, LongStep};
 use super::error::{DagCode, DagError, DagResult};
 use super::events::Particulars;
@@ -57,7 +57,7 @@ impl Dag {
         state: State,
         spec: NodeSpec,
         at: f64,
-    ) -> DagResult<super::arena::Node> {
+    ) -> DagResult<Minted<Node>> {
         self.check_new_node_id(&spec.node_id)?;
         let mut input = object_or_empty(spec.input, "input")?;
         let mut output = object_or_empty(spec.output, "output")?;
@@ -71,20 +71,18 @@ impl Dag {
             }
         }
         check_required_payload(node_type, &input, &output)?;
-        Ok(Dag::new_node(
+        Ok(Dag::new_node_minted(
             spec.node_id,
             node_type,
             state,
-            input,
-            output,
-            metadata,
+            [input, output, metadata],
             at,
         ))
     }
 
-    pub(crate) fn insert_node(&mut self, node: super::arena::Node, quiet: bool) -> u32 {
-        let at = node.created_at;
-        let n = self.push_node(node);
+    pub(crate) fn insert_node(&mut self, node: Minted<Node>, quiet: bool) -> u32 {
+        let at = node.item.created_at;
+        let n = self.push_node_keyed(node.item, node.key);
         if !quiet {
             let node = &self.nodes[n as usize];
             let p = Particulars::NodeCreated {
@@ -113,9 +111,9 @@ impl Dag {
     }
 
     /// Inserts an edge that is known to be valid; records `edge_created` unless `quiet`.
-    pub(crate) fn insert_edge(&mut self, edge: super::arena::Edge, quiet: bool) -> u32 {
-        let (at, edge_type) = (edge.created_at, edge.edge_type);
-        let e = self.push_edge(edge);
+    pub(crate) fn insert_edge(&mut self, edge: Minted<Edge>, quiet: bool) -> u32 {
+        let (at, edge_type) = (edge.item.created_at, edge.item.edge_type);
+        let e = self.push_edge_keyed(edge.item, edge.key);
         if !quiet {
             let edge = &self.edges[e as usize];
             let p = Particulars::EdgeCreated {
@@ -180,7 +178,7 @@ impl Dag {
                 format!("edge {from_id:?} -> {to_id:?} would close a cycle"),
             ));
         }
-        let edge = self.new_edge(edge_id, from, to, edge_type, metadata, now());
+        let edge = Dag::new_edge_minted(edge_id, from, to, edge_type, metadata, now());
         let e = self.insert_edge(edge, false);
         self.flush();
         Ok(self.edges[e as usize].id.clone())

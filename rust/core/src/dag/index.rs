@@ -13,8 +13,9 @@ use rustc_hash::FxHashMap;
 
 use crate::ids::parse_uuid;
 
+/// Public for the benches' build floor (`_BuildFloor`), which indexes its ids with this very index.
 #[derive(Default)]
-pub(crate) struct IdIndex {
+pub struct IdIndex {
     /// Ids that are canonical UUID text, as values, ascending.
     keys: Vec<u128>,
     /// The arena position of `keys[i]`.
@@ -26,6 +27,10 @@ pub(crate) struct IdIndex {
 impl IdIndex {
     pub fn len(&self) -> usize {
         self.keys.len() + self.others.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     pub fn reserve(&mut self, n: usize) {
@@ -54,8 +59,16 @@ impl IdIndex {
     }
 
     /// Indexes a new id (the caller has checked it is not there yet).
+    #[cfg(test)]
     pub fn insert(&mut self, id: &Arc<str>, slot: u32) {
-        match parse_uuid(id) {
+        self.insert_keyed(id, parse_uuid(id), slot);
+    }
+
+    /// [`IdIndex::insert`] of an id whose value is known (`key`: what `parse_uuid` reads from `id`; the graph
+    /// knows it for the ids it mints).
+    pub fn insert_keyed(&mut self, id: &Arc<str>, key: Option<u128>, slot: u32) {
+        debug_assert_eq!(key, parse_uuid(id));
+        match key {
             Some(key) if self.keys.last().is_none_or(|&last| last < key) => {
                 self.keys.push(key);
                 self.slots.push(slot);

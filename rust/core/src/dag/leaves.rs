@@ -73,7 +73,7 @@ impl Dag {
                 at,
             );
             let child = self.push_node(node);
-            let edge = self.new_edge(
+            let edge = Dag::new_edge_minted(
                 None,
                 leaf,
                 child,
@@ -81,7 +81,7 @@ impl Dag {
                 generated_by_leaf_invariant(),
                 at,
             );
-            self.push_edge(edge);
+            self.push_edge_keyed(edge.item, edge.key);
             let child_id = self.nodes[child as usize].id.clone();
             self.record_typed(&child_id, Particulars::LeafRepaired { leaf: leaf_id }, at);
             added.push(child_id.to_string());

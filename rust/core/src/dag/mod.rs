@@ -38,6 +38,7 @@ pub use cycle::{inline, LongStep};
 pub use delta::{Delta, Mark, Row};
 pub use error::{DagCode, DagError, DagResult};
 pub use events::{Event, Particulars};
+pub use index::IdIndex;
 pub use lease::Work;
 pub use mermaid::label as mermaid_label;
 pub use outcome::{Applied, Outcome};

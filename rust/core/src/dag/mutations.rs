@@ -77,9 +77,10 @@ impl Dag {
             ));
         }
         let n = self.insert_node(node, false);
-        let seq = self.new_edge(None, from, n, EdgeType::Sequence, Value::empty_object(), at);
+        let seq =
+            Dag::new_edge_minted(None, from, n, EdgeType::Sequence, Value::empty_object(), at);
         self.insert_edge(seq, false);
-        let branch = self.new_edge(None, from, n, EdgeType::Branch, branch_meta("fork"), at);
+        let branch = Dag::new_edge_minted(None, from, n, EdgeType::Branch, branch_meta("fork"), at);
         self.insert_edge(branch, false);
         self.flush();
         Ok(self.nodes[n as usize].id.to_string())
@@ -221,17 +222,15 @@ impl Dag {
         } else {
             State::Pending
         };
-        let mut node = Dag::new_node(
+        let mut node = Dag::new_node_minted(
             new_node_id,
             old_node.node_type,
             state,
-            input,
-            Value::empty_object(),
-            metadata,
+            [input, Value::empty_object(), metadata],
             at,
         );
         if kind == ReplaceKind::Retry {
-            node.set_retry_of(old_id.clone());
+            node.item.set_retry_of(old_id.clone());
         }
         let incoming: Vec<(u32, EdgeType, Value)> = self
             .live_in(old)
@@ -256,14 +255,14 @@ impl Dag {
         let new = self.insert_node(node, false);
         let new_id: Arc<str> = self.nodes[new as usize].id.clone();
         for (from, t, meta) in incoming {
-            let e = self.new_edge(None, from, new, t, meta, at);
+            let e = Dag::new_edge_minted(None, from, new, t, meta, at);
             self.insert_edge(e, false);
         }
         for (to, t, meta) in outgoing {
-            let e = self.new_edge(None, new, to, t, meta, at);
+            let e = Dag::new_edge_minted(None, new, to, t, meta, at);
             self.insert_edge(e, false);
         }
-        let branch = self.new_edge(
+        let branch = Dag::new_edge_minted(
             None,
             old,
             new,

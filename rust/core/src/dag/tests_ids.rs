@@ -208,3 +208,52 @@ fn ids_survive_a_json_round_trip() {
     }
     back.check_invariants().unwrap();
 }
+
+/// The lookup of the newest, the previous and the first node (compared by text before the index is read)
+/// finds exactly those nodes: not an id of the same length that differs in one digit, not a node a rollback
+/// took back, and every other node through the index as before.
+#[test]
+fn recent_nodes_are_found_by_their_text_only() {
+    let mut g = Dag::new(None);
+    let first = node(&mut g, None);
+    let middle = node(&mut g, Some("given"));
+    let previous = node(&mut g, None);
+    let newest = node(&mut g, None);
+    for (id, at) in [(&first, 0), (&middle, 1), (&previous, 2), (&newest, 3)] {
+        assert_eq!(g.idx(id).ok(), Some(at), "{id}");
+    }
+    for near in [next_uuid(&newest), next_uuid(&first), newest.to_uppercase()] {
+        assert_eq!(g.idx(&near).ok(), None, "{near}");
+    }
+    g.begin();
+    let gone = node(&mut g, None);
+    assert_eq!(g.idx(&gone).ok(), Some(4));
+    g.rollback();
+    assert_eq!(g.idx(&gone).ok(), None);
+    assert_eq!(g.idx(&newest).ok(), Some(3));
+    // A graph of one node: the newest is also the first.
+    let mut one = Dag::new(None);
+    let only = node(&mut one, None);
+    assert_eq!(one.idx(&only).ok(), Some(0));
+    assert_eq!(one.idx(&next_uuid(&only)).ok(), None);
+}
+
+/// The value the graph indexes a minted id by is the value its text reads as.
+#[test]
+fn minted_ids_carry_the_value_of_their_text() {
+    for at in [crate::clock::now(), 0.0, f64::NAN] {
+        let (text, key) = crate::ids::uuid7_keyed_at(at);
+        assert_eq!(crate::ids::parse_uuid(&text), Some(key), "{text}");
+    }
+    let empty = || [Value::Null, Value::Null, Value::Null];
+    let node = Dag::new_node_minted(None, NodeType::Task, State::Pending, empty(), 1.0);
+    assert_eq!(node.key, crate::ids::parse_uuid(&node.item.id));
+    let given = Dag::new_node_minted(
+        Some("t1".to_owned()),
+        NodeType::Task,
+        State::Pending,
+        empty(),
+        1.0,
+    );
+    assert_eq!((given.key, &*given.item.id), (None, "t1"));
+}
