@@ -49,6 +49,9 @@ struct Window {
     sigs: [(Kind, Sym); WINDOW],
     len: usize,
     head: usize,
+    /// How many of the newest signatures are equal (at most `len`): the trailing run, kept as
+    /// signatures arrive so a loop repeating one call never scans the window.
+    run: usize,
 }
 
 impl Default for Window {
@@ -58,6 +61,7 @@ impl Default for Window {
             sigs: [(Kind::System, 0); WINDOW],
             len: 0,
             head: 0,
+            run: 0,
         }
     }
 }
@@ -65,6 +69,12 @@ impl Default for Window {
 impl Window {
     /// Returns the signature pushed out of a full window.
     fn push(&mut self, sig: (Kind, Sym)) -> Option<(Kind, Sym)> {
+        let extends = self.len > 0 && self.sigs[(self.head + self.len - 1) % WINDOW] == sig;
+        self.run = if extends {
+            (self.run + 1).min(WINDOW)
+        } else {
+            1
+        };
         let slot = (self.head + self.len) % WINDOW;
         if self.len == WINDOW {
             let evicted = std::mem::replace(&mut self.sigs[slot], sig);
@@ -117,7 +127,11 @@ impl Divergence {
             left_window: self.window.push(sig).map(|(_, s)| s),
             reported: None,
         };
-        let consecutive = self.window.iter_rev().take_while(|&s| s == sig).count();
+        let consecutive = self.window.run;
+        debug_assert_eq!(
+            consecutive,
+            self.window.iter_rev().take_while(|&s| s == sig).count()
+        );
         let consec_threshold = kind.consecutive_threshold();
         if consecutive >= consec_threshold {
             // The trailing run grows one step at a time, so it can only newly qualify at
@@ -233,6 +247,20 @@ mod tests {
             })
             .collect();
         assert_eq!(modes, vec![(Mode::Frequency, 0, 5)]);
+    }
+
+    #[test]
+    fn the_trailing_run_is_the_count_of_equal_newest_signatures() {
+        let mut d = Divergence::default();
+        // Runs shorter than, equal to and longer than the window, two kinds with one name.
+        let seq = [1, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 3, 3];
+        for (i, &name) in seq.iter().enumerate() {
+            let kind = if i % 7 == 6 { Kind::Tool } else { Kind::Llm };
+            d.observe_dispatch(kind, name);
+            let newest = (kind, name);
+            let scanned = d.window.iter_rev().take_while(|&s| s == newest).count();
+            assert_eq!(d.window.run, scanned, "after {i} dispatches");
+        }
     }
 
     #[test]

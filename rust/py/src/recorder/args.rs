@@ -135,6 +135,20 @@ pub(super) fn field_names(py: Python<'_>) -> &[Py<PyString>; FIELDS.len()] {
     FIELD_NAMES.get_or_init(py, || FIELDS.map(|k| PyString::intern(py, k).unbind()))
 }
 
+static KIND_NAMES: PyOnceLock<[Py<PyString>; Kind::ALL.len()]> = PyOnceLock::new();
+
+/// The kind a `str` object names when it is one of [`Kind::TEXTS`] interned (a literal in the
+/// source, a dict key): found by its address, without reading its text.
+pub(super) fn interned_kind(py: Python<'_>, o: *mut pyo3::ffi::PyObject) -> Option<Kind> {
+    let names = KIND_NAMES.get_or_init(py, || {
+        Kind::ALL.map(|k| PyString::intern(py, k.as_str()).unbind())
+    });
+    names
+        .iter()
+        .position(|n| n.as_ptr() == o)
+        .map(|i| Kind::ALL[i])
+}
+
 #[derive(Default)]
 struct Fields<'py> {
     values: [Option<Bound<'py, PyAny>>; FIELDS.len()],

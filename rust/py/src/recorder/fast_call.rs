@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyString;
 
-use super::args::{field_names, FIELDS};
+use super::args::{field_names, interned_kind, FIELDS};
 use super::graph::ExecutionGraph;
 
 /// The general entry, PyO3's method descriptor.
@@ -244,7 +244,12 @@ unsafe fn fast<'py>(
         let (Some(parent), Some(name)) = (required_text(parent), required_text(name)) else {
             return Ok(None);
         };
-        let Some(kind) = required_text(kind).and_then(|k| Kind::parse(k).ok()) else {
+        if kind.is_null() {
+            return Ok(None);
+        }
+        let Some(kind) =
+            interned_kind(py, kind).or_else(|| text(kind).and_then(|k| Kind::parse(k).ok()))
+        else {
             return Ok(None);
         };
         let (Some(cost_usd), Some(tokens_in), Some(tokens_out)) = (

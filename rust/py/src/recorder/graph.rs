@@ -157,9 +157,12 @@ impl ExecutionGraph {
         call: FinishedCall<'_>,
     ) -> errors::Result<Bound<'py, PyString>> {
         let (status, cost_usd, error_class) = (call.status, call.cost_usd, call.error_class);
-        let recorded =
-            self.graph
-                .record_call(call, self.observers.any(), self.subscribers.any())?;
+        let (want_start, want_event) = (self.observers.any(), self.subscribers.any());
+        let recorded = self.graph.record_call(call, want_start, want_event)?;
+        if !(want_start || want_event) {
+            // Nothing listens: no hook to fire, only the id to return.
+            return Ok(id_str(py, recorded.id));
+        }
         Ok(self.recorded(py, recorded, status, cost_usd, error_class)?)
     }
 
