@@ -291,15 +291,16 @@ def contained(
 
             return cast(Callable[P, R], run_async)
 
+        # Typed as Any and cast once below: a `cast(R, ...)` here would be a function call on every call.
         @functools.wraps(func)
-        def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        def run(*args: Any, **kwargs: Any) -> Any:
             ctx = current_context()
             if ctx is None:
                 _log.debug("%s called outside any ExecutionContext: not contained", named.operation_name)
                 return func(*args, **kwargs)
-            return cast(R, run_contained(ctx, ctx._s, call_kind, named, func, args, kwargs))
+            return run_contained(ctx, ctx._s, call_kind, named, func, args, kwargs)
 
-        return run
+        return cast(Callable[P, R], run)
 
     if fn is not None:
         return decorate(fn)
