@@ -14,10 +14,12 @@ from typing import get_args
 import pytest
 
 from chainwarden import _core, errors, vocab
+from chainwarden.billing.records import RUN_STATUSES
 from chainwarden.containment import _decorators, _memory_calls, execution_graph, types
 from chainwarden.dag import EXECUTABLE, TERMINAL, EdgeType, Graph, NodeType, State
 from chainwarden.dag.execution import LEASE_LOST
 from chainwarden.dag.result import Outcome
+from chainwarden.runtime import events
 
 ENUMS = {
     "node_kind": vocab.NodeKind,
@@ -82,6 +84,26 @@ def test_literal_aliases_name_the_core_words() -> None:
     }
     assert set(get_args(_decorators.Kind)) == _decorators._KINDS
     assert set(get_args(Outcome)) == set(vocab.DagOutcome)
+
+
+def test_the_runtimes_own_words_are_its_enums() -> None:
+    """The two lists the core does not have (runs) live in ``vocab`` too; what the runtime checks against
+    and types with are those enums' words."""
+    assert RUN_STATUSES == tuple(vocab.RunStatus) == ("running", "ok", "error", "abandoned")
+    assert get_args(events.ErrorCode) == tuple(vocab.RunErrorCode)
+    assert frozenset(vocab.RunErrorCode) == events.ERROR_CODES
+
+
+def _native_members(cls: type) -> dict[str, str]:
+    return {name: getattr(cls, name).value for name in dir(cls) if name.isupper()}
+
+
+def test_the_native_call_enums_spell_the_vocabularies() -> None:
+    """``_core.CallKind`` / ``_core.CallStatus`` (the containment binding's argument types) are the same words
+    under the same names as the vocabularies (a contained call is any kind but a graph's own ``system``)."""
+    kinds = {m.name: m.value for m in vocab.NodeKind if m is not vocab.NodeKind.SYSTEM}
+    assert _native_members(_core.CallKind) == kinds
+    assert _native_members(_core.CallStatus) == {m.name: m.value for m in vocab.CallStatus}
 
 
 def test_the_stub_declares_the_runtime_members() -> None:

@@ -26,6 +26,8 @@ __all__ = [
     "ErrorCode",
     "NodeKind",
     "NodeStatus",
+    "RunErrorCode",
+    "RunStatus",
     "StopReason",
 ]
 
@@ -53,3 +55,30 @@ ENDED_NODE_STATUSES: Final = frozenset(NodeStatus(w) for w in VOCABULARIES["node
 """The node statuses that end a node (the core's rule)."""
 EXECUTABLE_DAG_NODE_TYPES: Final = frozenset(DagNodeType(w) for w in VOCABULARIES["dag_node_type_executable"])
 """The DAG node types an executor runs (the core's rule)."""
+
+
+# ---- Words of the runtime only --------------------------------------------------------------------------
+# The core has no runs: these two lists belong to the Python runtime and its ledger (docs/runtime.md), and
+# are written here, once, beside the core's, so every word list of the package is in this module.
+
+
+class RunStatus(StrEnum):
+    """How a run attempt stands in the ledger (`RunRecord.status`); `abandoned`: its process died and its
+    lease ran out."""
+
+    RUNNING = "running"
+    OK = "ok"
+    ERROR = "error"
+    ABANDONED = "abandoned"
+
+
+class RunErrorCode(StrEnum):
+    """The code of a run's `Error` event, as the UI stream carries it."""
+
+    INVALID_REQUEST = "invalid_request"
+    NOT_FOUND = "not_found"
+    TIMEOUT = "timeout"
+    ABORTED = "aborted"
+    RATE_LIMIT = "rate_limit"
+    INTERNAL = "internal"
+    INSUFFICIENT_CREDITS = "insufficient_credits"

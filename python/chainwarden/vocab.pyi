@@ -15,6 +15,8 @@ __all__ = [
     "ErrorCode",
     "NodeKind",
     "NodeStatus",
+    "RunErrorCode",
+    "RunStatus",
     "StopReason",
 ]
 
@@ -134,3 +136,23 @@ class StopReason(StrEnum):
 
 ENDED_NODE_STATUSES: Final[frozenset[NodeStatus]]
 EXECUTABLE_DAG_NODE_TYPES: Final[frozenset[DagNodeType]]
+
+class RunStatus(StrEnum):
+    """How a run attempt stands in the ledger (`RunRecord.status`); `abandoned`: its process died and its
+    lease ran out."""
+
+    RUNNING = "running"
+    OK = "ok"
+    ERROR = "error"
+    ABANDONED = "abandoned"
+
+class RunErrorCode(StrEnum):
+    """The code of a run's `Error` event, as the UI stream carries it."""
+
+    INVALID_REQUEST = "invalid_request"
+    NOT_FOUND = "not_found"
+    TIMEOUT = "timeout"
+    ABORTED = "aborted"
+    RATE_LIMIT = "rate_limit"
+    INTERNAL = "internal"
+    INSUFFICIENT_CREDITS = "insufficient_credits"

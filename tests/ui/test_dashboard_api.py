@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 from chainwarden.billing import SqliteLedger
 from chainwarden.cli import main
 from chainwarden.ui.app import create_app
+from chainwarden.vocab import DagState
 
 
 @pytest.fixture
@@ -165,3 +166,12 @@ def test_the_command_needs_a_source_and_names_bad_ones(
     (tmp_path / "x.sqlite3").write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
     assert main(["serve", "--ledger", str(tmp_path / "x.sqlite3")]) == 1
     assert str(tmp_path / "x.sqlite3") in capsys.readouterr().err
+
+
+def test_the_page_carries_the_cores_dag_states(client: TestClient) -> None:
+    """The dashboard's legend and counts read the DAG states the server wrote into the page; the script keeps
+    no list of them (docs/errors.md "Vocabularies")."""
+    page = client.get("/").text
+    assert f'data-states="{" ".join(DagState)}"' in page
+    script = (Path(create_app.__code__.co_filename).parent / "dashboard.js").read_text()
+    assert not any(f'"{state}"' in script for state in DagState)

@@ -15,6 +15,7 @@ from playwright.sync_api import Browser, Page
 
 from chainwarden.dag import Store
 from chainwarden.ui.app import create_app
+from chainwarden.vocab import DagState
 
 pytestmark = pytest.mark.slow
 
@@ -87,6 +88,8 @@ def test_a_dag_node_change_shows_within_two_seconds_of_its_commit(
     page = _open(browser, url + "/#dags", problems)
     page.click("#graphs button[data-graph=jobs]")
     page.wait_for_selector("#dag [data-id=t1][data-state=pending]", timeout=10_000)
+    # The legend names the core's DAG states, in its order (the script has no list of its own).
+    assert page.locator("#dag-legend span").all_inner_texts() == list(DagState)
     seen: dict[str, float] = {}
     with Store.open(sources.store) as store:  # a worker, in its own connection
         graph = store.load("jobs")

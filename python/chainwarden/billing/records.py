@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from chainwarden.errors import InvalidArgumentType
+from chainwarden.vocab import RunStatus
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class LedgerEntry:
     created_at: datetime
 
 
-RUN_STATUSES = ("running", "ok", "error", "abandoned")
+RUN_STATUSES: tuple[str, ...] = tuple(s.value for s in RunStatus)
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,9 @@ def _tokens(value: object, name: str) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidArgumentType(f"{name} must be an int or None, got {type(value).__name__}", argument=name)
-    if not 0 <= value <= MAX_INT64:
+    # The core decides the rule (>= 0, docs/design.md §28); only a count the binding's 64-bit argument
+    # cannot carry is refused here, in the core's words, before the conversion would fail untyped.
+    if value > MAX_INT64:
         raise InvalidArgument(f"{name} must be >= 0 and < 2**63; got {value}", argument=name)
     return value
 

@@ -11,15 +11,18 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from chainwarden.billing import UsageFact
 from chainwarden.errors import InvalidArgument, InvalidArgumentType
+from chainwarden.vocab import RunErrorCode
 
 ErrorCode = Literal[
     "invalid_request", "not_found", "timeout", "aborted", "rate_limit", "internal", "insufficient_credits"
 ]
-ERROR_CODES: frozenset[str] = frozenset(get_args(ErrorCode))
+# The words are `vocab.RunErrorCode`'s; the `Literal` stays for type checkers of `Error(code=...)`
+# (tests/test_vocab.py holds them equal).
+ERROR_CODES: frozenset[str] = frozenset(c.value for c in RunErrorCode)
 
 
 @dataclass(frozen=True)

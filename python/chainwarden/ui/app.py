@@ -29,6 +29,7 @@ from chainwarden import __version__
 from chainwarden.cli.html_report import render_html
 from chainwarden.dag import DagError
 from chainwarden.ui.sources import DagSource, Filters, LedgerSource, RunFiles, RunRow, spend
+from chainwarden.vocab import DagState
 
 __all__ = ["LOCAL_HOSTS", "create_app"]
 
@@ -74,7 +75,9 @@ class Dashboard:
 
     async def page(self, request: Request) -> Response:
         html = files("chainwarden.ui").joinpath("dashboard.html").read_text(encoding="utf-8")
-        html = html.replace("{{version}}", __version__)
+        # The DAG's states come from the core's vocabulary, written into the page for the legend and the
+        # counts (docs/errors.md "Vocabularies"): the script keeps no list of its own.
+        html = html.replace("{{version}}", __version__).replace("{{dag_states}}", " ".join(DagState))
         return HTMLResponse(html, headers={"Content-Security-Policy": _PAGE_CSP, "Cache-Control": "no-store"})
 
     async def static(self, request: Request) -> Response:

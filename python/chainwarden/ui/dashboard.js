@@ -189,7 +189,8 @@
   }
 
   // -- DAGs -------------------------------------------------------------------------------------------------
-  var STATES = ["pending", "ready", "running", "finished", "errored", "rejected", "cancelled", "skipped"];
+  // The core's DAG states, in its order, as the server wrote them into the page.
+  var STATES = (root.getAttribute("data-states") || "").split(" ").filter(Boolean);
 
   function loadGraphs() {
     return getJSON("/api/graphs").then(function (d) {

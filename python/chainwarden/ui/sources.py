@@ -23,6 +23,7 @@ from chainwarden.cli.ledger_runs import open_ledger
 from chainwarden.cli.runfile import Run, RunFileError, load_run
 from chainwarden.cli.summary import summarize
 from chainwarden.dag import Store
+from chainwarden.vocab import ENDED_NODE_STATUSES, DagOutcome, DagState, NodeStatus
 
 __all__ = ["DagSource", "Filters", "LedgerSource", "RunFiles", "RunRow", "spend"]
 
@@ -286,8 +287,12 @@ class RunFiles:
                 yield run
 
 
+# A call still open: a call-graph node not ended, or a DAG node without an outcome (the core's words).
+_OPEN_STATUSES = (frozenset(NodeStatus) - ENDED_NODE_STATUSES) | (frozenset(DagState) - frozenset(DagOutcome))
+
+
 def _file_status(run: Run) -> str:
-    if any(c.status in ("running", "created", "pending", "ready") for c in run.calls if c.parents):
+    if any(c.status in _OPEN_STATUSES for c in run.calls if c.parents):
         return "running"
     return "error" if any(c.halted or c.failed for c in run.calls) else "ok"
 

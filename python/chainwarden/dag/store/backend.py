@@ -14,11 +14,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from chainwarden._core import DagDelta
 from chainwarden.dag.store.errors import StoreConnectionError
 
 Row = tuple[int, str, str]
 EventRow = tuple[int, str]
-Delta = tuple[list[Row], list[Row], list[EventRow]]
 #: (seq, record) rows of nodes, edges and events.
 Rows = tuple[list[tuple[int, str]], list[tuple[int, str]], list[tuple[int, str]]]
 NO_ROWS: Rows = ([], [], [])
@@ -80,7 +80,7 @@ class Tx:
     #: Rows newer than the caller's version, read together with the lock.
     caught_up: Rows = NO_ROWS
     #: What to commit: (delta, new version, work, notify), or only a corrected work summary.
-    delta: Delta | None = None
+    delta: DagDelta | None = None
     new_work: Work | None = None
     notify: bool = False
     change_id: str = field(default_factory=change_id)
@@ -91,7 +91,7 @@ class Tx:
         rows: Rows = self._every_row()
         return rows
 
-    def write(self, delta: Delta | None, work: Work, *, notify: bool) -> None:
+    def write(self, delta: DagDelta | None, work: Work, *, notify: bool) -> None:
         """Commits `delta` as version `version + 1` with the graph's new work summary (`delta` None: only the
         summary changed, the version stays). `notify`: tell waiting workers that new work is claimable."""
         self.delta = delta

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 from chainwarden._core import (
     DagEngine,
     DagError,
+    DagMark,
     Mutation,
     dag_apply_records,
     dag_change_mark,
@@ -122,12 +123,12 @@ class StoredGraph(Graph):
                 tx.version, tx.caught_up, lambda: Loaded(tx.version, tx.leaf_repair, tx.every_row())
             )
 
-    def _record(self, tx: Tx, mark: tuple[int, int, int], extra: list[str]) -> None:
+    def _record(self, tx: Tx, mark: DagMark, extra: list[str]) -> None:
         """Hands the transaction what this change wrote: its delta (none: only a corrected work summary, or
         nothing at all) and the graph's work summary, notifying workers when it made more work claimable."""
-        nodes, edges, events = dag_delta(self._engine, mark, extra)
+        written = dag_delta(self._engine, mark, extra)
         work = Work(*dag_work(self._engine))
-        delta = (nodes, edges, events) if nodes or edges or events else None
+        delta = written if written else None
         if delta is None and work == tx.work:
             return
         tx.write(delta, work, notify=work.claimable > tx.work.claimable)

@@ -325,12 +325,12 @@ class PostgresBackend(Backend):
         if tx.delta is None:
             step = SUMMARY.bind(args)
         else:
-            nodes, edges, events = tx.delta
+            delta = tx.delta
             args |= {
                 "v": text(tx.version + 1),
-                "n": rows_to_json(nodes),
-                "e": rows_to_json(edges),
-                "ev": events_to_json(events),
+                "n": rows_to_json(delta.nodes),
+                "e": rows_to_json(delta.edges),
+                "ev": events_to_json(delta.events),
                 "c": tx.change_id.encode(),
             }
             step = WRITE.bind(args)

@@ -179,21 +179,21 @@ class SqliteBackend(Backend):
             return
         if tx.delta is not None:
             version = tx.version + 1
-            nodes, edges, events = tx.delta
+            delta = tx.delta
             for table, key, rows in (
-                ("chainwarden_dag_nodes", "node_id", nodes),
-                ("chainwarden_dag_edges", "edge_id", edges),
+                ("chainwarden_dag_nodes", "node_id", delta.nodes),
+                ("chainwarden_dag_edges", "edge_id", delta.edges),
             ):
                 if rows:
                     cur.executemany(
                         _UPSERT.format(table=table, key=key),
                         [(tx.graph_id, seq, k, version, rec) for seq, k, rec in rows],
                     )
-            if events:
+            if delta.events:
                 cur.executemany(
                     "INSERT INTO chainwarden_dag_events (graph_id, seq, version, record) "
                     "VALUES (%s, %s, %s, %s)",
-                    [(tx.graph_id, seq, version, rec) for seq, rec in events],
+                    [(tx.graph_id, seq, version, rec) for seq, rec in delta.events],
                 )
             cur.execute(
                 "INSERT INTO chainwarden_dag_changes (graph_id, version, change_id) VALUES (%s, %s, %s)",

@@ -43,6 +43,7 @@ pub use lease::Work;
 pub use mermaid::label as mermaid_label;
 pub use outcome::{Applied, Outcome};
 pub use state::FinishPayload;
+pub use txn::Commit;
 pub use types::{EdgeType, NodeType, State};
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ fn without_leaf_repair_finished_tasks_stay_leaves() {
     task(&mut g, "a");
     task(&mut g, "b");
     g.create_edge("a", "b", "dependency", None, None).unwrap();
-    assert!(g.commit().is_empty());
+    assert!(g.commit().repaired.is_empty());
     assert_eq!(g.claim(10), vec!["a"]);
     let done = g
         .apply_outcome("a", Outcome::Finished(FinishPayload::default()))
@@ -36,7 +36,7 @@ fn without_leaf_repair_finished_tasks_stay_leaves() {
         .unwrap();
     assert!(done.repaired.is_empty());
     g.begin();
-    assert!(g.commit().is_empty());
+    assert!(g.commit().repaired.is_empty());
     assert_eq!(g.leaves(false), vec!["b"]);
     assert_eq!(agent_messages(&g), 0);
     assert!(!g.leaves_valid());
@@ -55,7 +55,7 @@ fn with_leaf_repair_commit_and_outcomes_repair_finished_leaves() {
     task(&mut g, "a");
     task(&mut g, "b");
     g.create_edge("a", "b", "dependency", None, None).unwrap();
-    assert!(g.commit().is_empty());
+    assert!(g.commit().repaired.is_empty());
     assert_eq!(g.claim(10), vec!["a"]);
     let done = g
         .apply_outcome("a", Outcome::Finished(FinishPayload::default()))
@@ -71,6 +71,7 @@ fn with_leaf_repair_commit_and_outcomes_repair_finished_leaves() {
     assert!(g.leaves_valid());
 
     // A finished task created inside a transaction is repaired by its commit.
+    let mark = g.change_mark();
     g.begin();
     let spec = NodeSpec {
         node_id: Some("c".into()),
@@ -78,7 +79,12 @@ fn with_leaf_repair_commit_and_outcomes_repair_finished_leaves() {
     };
     g.create_node("task", "finished", spec).unwrap();
     let added = g.commit();
-    assert_eq!(added.len(), 1);
+    assert_eq!(added.repaired.len(), 1);
+    // The commit starts where the block began, and its delta holds the repair's message too.
+    assert_eq!(added.start, mark);
+    let delta = g.delta_since(added.start, &[]);
+    let ids: Vec<&str> = delta.nodes.iter().map(|(_, id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["c", added.repaired[0].as_str()]);
     assert_eq!(agent_messages(&g), 2);
     assert!(g.leaves_valid());
     g.check_invariants().unwrap();

@@ -6,6 +6,7 @@
 use rustc_hash::FxHashMap;
 
 use super::arena::{Dag, Node};
+use super::delta::Mark;
 
 /// Scratch buffers keep this much room between uses; what a large block grew beyond it is returned.
 pub(crate) const KEEP: usize = 1_024;
@@ -26,9 +27,17 @@ pub(crate) enum Undo {
 struct Savepoint {
     id: u64,
     log_len: usize,
-    events_len: usize,
-    nodes_len: usize,
-    edges_len: usize,
+    /// Where the block started: the same [`Mark`] a store takes before a change.
+    start: Mark,
+}
+
+/// What a committed block did: where it started (pass it to [`Dag::delta_since`] for its rows, rendered only
+/// when a store asks, so an in-memory block of 200,000 nodes pays nothing for them) and the agent messages
+/// the outermost commit's leaf repair added (docs/dag.md "Stores and workers").
+#[derive(Debug, Default, PartialEq)]
+pub struct Commit {
+    pub start: Mark,
+    pub repaired: Vec<String>,
 }
 
 #[derive(Default)]
@@ -75,9 +84,7 @@ impl Dag {
         let sp = Savepoint {
             id: self.txn.next_id,
             log_len: self.txn.log.len(),
-            events_len: self.events.len(),
-            nodes_len: self.nodes.len(),
-            edges_len: self.edges.len(),
+            start: self.change_mark(),
         };
         self.txn.savepoints.push(sp);
     }
@@ -86,7 +93,7 @@ impl Dag {
         let Some(sp) = self.txn.savepoints.last() else {
             return;
         };
-        if (n as usize) >= sp.nodes_len || self.txn.saved_nodes.get(&n) == Some(&sp.id) {
+        if (n as usize) >= sp.start.nodes || self.txn.saved_nodes.get(&n) == Some(&sp.id) {
             return;
         }
         let id = sp.id;
@@ -100,7 +107,7 @@ impl Dag {
         let Some(sp) = self.txn.savepoints.last() else {
             return;
         };
-        if (e as usize) >= sp.edges_len || self.txn.saved_edges.get(&e) == Some(&sp.id) {
+        if (e as usize) >= sp.start.edges || self.txn.saved_edges.get(&e) == Some(&sp.id) {
             return;
         }
         let id = sp.id;
@@ -113,13 +120,18 @@ impl Dag {
 
     /// Keeps the innermost savepoint's changes; the outermost commit runs leaf repair first (docs/design.md §7)
     /// unless the graph was made without it.
-    pub fn commit(&mut self) -> Vec<String> {
+    ///
+    /// With no open block there is nothing to keep: the commit is empty and starts where the graph is.
+    pub fn commit(&mut self) -> Commit {
         let repaired = if self.txn.depth() == 1 {
             self.auto_repair()
         } else {
             Vec::new()
         };
-        self.txn.savepoints.pop();
+        let start = match self.txn.savepoints.pop() {
+            Some(sp) => sp.start,
+            None => self.change_mark(),
+        };
         if self.txn.savepoints.is_empty() {
             // A big block's undo log is released, not kept: cleared in place it held 16 to 32 bytes per
             // row the block wrote, for the life of the graph (docs/dag.md "Mutations are atomic").
@@ -129,7 +141,7 @@ impl Dag {
             self.txn.saved_nodes.shrink_to(KEEP);
             self.txn.saved_edges.shrink_to(KEEP);
         }
-        repaired
+        Commit { start, repaired }
     }
 
     /// Undoes everything since the innermost `begin`.
@@ -186,7 +198,7 @@ impl Dag {
                 }
             }
         }
-        self.events.truncate(sp.events_len);
+        self.events.truncate(sp.start.events);
         if !self.ids_in_order {
             self.recheck_id_order();
         }

@@ -9,6 +9,7 @@ use super::args::{
     dict, finish_payload, name, node_spec, opt_text, strings, Count, Flag, Ids, Json, JsonDict,
     JsonText, Reason, Text,
 };
+use super::change::DagCommit;
 use super::convert::{to_py, to_py_list};
 use super::errors::invalid_arg;
 use crate::convert::py_str;
@@ -439,8 +440,10 @@ impl DagEngine {
         self.locked(py, |g| g.begin());
     }
 
-    fn commit<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyList>> {
-        Ok(strings(py, self.detached(py, |g| g.commit()))?)
+    /// Keeps the innermost block's changes and says what it did (docs/dag.md "Stores and workers").
+    fn commit(&self, py: Python<'_>) -> Result<DagCommit> {
+        let done = self.detached(py, |g| g.commit());
+        Ok(DagCommit::new(py, done)?)
     }
 
     fn rollback(&self, py: Python<'_>) {

@@ -1,6 +1,7 @@
 //! Bindings of the DAG engine: the `DagEngine` and `Mutation` classes and the `DagError` exception family.
 
 mod args;
+mod change;
 mod convert;
 mod engine;
 pub mod errors;
@@ -14,6 +15,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<engine::DagEngine>()?;
     m.add_class::<mutation::Mutation>()?;
+    m.add_class::<change::DagMark>()?;
+    m.add_class::<change::DagCommit>()?;
+    m.add_class::<change::DagDelta>()?;
     store::register(m)?;
     Ok(())
 }

@@ -2,17 +2,16 @@
 //! and leased claims (docs/dag.md "Stores and workers"). Free functions taking the engine keep them apart from
 //! the `DagEngine` method block.
 
-use chainwarden_core::dag::{Dag, Mark, Row};
+use chainwarden_core::dag::{Dag, Mark};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 
 use super::args::{name, ArgName, Rows};
+use super::change::{DagDelta, DagMark};
 use super::convert::count;
 use super::engine::DagEngine;
 use super::errors::invalid_arg;
 use crate::errors::Error;
-
-type DeltaRows = (Vec<Row>, Vec<Row>, Vec<(usize, String)>);
 
 fn with<R: Send>(
     py: Python<'_>,
@@ -37,27 +36,23 @@ fn finite(py: Python<'_>, v: f64, what: &str) -> PyResult<f64> {
 
 /// Where a change starts (events, nodes, edges): pass it to `dag_delta` once the change is applied.
 #[pyfunction]
-pub fn dag_change_mark(py: Python<'_>, engine: &Bound<'_, DagEngine>) -> (usize, usize, usize) {
-    let m = with(py, engine, |g| g.change_mark());
-    (m.events, m.nodes, m.edges)
+pub fn dag_change_mark(py: Python<'_>, engine: &Bound<'_, DagEngine>) -> DagMark {
+    with(py, engine, |g| g.change_mark()).into()
 }
 
-/// (node rows, edge rows, event rows) written since `mark`.
+/// The rows written since `mark` (a `dag_change_mark`, or a `DagCommit.start`); `extra_node_ids` names nodes
+/// changed without an event (a renewed lease).
 #[pyfunction]
 #[pyo3(signature = (engine, mark, extra_node_ids=Vec::new()))]
 pub fn dag_delta(
     py: Python<'_>,
     engine: &Bound<'_, DagEngine>,
-    mark: (usize, usize, usize),
+    mark: PyRef<'_, DagMark>,
     extra_node_ids: Vec<String>,
-) -> PyResult<DeltaRows> {
-    let mark = Mark {
-        events: mark.0,
-        nodes: mark.1,
-        edges: mark.2,
-    };
+) -> PyResult<DagDelta> {
+    let mark = Mark::from(&*mark);
     let d = with(py, engine, |g| g.delta_since(mark, &extra_node_ids));
-    Ok((d.nodes, d.edges, d.events))
+    DagDelta::new(py, d)
 }
 
 /// Stored rows as the driver returned them: `(arena position, record)`, the text borrowed from the Python
