@@ -4,6 +4,7 @@ mod args;
 mod convert;
 mod engine;
 pub mod errors;
+mod fast_build;
 mod mutation;
 mod records;
 mod store;
@@ -14,6 +15,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<engine::DagEngine>()?;
     m.add_class::<mutation::Mutation>()?;
+    fast_build::install(m.py())?;
     store::register(m)?;
     Ok(())
 }
