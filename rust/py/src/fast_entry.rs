@@ -136,6 +136,29 @@ impl FastEntry {
     }
 }
 
+/// Defines `$name`, the `extern "C"` function CPython calls for a fast entry: it runs `$fast` (same
+/// arguments, returning a `PyResult<Option<Bound<_>>>`) through [`FastEntry::call`] of `$entry`.
+macro_rules! fast_method {
+    ($name:ident, $entry:expr, $fast:path) => {
+        unsafe extern "C" fn $name(
+            slf: *mut pyo3::ffi::PyObject,
+            args: *const *mut pyo3::ffi::PyObject,
+            nargsf: pyo3::ffi::Py_ssize_t,
+            kwnames: *mut pyo3::ffi::PyObject,
+        ) -> *mut pyo3::ffi::PyObject {
+            // SAFETY: CPython calls a method with the thread attached, its arguments borrowed for the
+            // call.
+            unsafe {
+                let py = pyo3::Python::assume_attached();
+                $entry.call(py, slf, args, nargsf, kwnames, || {
+                    Ok($fast(py, slf, args, nargsf, kwnames)?.map(pyo3::Bound::into_any))
+                })
+            }
+        }
+    };
+}
+pub(crate) use fast_method;
+
 fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
     payload
         .downcast_ref::<&str>()

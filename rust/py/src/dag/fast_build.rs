@@ -11,7 +11,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyString;
 
 use super::mutation::Mutation;
-use crate::fast_entry::{opt_text, required_text, text, Fast, FastEntry};
+use crate::fast_entry::{fast_method, opt_text, required_text, text, Fast, FastEntry};
 
 static CREATE_NODE: FastEntry = FastEntry::new();
 static CREATE_EDGE: FastEntry = FastEntry::new();
@@ -25,35 +25,8 @@ pub fn install(py: Python<'_>) -> PyResult<()> {
     CREATE_EDGE.install(py, &ty, c"create_edge", create_edge)
 }
 
-unsafe extern "C" fn create_node(
-    slf: *mut ffi::PyObject,
-    args: *const *mut ffi::PyObject,
-    nargsf: ffi::Py_ssize_t,
-    kwnames: *mut ffi::PyObject,
-) -> *mut ffi::PyObject {
-    // SAFETY: CPython calls a method with the thread attached, its arguments borrowed for the call.
-    unsafe {
-        let py = Python::assume_attached();
-        CREATE_NODE.call(py, slf, args, nargsf, kwnames, || {
-            fast_node(py, slf, args, nargsf, kwnames)
-        })
-    }
-}
-
-unsafe extern "C" fn create_edge(
-    slf: *mut ffi::PyObject,
-    args: *const *mut ffi::PyObject,
-    nargsf: ffi::Py_ssize_t,
-    kwnames: *mut ffi::PyObject,
-) -> *mut ffi::PyObject {
-    // SAFETY: as `create_node`.
-    unsafe {
-        let py = Python::assume_attached();
-        CREATE_EDGE.call(py, slf, args, nargsf, kwnames, || {
-            fast_edge(py, slf, args, nargsf, kwnames)
-        })
-    }
-}
+fast_method!(create_node, CREATE_NODE, fast_node);
+fast_method!(create_edge, CREATE_EDGE, fast_edge);
 
 /// `create_node(node_type[, state][, content=...])` of exact `str`s (`None` for `state` / `content`).
 unsafe fn fast_node<'py>(

@@ -17,7 +17,7 @@ use pyo3::types::PyString;
 
 use super::args::{field_names, FIELDS};
 use super::graph::ExecutionGraph;
-use crate::fast_entry::{opt_text, required_text, text, FastEntry};
+use crate::fast_entry::{fast_method, opt_text, required_text, text, FastEntry};
 
 static ENTRY: FastEntry = FastEntry::new();
 
@@ -36,21 +36,7 @@ pub fn install(py: Python<'_>) -> PyResult<()> {
 /// Each argument's value (null when absent), by its position in [`FIELDS`].
 type Slots = [*mut ffi::PyObject; FIELDS.len()];
 
-/// The fast entry: CPython's `METH_FASTCALL | METH_KEYWORDS` calling convention.
-unsafe extern "C" fn record_call(
-    slf: *mut ffi::PyObject,
-    args: *const *mut ffi::PyObject,
-    nargsf: ffi::Py_ssize_t,
-    kwnames: *mut ffi::PyObject,
-) -> *mut ffi::PyObject {
-    // SAFETY: CPython calls a method with the thread attached, its arguments borrowed for the call.
-    unsafe {
-        let py = Python::assume_attached();
-        ENTRY.call(py, slf, args, nargsf, kwnames, || {
-            Ok(fast(py, slf, args, nargsf, kwnames)?.map(Bound::into_any))
-        })
-    }
-}
+fast_method!(record_call, ENTRY, fast);
 
 /// An exact `int` within 64 bits.
 unsafe fn int(o: *mut ffi::PyObject) -> Option<i64> {
