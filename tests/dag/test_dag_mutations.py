@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from dag_helpers import force_state
 
+from chainwarden._core import DagEngine
 from chainwarden.dag import (
     DagEdgeError,
     DagError,
@@ -336,3 +337,98 @@ def test_the_handle_works_only_inside_its_block() -> None:
         with pytest.raises(DagInvalidArgumentError, match="this mutation block has ended"):
             call()
     assert [n["node_id"] for n in g.nodes()] == ["a"]
+
+
+class Name(str):
+    """A `str` subclass: a mutation's fast entry hands it to the general one."""
+
+
+SHAPES_OF_CREATE_NODE: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    (("task",), {}),
+    (("task", None), {}),
+    (("task", "finished"), {}),
+    (("agent_message", "finished"), {"content": "answer"}),
+    (("agent_message", "finished"), {"content": None}),
+    (("agent_message",), {"content": {"k": [1, 2]}}),
+    ((Name("task"), Name("finished")), {}),
+    (("agent_message",), {"state": "finished", "content": Name("x")}),
+    (("task",), {"content": "c", "metadata": {"m": 1}}),
+]
+
+
+@pytest.mark.parametrize(("args", "kwargs"), SHAPES_OF_CREATE_NODE)
+def test_a_mutations_create_node_makes_the_engines_node_whatever_the_calls_shape(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    """`Mutation.create_node` reads a plain call itself and hands others to PyO3's entry: both make the node
+    `DagEngine.create_node` makes (docs/dag.md "Mutations are atomic")."""
+    g = Graph()
+    with g.mutate() as m:
+        made = m.create_node(*args, **kwargs)
+    assert type(made) is str
+    e = DagEngine()
+    expected = e.node(e.create_node(*args, **kwargs))
+    got = g.node(made)
+    for key in ("node_id", "created_at", "finished_at"):
+        got.pop(key), expected.pop(key)
+    assert got == expected
+
+
+def test_a_mutations_create_edge_makes_the_engines_edge_whatever_the_calls_shape() -> None:
+    g = Graph()
+    with g.mutate() as m:
+        a, b, c = (m.create_node("task") for _ in range(3))
+        first = m.create_edge(a, b, "dependency")
+        assert m.create_edge(a, b, "dependency") == first  # the existing edge's id (docs/design.md §9)
+        assert m.create_edge(Name(b), c, "dependency", metadata={"w": 1}, edge_id="e") == "e"
+        assert m.create_edge(from_id=a, to_id=c, edge_type="branch") != first
+    assert sorted((x["edge_type"], str(x["metadata"])) for x in g.edges()) == [
+        ("branch", "{}"),
+        ("dependency", "{'w': 1}"),
+        ("dependency", "{}"),
+    ]
+
+
+CALLS_THAT_FAIL: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
+    ("create_node", ("nope",), {}),
+    ("create_node", ("task", "nope"), {}),
+    ("create_node", ("user_message", "finished"), {}),
+    ("create_node", ("task", 1), {}),
+    ("create_node", (1,), {}),
+    ("create_node", ("task",), {"content": object()}),
+    ("create_node", ("task", "x\ud800"), {}),
+    ("create_node", (), {}),
+    ("create_node", ("task", "pending", "extra"), {}),
+    ("create_node", ("task",), {"colour": "red"}),
+    ("create_edge", ("t", "missing", "dependency"), {}),
+    ("create_edge", ("t", "t", "dependency"), {}),
+    ("create_edge", ("t", "u", "nope"), {}),
+    ("create_edge", ("u", "t", "dependency"), {}),
+    ("create_edge", ("t", "u"), {}),
+    ("create_edge", ("t", "u", "dependency", "extra"), {}),
+    ("create_edge", ("t", 1, "dependency"), {}),
+]
+
+
+@pytest.mark.parametrize(("method", "args", "kwargs"), CALLS_THAT_FAIL)
+def test_a_mutations_build_calls_fail_as_the_engines_do(
+    method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    """Whichever entry reads the call, a bad one raises the engine's error and changes nothing."""
+
+    def graph() -> DagEngine:
+        e = DagEngine(graph_id="g")
+        e.create_node("task", node_id="t")
+        e.create_node("task", node_id="u")
+        e.create_edge("t", "u", "dependency", edge_id="tu")
+        return e
+
+    with pytest.raises(Exception) as by_engine:
+        getattr(graph(), method)(*args, **kwargs)
+    g = Graph._adopt(graph())
+    before = g.to_json()
+    with g.mutate() as m, pytest.raises(Exception) as by_mutation:
+        getattr(m, method)(*args, **kwargs)
+    said = str(by_mutation.value).replace("Mutation.", "DagEngine.")
+    assert (type(by_mutation.value), said) == (type(by_engine.value), str(by_engine.value))
+    assert g.to_json() == before

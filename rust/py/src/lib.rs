@@ -10,6 +10,7 @@ mod convert;
 mod dag;
 mod errors;
 mod exceptions;
+mod fast_entry;
 mod recorder;
 mod vocab;
 

@@ -419,13 +419,16 @@ impl Dag {
         self.hot.reserve(edges);
     }
 
-    /// Appends a node; the caller has validated everything.
+    /// Appends a node and marks it for `flush` (a node read from a record may come with its edges); the
+    /// caller has validated everything.
     pub(crate) fn push_node(&mut self, node: Node) -> u32 {
         let key = crate::ids::parse_uuid(&node.id);
-        self.push_node_keyed(node, key)
+        let i = self.push_node_keyed(node, key);
+        self.dirty.push(i);
+        i
     }
 
-    /// [`Dag::push_node`] of a node whose id's value is known (`Minted`).
+    /// Appends a node whose id's value is known (`Minted`), its derived sets left to the caller.
     pub(crate) fn push_node_keyed(&mut self, node: Node, key: Option<u128>) -> u32 {
         let i = self.nodes.len() as u32;
         self.node_index.insert_keyed(&node.id, key, i);
@@ -441,7 +444,6 @@ impl Dag {
         self.out_adj.push(Adjacency::new());
         self.in_adj.push(Adjacency::new());
         self.txn.log_node_added();
-        self.dirty.push(i);
         i
     }
 

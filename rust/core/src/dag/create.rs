@@ -80,9 +80,13 @@ impl Dag {
         ))
     }
 
+    /// Inserts a new node (no edges yet); records `node_created` unless `quiet`.
     pub(crate) fn insert_node(&mut self, node: Minted<Node>, quiet: bool) -> u32 {
         let at = node.item.created_at;
         let n = self.push_node_keyed(node.item, node.key);
+        // Without edges its counters are the zeros it was built with: only its sets need placing, which
+        // is all a `flush` of it would do.
+        self.update_sets(n);
         if !quiet {
             let node = &self.nodes[n as usize];
             let p = Particulars::NodeCreated {
@@ -105,7 +109,6 @@ impl Dag {
         let state = State::parse(state)?;
         let node = self.build_node(node_type, state, spec, now())?;
         let n = self.insert_node(node, false);
-        self.flush();
         // The arena's own id (a count up, not a copy): the binding makes the caller's `str` from it.
         Ok(self.nodes[n as usize].id.clone())
     }

@@ -1,6 +1,6 @@
 //! `DagEngine`: the native graph, one lock per graph, the GIL released around traversals.
 
-use chainwarden_core::dag::{Dag, DagError, DagResult, Outcome};
+use chainwarden_core::dag::{Dag, DagError, DagResult, NodeSpec, Outcome, Value};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
@@ -46,6 +46,39 @@ impl DagEngine {
         } else {
             self.locked(py, f)
         }
+    }
+
+    /// `create_node` of converted arguments (the general entry's and the fast one's, `fast_build.rs`).
+    pub(super) fn create_node_from(
+        &self,
+        py: Python<'_>,
+        node_type: &str,
+        state: &str,
+        spec: NodeSpec,
+    ) -> Result<Py<PyString>> {
+        let id = self.run(py, spec.is_large(), |g| {
+            g.create_node(node_type, state, spec)
+        })?;
+        Ok(py_str(py, &id).unbind())
+    }
+
+    /// `create_edge` of converted arguments (the general entry's and the fast one's, `fast_build.rs`).
+    pub(super) fn create_edge_from(
+        &self,
+        py: Python<'_>,
+        from_id: &str,
+        to_id: &str,
+        edge_type: &str,
+        metadata: Option<Value>,
+        edge_id: Option<String>,
+    ) -> Result<Py<PyString>> {
+        // Attached: only a cycle search over the graph is long, and the GIL is released around that alone
+        // (releasing it for every edge was a tenth of building a fan-out).
+        let id = self.locked(py, |g| {
+            let long = |step: &mut (dyn FnMut() + Send)| py.detach(step);
+            g.create_edge_with(from_id, to_id, edge_type, metadata, edge_id, &long)
+        })?;
+        Ok(py_str(py, &id).unbind())
     }
 
     /// The four transitions that take a node id and a reason (stored as `str(reason)`).
@@ -119,10 +152,7 @@ impl DagEngine {
     ) -> Result<Py<PyString>> {
         let state = state.as_ref().map_or("pending", |s| &*s.0);
         let spec = node_spec(content, input, output, metadata, node_id);
-        let id = self.run(py, spec.is_large(), |g| {
-            g.create_node(&node_type.0, state, spec)
-        })?;
-        Ok(py_str(py, &id).unbind())
+        self.create_node_from(py, &node_type.0, state, spec)
     }
 
     #[pyo3(signature = (from_id, to_id, edge_type, *, metadata=None, edge_id=None))]
@@ -136,13 +166,7 @@ impl DagEngine {
         edge_id: Option<Text<name::EdgeId>>,
     ) -> Result<Py<PyString>> {
         let (metadata, edge_id) = (dict(metadata), opt_text(edge_id));
-        // Attached: only a cycle search over the graph is long, and the GIL is released around that alone
-        // (releasing it for every edge was a tenth of building a fan-out).
-        let id = self.locked(py, |g| {
-            let long = |step: &mut (dyn FnMut() + Send)| py.detach(step);
-            g.create_edge_with(&from_id.0, &to_id.0, &edge_type.0, metadata, edge_id, &long)
-        })?;
-        Ok(py_str(py, &id).unbind())
+        self.create_edge_from(py, &from_id.0, &to_id.0, &edge_type.0, metadata, edge_id)
     }
 
     #[pyo3(signature = (from_id, node_type, *, state=None, content=None, input=None, metadata=None, node_id=None))]

@@ -5,6 +5,7 @@ mod change;
 mod convert;
 mod engine;
 pub mod errors;
+mod fast_build;
 mod mutation;
 mod records;
 mod store;
@@ -18,6 +19,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<change::DagMark>()?;
     m.add_class::<change::DagCommit>()?;
     m.add_class::<change::DagDelta>()?;
+    fast_build::install(m.py())?;
     store::register(m)?;
     Ok(())
 }

@@ -20,7 +20,7 @@ pub struct Mutation {
 }
 
 impl Mutation {
-    fn live<'py>(&'py self, py: Python<'py>) -> PyResult<&'py DagEngine> {
+    pub(super) fn live<'py>(&'py self, py: Python<'py>) -> PyResult<&'py DagEngine> {
         if self.open.load(Ordering::Acquire) {
             Ok(self.engine.get())
         } else {
