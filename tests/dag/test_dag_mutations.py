@@ -416,16 +416,16 @@ def test_a_mutations_build_calls_fail_as_the_engines_do(
 ) -> None:
     """Whichever entry reads the call, a bad one raises the engine's error and changes nothing."""
 
-    def graph() -> DagEngine:
-        e = DagEngine(graph_id="g")
-        e.create_node("task", node_id="t")
-        e.create_node("task", node_id="u")
-        e.create_edge("t", "u", "dependency", edge_id="tu")
-        return e
+    engine = DagEngine(graph_id="g")
+    g = Graph(graph_id="g")  # in memory here, in a store under tests/dag/store/test_store_suite.py
+    with g.mutate() as m:
+        for build in (engine, m):
+            build.create_node("task", node_id="t")
+            build.create_node("task", node_id="u")
+            build.create_edge("t", "u", "dependency", edge_id="tu")
 
     with pytest.raises(Exception) as by_engine:
-        getattr(graph(), method)(*args, **kwargs)
-    g = Graph._adopt(graph())
+        getattr(engine, method)(*args, **kwargs)
     before = g.to_json()
     with g.mutate() as m, pytest.raises(Exception) as by_mutation:
         getattr(m, method)(*args, **kwargs)
