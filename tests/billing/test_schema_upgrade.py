@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
+from contextlib import closing
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -56,14 +57,14 @@ def fact(unit: str) -> UsageFact:
 
 def test_a_first_release_ledger_file_is_upgraded_in_place(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite3"
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.executescript(FIRST_RELEASE_LEDGER)
     conn.close()
     with SqliteLedger(path) as ledger:
         assert ledger.balance("acct") == 500
         receipt = ledger.commit_usage_fact(fact("u1"), call_index=0, pricing=Pricing(markup=1.0))
         assert receipt is not None and ledger.balance("acct") == 500 - receipt.charged_credits
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         assert conn.execute(
             "SELECT version FROM chainwarden_schema WHERE component = 'billing'"
         ).fetchone() == (4,)
@@ -109,7 +110,7 @@ def test_a_version_3_sqlite_ledger_gets_the_run_context_column(tmp_path: Path) -
     path = tmp_path / "v3.sqlite3"
     with SqliteLedger(path) as ledger:
         version_3_run(ledger)
-    with sqlite3.connect(path) as conn:  # as a file written before step 4 existed
+    with closing(sqlite3.connect(path)) as conn, conn:  # as a file written before step 4 existed
         conn.execute("ALTER TABLE runs DROP COLUMN context")
         conn.execute("UPDATE chainwarden_schema SET version = 3 WHERE component = 'billing'")
     conn.close()
@@ -117,7 +118,7 @@ def test_a_version_3_sqlite_ledger_gets_the_run_context_column(tmp_path: Path) -
         assert ledger.runs()[0].context is None
         ledger.record_run(dataclasses.replace(ledger.runs()[0], context={"user_id": "u-2"}))
         assert ledger.runs()[0].context == {"user_id": "u-2"}
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         assert conn.execute(
             "SELECT version FROM chainwarden_schema WHERE component = 'billing'"
         ).fetchone() == (4,)
@@ -144,7 +145,7 @@ def test_a_version_3_postgres_ledger_gets_the_run_context_column() -> None:
 
 def test_a_first_release_outbox_gets_its_owner_column(tmp_path: Path) -> None:
     path = tmp_path / "old.outbox.sqlite3"
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.execute(
             "CREATE TABLE usage_outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, ledger TEXT NOT NULL, "
             "source_system TEXT NOT NULL, source_reference TEXT NOT NULL, run_id TEXT NOT NULL, "
@@ -170,7 +171,7 @@ def test_a_first_release_outbox_gets_its_owner_column(tmp_path: Path) -> None:
         assert len(seqs) == 1
     finally:
         outbox.close()
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         assert conn.execute(
             "SELECT version FROM chainwarden_schema WHERE component = 'outbox'"
         ).fetchone() == (2,)

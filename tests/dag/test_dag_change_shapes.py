@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -102,7 +103,7 @@ def test_a_stored_block_writes_the_rows_of_its_delta(tmp_path: Path) -> None:
             root = m.create_node("user_message", "finished", content="hi")
             m.create_edge(root, m.create_node("task", "finished"), "sequence")
         delta = dag_delta(graph._engine, dag_change_mark(DagEngine("empty")))
-        with sqlite3.connect(tmp_path / "dag.db") as conn:
+        with closing(sqlite3.connect(tmp_path / "dag.db")) as conn, conn:
             nodes = conn.execute(
                 "SELECT seq, node_id, record FROM chainwarden_dag_nodes WHERE graph_id='g' ORDER BY seq"
             ).fetchall()

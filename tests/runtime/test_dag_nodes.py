@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import closing
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -190,7 +191,8 @@ async def test_reconcile_reports_what_does_not_match(tmp_path: Path) -> None:
         )
         await Runner(store.load("chat"), {"agent_message": executor}).arun_until_idle()
         runtime.close()
-    with sqlite3.connect(ledger_path) as db:  # a charge lost, another changed, one billed outside any run
+    # A charge lost, another changed, one billed outside any run.
+    with closing(sqlite3.connect(ledger_path)) as db, db:
         db.execute("DELETE FROM charge_receipts WHERE run_id = 'dag.chat.a1'")
         db.execute("UPDATE charge_receipts SET charged_credits = 1 WHERE run_id = 'dag.chat.a2'")
         db.execute(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -175,7 +176,7 @@ async def test_missing_unit_ids_use_the_runs_call_index(ledger: SqliteLedger) ->
 
 
 def _reject_unit(path: Path, unit: str) -> None:
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.execute(
             "CREATE TRIGGER reject BEFORE INSERT ON charge_receipts "
             f"WHEN NEW.usage_unit_id = '{unit}' BEGIN SELECT RAISE(ABORT, 'rejected by test'); END"
@@ -212,7 +213,7 @@ async def test_a_ledger_failure_on_one_fact_spares_the_others(tmp_path: Path, st
             assert [r.source_reference for r in ledger.receipts()] == ["run-l/0/u1", "run-l/0/u3"]
             assert len(run.billing_failures) == 1
             # Once the store takes it again, the drainer commits the parked fact, exactly once.
-            with sqlite3.connect(path) as conn:
+            with closing(sqlite3.connect(path)) as conn, conn:
                 conn.execute("DROP TRIGGER reject")
             conn.close()
             if strict:

@@ -6,6 +6,7 @@ import json
 import re
 import sqlite3
 import uuid
+from contextlib import closing
 from pathlib import Path
 
 import psycopg
@@ -131,7 +132,7 @@ def test_unreachable_sqlite_and_postgres(tmp_path: Path) -> None:
 def test_unknown_schema_version_is_refused(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/s.db"
     Store.open(url).close()
-    with sqlite3.connect(tmp_path / "s.db") as conn:
+    with closing(sqlite3.connect(tmp_path / "s.db")) as conn, conn:
         conn.execute("UPDATE chainwarden_schema SET version = 99 WHERE component = 'dag'")
     conn.close()
     with pytest.raises(StoreSchemaError, match="99"):
@@ -159,7 +160,7 @@ def test_a_version_1_store_is_upgraded_and_its_graphs_keep_working(tmp_path: Pat
     old = Graph(graph_id="old")
     with old.mutate() as m:
         m.create_node("task", node_id="t")
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         for ddl in V1_TABLES:
             conn.execute(ddl)
         conn.execute("INSERT INTO chainwarden_dag_graphs VALUES ('old', 1, 0.0)")
@@ -180,7 +181,7 @@ def test_a_version_1_store_is_upgraded_and_its_graphs_keep_working(tmp_path: Pat
         assert g.claim(1, worker_id="w", lease_s=30) == ["t"]
         assert g.version == 2
         assert store._work(None, 10).graphs == []
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         assert conn.execute("SELECT value FROM chainwarden_dag_meta").fetchone() == ("2",)
         assert conn.execute("SELECT version FROM chainwarden_schema WHERE component = 'dag'").fetchone() == (
             2,
