@@ -61,11 +61,14 @@ Plans = dict[str, dict[float, CallPlan]]
 
 
 def plan_named(plans: Plans, s: ChainState, kind: CallKind, name: str, cost: float) -> CallPlan:
-    """The plan of ``ctx.llm_call(name, cost)`` (or ``tool_call``) blocks, remembered in ``plans`` (the
-    context's, one per kind) once the options are validated. The context holds them, not the chain
-    state they point to: no reference cycle."""
-    p = plan(s, kind, WrapOptions(name, cost))
+    """The plan of ``ctx.llm_call(name, cost)`` (or ``tool_call``) blocks: the one remembered in ``plans``
+    (the context's, one per kind, which the native ``CallForms`` reads), else a new one, remembered once the
+    options are validated. The context holds them, not the chain state they point to: no reference cycle."""
     costs = plans.get(name)
+    known = None if costs is None else costs.get(cost)
+    if known is not None:
+        return known
+    p = plan(s, kind, WrapOptions(name, cost))
     if costs is None and len(plans) < _MAX_NAMES:
         costs = plans[name] = {}
     if costs is not None and len(costs) < _MAX_COSTS:

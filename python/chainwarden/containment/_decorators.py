@@ -124,10 +124,7 @@ def _call_form(
     if timeout_ms is None and type(name) is str and type(cost) is float:
         # The common form, planned once per context (exact types: 0.0 and False hash alike).
         plans = ctx._llm_plans if kind == CallKind.LLM else ctx._tool_plans
-        try:
-            return Contained(ctx, plans[name][cost])
-        except KeyError:
-            return Contained(ctx, plan_named(plans, ctx._s, kind, name, cost))
+        return Contained(ctx, plan_named(plans, ctx._s, kind, name, cost))
     if callable(name):
         return contained_call(ctx, ctx._s, kind, WrapOptions())(name)
     return contained_call(ctx, ctx._s, kind, WrapOptions(name, cost, timeout_ms))

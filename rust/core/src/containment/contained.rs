@@ -12,6 +12,7 @@ use crate::ids::{id_string, NodeId};
 use crate::recorder::graph::State;
 use crate::recorder::{AggregatesView, Config, Graph, Kind, Spent, Terminal};
 use crate::value::Value;
+use parking_lot::MutexGuard;
 
 /// Graph label of a call without an operation name.
 pub const UNNAMED: &str = "unnamed";
@@ -156,15 +157,30 @@ impl Contained {
                 // The record says why with the chain's figures, as the refusal itself does.
                 let estimate = (stop == Stop::Estimate).then_some(cost_estimate);
                 let why = self.chain.describe(stop.reason(), estimate);
-                self.record(node, !name.is_empty(), stop.status(), Some(&why));
+                self.keep_record(
+                    self.graph.lock(),
+                    node,
+                    !name.is_empty(),
+                    stop.status(),
+                    Some(&why),
+                );
                 Ok(Err(Refusal { stop, node }))
             }
         }
     }
 
-    /// Keeps the record of a finished call, copied from its node while the graph still has it.
-    fn record(&self, node: NodeId, named: bool, status: Status, message: Option<&str>) {
-        let record = self.record_of(&self.graph.lock(), node, named, status, message);
+    /// Keeps the record of a finished call, copied from its node under `st` (the settle's own
+    /// graph lock, released before the chain takes the record).
+    fn keep_record(
+        &self,
+        st: MutexGuard<'_, State>,
+        node: NodeId,
+        named: bool,
+        status: Status,
+        message: Option<&str>,
+    ) {
+        let record = self.record_of(&st, node, named, status, message);
+        drop(st);
         if let Some(record) = record {
             self.chain.push_record(record);
         }
@@ -288,11 +304,7 @@ impl Contained {
         .and_then(|t| self.graph.finish_locked(&mut st, node, &t, false));
         nesting::pop(self.key, node);
         marked?;
-        let record = self.record_of(&st, node, named, Status::Ok, None);
-        drop(st);
-        if let Some(record) = record {
-            self.chain.push_record(record);
-        }
+        self.keep_record(st, node, named, Status::Ok, None);
         Ok(settled.cost_usd)
     }
 
@@ -357,11 +369,7 @@ impl Contained {
             (None, GraphEnd::Fail(class)) => Terminal::failure(class, None, spent),
         };
         self.graph.finish_locked(&mut st, node, &ending, false)?;
-        let record = self.record_of(&st, node, named, status, failure.message);
-        drop(st);
-        if let Some(record) = record {
-            self.chain.push_record(record);
-        }
+        self.keep_record(st, node, named, status, failure.message);
         Ok(Closed {
             stop,
             charged_usd: spent.cost_usd,

@@ -63,18 +63,17 @@ impl CallForms {
         args: &Bound<'_, PyTuple>,
     ) -> PyResult<Option<Py<CallPlan>>> {
         let py = slf.py();
-        let name = match args.len() {
-            0 => intern!(py, "").clone().into_any(),
-            1 | 2 => args.get_item(0)?,
-            _ => return Ok(None),
-        };
-        let cost = match args.len() {
-            2 => args.get_item(1)?,
-            _ => ZERO
-                .get_or_init(py, || PyFloat::new(py, 0.0).unbind())
+        let zero = || {
+            ZERO.get_or_init(py, || PyFloat::new(py, 0.0).unbind())
                 .bind(py)
                 .clone()
-                .into_any(),
+                .into_any()
+        };
+        let (name, cost) = match args.len() {
+            0 => (intern!(py, "").clone().into_any(), zero()),
+            1 => (args.get_item(0)?, zero()),
+            2 => (args.get_item(0)?, args.get_item(1)?),
+            _ => return Ok(None),
         };
         if !name.is_exact_instance_of::<PyString>() || !cost.is_exact_instance_of::<PyFloat>() {
             return Ok(None);

@@ -1,6 +1,6 @@
 //! `DagEngine`: the native graph, one lock per graph, the GIL released around traversals.
 
-use chainwarden_core::dag::{Dag, DagError, DagResult, NodeSpec, Outcome, Value};
+use chainwarden_core::dag::{Dag, DagError, DagResult, NodeSpec, Outcome, State, Value};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
@@ -53,9 +53,10 @@ impl DagEngine {
         &self,
         py: Python<'_>,
         node_type: &str,
-        state: &str,
+        state: Option<&str>,
         spec: NodeSpec,
     ) -> Result<Py<PyString>> {
+        let state = initial_state(state);
         let id = self.run(py, spec.is_large(), |g| {
             g.create_node(node_type, state, spec)
         })?;
@@ -150,9 +151,8 @@ impl DagEngine {
         metadata: Option<JsonDict<name::Metadata>>,
         node_id: Option<Text<name::NodeId>>,
     ) -> Result<Py<PyString>> {
-        let state = state.as_ref().map_or("pending", |s| &*s.0);
         let spec = node_spec(content, input, output, metadata, node_id);
-        self.create_node_from(py, &node_type.0, state, spec)
+        self.create_node_from(py, &node_type.0, state.as_ref().map(|s| &*s.0), spec)
     }
 
     #[pyo3(signature = (from_id, to_id, edge_type, *, metadata=None, edge_id=None))]
@@ -185,10 +185,9 @@ impl DagEngine {
         metadata: Option<JsonDict<name::Metadata>>,
         node_id: Option<Text<name::NodeId>>,
     ) -> Result<String> {
-        let state = opt_text(state);
+        let state = initial_state(state.as_ref().map(|s| &*s.0));
         let spec = node_spec(content, input, None, metadata, node_id);
         Ok(self.run(py, spec.is_large(), |g| {
-            let state = state.as_deref().unwrap_or("pending");
             g.fork(&from_id.0, &node_type.0, state, spec)
         })?)
     }
@@ -483,4 +482,10 @@ impl DagEngine {
 /// An optional flag defaults to False.
 fn flag(arg: Option<Flag<name::IncludeCompressed>>) -> bool {
     arg.is_some_and(|f| f.0)
+}
+
+/// The state a new node starts in when the caller names none (`create_node`, `fork`, and the fast
+/// `create_node` entry): the core's `pending`.
+fn initial_state(state: Option<&str>) -> &str {
+    state.unwrap_or_else(|| State::Pending.as_str())
 }

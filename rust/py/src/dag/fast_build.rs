@@ -75,7 +75,7 @@ unsafe fn fast_node<'py>(
         // CPython's method descriptor checked that `self` is a `Mutation`.
         let m = Bound::from_borrowed_ptr(py, slf).cast_into_unchecked::<Mutation>();
         let engine = m.get().live(py)?;
-        let id = engine.create_node_from(py, node_type, state.unwrap_or("pending"), spec)?;
+        let id = engine.create_node_from(py, node_type, state, spec)?;
         Ok(Some(id.into_bound(py).into_any()))
     }
 }
