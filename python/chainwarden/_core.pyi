@@ -62,6 +62,7 @@ __all__ = [
     "enclosing_call",
     "enter_context",
     "leave_context",
+    "mermaid_label",
     "open_sync_calls",
 ]
 
@@ -749,6 +750,7 @@ class ChainCore:
     def __len__(self) -> int: ...
 
 def dag_change_mark(engine: DagEngine) -> DagMark: ...
+def mermaid_label(text: str, *, max_label_chars: int) -> str: ...
 def dag_delta(engine: DagEngine, mark: DagMark, extra_node_ids: list[str] = ...) -> DagDelta: ...
 def dag_from_records(
     graph_id: str,

@@ -36,7 +36,7 @@ def test_mermaid_call_tree_has_generated_ids_and_escaped_labels(tmp_path: Path) 
         assert label is not None, line
         assert not set(label.group(1).replace("<br/>", "")) & set('"<>`'), line
     assert mermaid_label(HOSTILE) in text
-    assert "#lt;script#gt;alert(#quot;x#quot;)#lt;/script#gt; #35;1 #amp; #96;tick#96;" in text
+    assert "#lt;script#gt;alert#40;#quot;x#quot;#41;#lt;/script#gt; #35;1 #amp; #96;tick#96;" in text
     edges = [line for line in lines if " --> " in line]
     assert len(edges) == len(g) - 1  # a tree: one edge per non-root node
     assert re.search(r"^class N\d+,N\d+ stopped$", text, re.M)  # the failed and the halted call
@@ -45,8 +45,15 @@ def test_mermaid_call_tree_has_generated_ids_and_escaped_labels(tmp_path: Path) 
 @given(st.text())
 def test_mermaid_label_never_leaks_syntax(text: str) -> None:
     label = mermaid_label(text)
-    assert not set(label) & set('"<>`\n\r')
-    assert len(label.replace("#35;", "#")) <= 80 * 6  # bounded: at most 80 characters, each escaped
+    assert not set(label) & set('"<>`\n\r[]|{}()')
+    # bounded: at most 80 code points, each escaped to at most `#1114111;`
+    assert len(label) <= 80 * len("#1114111;")
+    # the DAG export labels a node by the same rule
+    g = Graph()
+    with g.mutate() as m:
+        m.create_node("user_message", "finished", content=text)
+    exported = g.to_mermaid(max_label_chars=80).splitlines()[1]
+    assert exported == f'N0["{mermaid_label("user_message:finished " + text)}"]'
 
 
 def test_dag_mermaid_is_the_engines_own_export(tmp_path: Path) -> None:

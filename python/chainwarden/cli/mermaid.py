@@ -2,37 +2,23 @@
 
 A DAG is exported by the engine itself (``Graph.to_mermaid``, the one DAG exporter). A call tree (an
 ``ExecutionGraph`` or containment snapshot) is written here: node ids are generated (``N0``, ``N1`` …) so no
-user string ever becomes Mermaid syntax, and labels are quoted with every character Mermaid could read as
-syntax written as an entity code."""
+user string ever becomes Mermaid syntax, and labels are quoted and escaped by the engine's label rule."""
 
 from __future__ import annotations
 
 import json
 
+from chainwarden import _core
 from chainwarden.cli.runfile import Run, RunFileError
 from chainwarden.dag import DagError, Graph
 
 __all__ = ["mermaid_label", "run_to_mermaid"]
 
-# Order matters: '#' first, since every replacement below introduces one.
-_ENTITIES = (
-    ("#", "#35;"),
-    ("&", "#amp;"),
-    ('"', "#quot;"),
-    ("<", "#lt;"),
-    (">", "#gt;"),
-    ("`", "#96;"),
-)
-
 
 def mermaid_label(text: str, max_chars: int = 80) -> str:
-    """``text`` as the inside of a quoted Mermaid label: one line, cut to ``max_chars``, escaped."""
-    flat = " ".join(text.split())
-    if len(flat) > max_chars:
-        flat = flat[: max_chars - 1] + "…"
-    for raw, entity in _ENTITIES:
-        flat = flat.replace(raw, entity)
-    return flat
+    """``text`` as the inside of a quoted Mermaid label: one line, cut to ``max_chars``, escaped by the core's
+    one rule, the same the DAG export uses (docs/design.md §25)."""
+    return _core.mermaid_label(text, max_label_chars=max_chars)
 
 
 def run_to_mermaid(run: Run) -> str:

@@ -24,7 +24,7 @@ pub mod name {
         MaxLabelChars = "max_label_chars", Metadata = "metadata", Mode = "mode", NewInput = "new_input",
         NewNodeId = "new_node_id", NodeId = "node_id", NodeIds = "node_ids", NodeType = "node_type", Nodes = "nodes",
         Outcome = "outcome", Output = "output", State = "state", SummaryContent = "summary_content",
-        ToId = "to_id",
+        Text = "text", ToId = "to_id",
     }
 }
 

@@ -1,4 +1,5 @@
-//! Bindings of the DAG engine: the `DagEngine` and `Mutation` classes and the `DagError` exception family.
+//! Bindings of the DAG engine: the `DagEngine` and `Mutation` classes, the `DagError` exception family, and the
+//! Mermaid label rule its export uses.
 
 mod args;
 mod change;
@@ -6,6 +7,7 @@ mod convert;
 mod engine;
 pub mod errors;
 mod fast_build;
+mod mermaid;
 mod mutation;
 mod records;
 mod store;
@@ -21,5 +23,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<change::DagDelta>()?;
     fast_build::install(m.py())?;
     store::register(m)?;
+    mermaid::register(m)?;
     Ok(())
 }
