@@ -51,6 +51,7 @@ pub(crate) fn check_required_payload(t: NodeType, input: &Value, output: &Value)
 
 impl Dag {
     /// Validates a node spec and builds the node without inserting it.
+    #[inline]
     pub(crate) fn build_node(
         &self,
         node_type: NodeType,
@@ -81,6 +82,7 @@ impl Dag {
     }
 
     /// Inserts a new node (no edges yet); records `node_created` unless `quiet`.
+    #[inline]
     pub(crate) fn insert_node(&mut self, node: Minted<Node>, quiet: bool) -> u32 {
         let at = node.item.created_at;
         let n = self.push_node_keyed(node.item, node.key);
@@ -94,7 +96,7 @@ impl Dag {
                 state: node.state,
             };
             let id = node.id.clone();
-            self.record_typed(&id, p, at);
+            self.record_owned(id, p, at);
         }
         n
     }
@@ -114,6 +116,7 @@ impl Dag {
     }
 
     /// Inserts an edge that is known to be valid; records `edge_created` unless `quiet`.
+    #[inline]
     pub(crate) fn insert_edge(&mut self, edge: Minted<Edge>, quiet: bool) -> u32 {
         let (at, edge_type) = (edge.item.created_at, edge.item.edge_type);
         let e = self.push_edge_keyed(edge.item, edge.key);
@@ -125,7 +128,7 @@ impl Dag {
                 to: self.nodes[edge.to as usize].id.clone(),
             };
             let id = edge.id.clone();
-            self.record_typed(&id, p, at);
+            self.record_owned(id, p, at);
         }
         e
     }

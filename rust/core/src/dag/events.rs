@@ -228,8 +228,14 @@ impl Dag {
     }
 
     pub(crate) fn record_typed(&mut self, subject: &Arc<str>, particulars: Particulars, at: f64) {
+        self.record_owned(subject.clone(), particulars, at);
+    }
+
+    /// [`Dag::record_typed`] of a subject the caller already holds a count of (a new node's or edge's id):
+    /// no second count up and down per event on the build path.
+    pub(crate) fn record_owned(&mut self, subject: Arc<str>, particulars: Particulars, at: f64) {
         self.events.push(Event {
-            subject_id: subject.clone(),
+            subject_id: subject,
             particulars,
             created_at: at,
         });

@@ -238,6 +238,22 @@ fn recent_nodes_are_found_by_their_text_only() {
     assert_eq!(one.idx(&next_uuid(&only)).ok(), None);
 }
 
+/// The recent-node check compares an id's last word before its whole text: ids that share that word (or
+/// are shorter than a word) are still told apart by the rest.
+#[test]
+fn recent_nodes_sharing_a_tail_are_told_apart() {
+    let mut g = Dag::new(None);
+    let first = node(&mut g, Some("a-0123456789"));
+    let previous = node(&mut g, Some("b-0123456789"));
+    let newest = node(&mut g, Some("x"));
+    for (id, at) in [(&first, 0), (&previous, 1), (&newest, 2)] {
+        assert_eq!(g.idx(id).ok(), Some(at), "{id}");
+    }
+    for other in ["c-0123456789", "0123456789", "y", "", "xx"] {
+        assert_eq!(g.idx(other).ok(), None, "{other}");
+    }
+}
+
 /// The value the graph indexes a minted id by is the value its text reads as.
 #[test]
 fn minted_ids_carry_the_value_of_their_text() {
