@@ -338,6 +338,9 @@ def test_the_worker_command_names_a_bad_executors_option(spec: str, message: str
     assert done.returncode == 2 and message in done.stderr and "--executors" in done.stderr
 
 
+# The store waits its whole connect timeout (10 s) for a server that refuses, as it would for one starting up;
+# with the interpreter's start on a loaded machine that is close to the default 15 s test timeout.
+@pytest.mark.timeout(60)
 def test_the_worker_command_masks_a_password_it_cannot_connect_with() -> None:
     done = subprocess.run(
         [
