@@ -23,6 +23,7 @@ __all__ = [
     "CallNotAdmitted",
     "CallPlan",
     "CallRecord",
+    "CallReport",
     "CallStatus",
     "ChainCore",
     "ChainwardenError",
@@ -45,9 +46,11 @@ __all__ = [
     "Mutation",
     "NodeEvent",
     "NotFound",
+    "OpenCall",
     "StopCause",
     "__version__",
     "bind_call",
+    "current_call",
     "current_context",
     "dag_apply_records",
     "dag_change_mark",
@@ -62,7 +65,6 @@ __all__ = [
     "enclosing_call",
     "enter_context",
     "leave_context",
-    "open_sync_calls",
 ]
 
 __version__: str
@@ -460,8 +462,19 @@ def leave_context(ctx: Any) -> None:
 def current_context() -> Any:
     """The innermost context entered with ``with`` / ``async with`` or wrapping the running call, or None."""
 
-def open_sync_calls() -> tuple[int, tuple[ChainCore, int] | None]:
-    """(depth, (core, node) of the innermost) of the sync wrapped calls open on this thread."""
+@final
+class OpenCall:
+    """The wrapped call the running code is inside: its chain core (or the shared-budget gate around it)
+    and its node."""
+
+    @property
+    def core(self) -> Any: ...
+    @property
+    def node(self) -> int: ...
+
+def current_call() -> OpenCall | None:
+    """The innermost wrapped call the running code is inside, of any chain (what ``report_cost``
+    charges): an async call or block of ``CURRENT_CALL``, or a sync call of this thread's stack."""
 
 @final
 class CallBinding:
@@ -656,6 +669,17 @@ class CallNotAdmitted(ChainwardenError):
     def __init__(self, cause: StopCause, node: int) -> None: ...
 
 @final
+class CallReport:
+    """What an open call reported so far (``ChainCore.take_report``)."""
+
+    @property
+    def cost_usd(self) -> float: ...
+    @property
+    def tokens_in(self) -> int | None: ...
+    @property
+    def tokens_out(self) -> int | None: ...
+
+@final
 class ClosedCall:
     """How ``ChainCore.fail`` closed a call: the retry budget's stop reason and the cost charged."""
 
@@ -705,7 +729,7 @@ class ChainCore:
     def report(
         self, node: int, cost_usd: float, tokens_in: int | None = None, tokens_out: int | None = None
     ) -> None: ...
-    def take_report(self, node: int) -> tuple[float, int | None, int | None] | None: ...
+    def take_report(self, node: int) -> CallReport | None: ...
     def settle(self, node: int, named: bool, cost_estimate: float) -> None: ...
     def succeed(
         self,

@@ -220,8 +220,8 @@ def succeeded(s: ChainState, node_id: int, kind: CallKind, opts: WrapOptions, re
     governed = governance.take(s, node_id) if s.governor is not None else None
     hinted = None
     if reported is not None:
-        actual: float | None
-        actual, tokens_in, tokens_out = reported
+        actual: float | None = reported.cost_usd
+        tokens_in, tokens_out = reported.tokens_in, reported.tokens_out
     else:
         actual, tokens_in, tokens_out = _priced(s, result, opts), None, None
         if actual is None and opts._rich:

@@ -15,7 +15,7 @@ mod current;
 mod forms;
 
 use chainwarden_core::containment::{
-    kinds, Contained, Failure, GraphEnd, Limits, Reported, Status, Stop, MAX_RECORDS,
+    kinds, nesting, Contained, Failure, GraphEnd, Limits, Reported, Status, Stop, MAX_RECORDS,
 };
 use chainwarden_core::ids::{id_string, NodeId};
 use chainwarden_core::recorder::Kind;
@@ -26,9 +26,10 @@ use pyo3::ffi;
 use pyo3::intern;
 use pyo3::sync::PyOnceLock;
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyFunction, PyList, PyType};
+use pyo3::types::{PyBytes, PyDict, PyFunction, PyList, PyType, PyWeakrefReference};
 
 use crate::errors;
 use crate::exceptions::{self, invalid_argument, invalid_argument_type};
@@ -237,18 +238,19 @@ pub struct ClosedCall {
     charged_usd: f64,
 }
 
-#[pyclass(frozen, module = "chainwarden._core")]
+/// What the open call `node` reported so far (`ChainCore.take_report`).
+#[pyclass(frozen, get_all, module = "chainwarden._core")]
+pub struct CallReport {
+    cost_usd: f64,
+    tokens_in: Option<i64>,
+    tokens_out: Option<i64>,
+}
+
+#[pyclass(frozen, weakref, module = "chainwarden._core")]
 pub struct ChainCore {
     inner: Contained,
     /// Whether an admitted call is running at once (nothing to consult first), else once `dispatch`ed.
     dispatch: bool,
-}
-
-thread_local! {
-    /// The sync calls open on this thread, innermost last: what `report_cost` charges when no
-    /// deeper async binding exists (docs/design.md §20). A sync callable runs on the thread that
-    /// wrapped it, so a thread-local stack is exact and far cheaper than a ContextVar per call.
-    static SYNC_CALLS: RefCell<Vec<(Py<ChainCore>, NodeId)>> = const { RefCell::new(Vec::new()) };
 }
 
 thread_local! {
@@ -354,25 +356,6 @@ fn check_sync_callable(py: Python<'_>, f: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
-fn pop_sync_call(core: &ChainCore, node: NodeId) {
-    let popped = SYNC_CALLS.with_borrow_mut(|open| {
-        let i = open
-            .iter()
-            .rposition(|(c, n)| *n == node && std::ptr::eq(c.get(), core))?;
-        Some(open.remove(i))
-    });
-    drop(popped);
-}
-
-/// (depth, innermost) of the sync calls open on this thread: `innermost` is (core, node).
-#[pyfunction]
-pub fn open_sync_calls(py: Python<'_>) -> (usize, Option<(Py<ChainCore>, NodeId)>) {
-    SYNC_CALLS.with_borrow(|open| {
-        let top = open.last().map(|(c, n)| (c.clone_ref(py), *n));
-        (open.len(), top)
-    })
-}
-
 fn tokens(v: Option<u64>) -> Option<i64> {
     v.map(|t| i64::try_from(t).unwrap_or(i64::MAX))
 }
@@ -400,6 +383,13 @@ pub(crate) fn admit(
     nest: bool,
 ) -> errors::Result<Result<NodeId, Refused>> {
     let core = slf.get();
+    if nest && !core.inner.has_owner() {
+        // The core's per-thread stack of open sync calls carries a weak reference to this core:
+        // `innermost_sync` turns an entry back into it, and an entry left behind by a call never
+        // settled does not keep a dropped core alive (nor find it).
+        let owner = PyWeakrefReference::new(slf)?.unbind();
+        core.inner.set_owner(Arc::new(owner));
+    }
     let begun = core.inner.begin(
         call.parent_hint,
         call.kind.into(),
@@ -410,12 +400,7 @@ pub(crate) fn admit(
         nest,
     )?;
     Ok(match begun {
-        Ok(node) => {
-            if nest {
-                SYNC_CALLS.with_borrow_mut(|open| open.push((slf.clone().unbind(), node)));
-            }
-            Ok(node)
-        }
+        Ok(node) => Ok(node),
         Err(refused) => Err(Refused {
             cause: StopCause::from(refused.stop),
             node: refused.node,
@@ -444,14 +429,19 @@ fn admit_or_raise(
     }
 }
 
-/// (depth, innermost core) of the sync calls open on this thread.
-pub(crate) fn innermost_sync(py: Python<'_>) -> (usize, Option<Bound<'_, ChainCore>>) {
-    SYNC_CALLS.with_borrow(|open| (open.len(), open.last().map(|(c, _)| c.bind(py).clone())))
+/// The depth of the core's stack of sync calls open on this thread, and its innermost call of a
+/// core that still lives: (core, node).
+pub(crate) fn innermost_sync(py: Python<'_>) -> (usize, Option<(Bound<'_, ChainCore>, NodeId)>) {
+    nesting::innermost_of(|owner, node| {
+        let weak = owner.downcast_ref::<Py<PyWeakrefReference>>()?;
+        let core = weak.bind(py).upgrade_as::<ChainCore>().ok().flatten()?;
+        Some((core, node))
+    })
 }
 
 /// How many sync calls are open on this thread (a binding's `sync_depth`).
 pub(crate) fn sync_depth() -> usize {
-    SYNC_CALLS.with_borrow(Vec::len)
+    nesting::depth()
 }
 
 impl ChainCore {
@@ -462,7 +452,6 @@ impl ChainCore {
         named: bool,
         cost_estimate: f64,
     ) -> errors::Result<()> {
-        pop_sync_call(self, node);
         Ok(self
             .inner
             .succeed(node, named, cost_estimate, None)
@@ -577,12 +566,13 @@ impl ChainCore {
         Ok(self.inner.report(node, cost_usd, tokens_in, tokens_out)?)
     }
 
-    /// Removes and returns what the open call `node` reported: (cost_usd, tokens_in,
-    /// tokens_out), or None.
-    fn take_report(&self, node: NodeId) -> Option<(f64, Option<i64>, Option<i64>)> {
-        self.inner
-            .take_report(node)
-            .map(|r| (r.cost_usd, tokens(r.tokens_in), tokens(r.tokens_out)))
+    /// Removes and returns what the open call `node` reported, or None.
+    fn take_report(&self, node: NodeId) -> Option<CallReport> {
+        self.inner.take_report(node).map(|r| CallReport {
+            cost_usd: r.cost_usd,
+            tokens_in: tokens(r.tokens_in),
+            tokens_out: tokens(r.tokens_out),
+        })
     }
 
     /// The fast path's `succeed`: settles a completed call at what it reported, else its
@@ -609,7 +599,6 @@ impl ChainCore {
             tokens_in: as_u64(tokens_in),
             tokens_out: as_u64(tokens_out),
         });
-        pop_sync_call(self, node);
         Ok(self.inner.succeed(node, named, cost_estimate, actual)?)
     }
 
@@ -636,7 +625,6 @@ impl ChainCore {
             end: halt_reason.map_or(GraphEnd::Fail(error_class), GraphEnd::Halt),
             message: error_message,
         };
-        pop_sync_call(self, node);
         let closed = self.inner.fail(node, named, failure)?;
         Ok(ClosedCall {
             stop: closed.stop,
@@ -771,6 +759,7 @@ impl ChainCore {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ChainCore>()?;
     m.add("CallNotAdmitted", not_admitted_class(m.py())?.bind(m.py()))?;
+    m.add_class::<CallReport>()?;
     m.add_class::<ClosedCall>()?;
     m.add_class::<Counters>()?;
     binding::register(m)?;
@@ -781,7 +770,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CallKind>()?;
     m.add_class::<CallStatus>()?;
     m.add_class::<StopCause>()?;
-    m.add_function(wrap_pyfunction!(open_sync_calls, m)?)?;
     // The stop reasons are exported with the other vocabularies (`VOCABULARIES["stop_reason"]`).
     m.add("MAX_RECORDS", MAX_RECORDS)
 }

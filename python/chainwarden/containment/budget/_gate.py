@@ -206,8 +206,10 @@ class BudgetedCore:
     def settle(self, node: int, named: bool, cost_estimate: float) -> None:
         # The fast path's settle: charged what the call reported, else its estimate.
         report = self._core.take_report(node)
-        actual, tokens_in, tokens_out = report if report is not None else (None, None, None)
-        self.succeed(node, named, cost_estimate, actual, tokens_in, tokens_out)
+        if report is None:
+            self.succeed(node, named, cost_estimate)
+        else:
+            self.succeed(node, named, cost_estimate, report.cost_usd, report.tokens_in, report.tokens_out)
 
     def succeed(  # noqa: PLR0917  (the core's signature)
         self,
