@@ -24,10 +24,10 @@ __all__ = [
     "CallPlan",
     "CallRecord",
     "CallReport",
-    "CallStatus",
     "ChainCore",
     "ChainwardenError",
     "ClosedCall",
+    "CostAdded",
     "Counters",
     "DagCommit",
     "DagDelta",
@@ -592,22 +592,6 @@ class CallKind:
     __hash__: ClassVar[None]  # type: ignore[assignment]
 
 @final
-class CallStatus:
-    """The status of a finished contained call."""
-
-    OK: ClassVar[CallStatus]
-    HALTED: ClassVar[CallStatus]
-    ABORTED: ClassVar[CallStatus]
-    TIMEOUT: ClassVar[CallStatus]
-    ERROR: ClassVar[CallStatus]
-    @property
-    def value(self) -> str: ...
-    def __eq__(self, value: object, /) -> bool: ...
-    def __ne__(self, value: object, /) -> bool: ...
-    def __int__(self) -> int: ...
-    __hash__: ClassVar[None]  # type: ignore[assignment]
-
-@final
 class StopCause:
     """Why the core refused a call or cancelled the chain."""
 
@@ -620,7 +604,7 @@ class StopCause:
     @property
     def reason(self) -> str: ...
     @property
-    def status(self) -> CallStatus: ...
+    def status(self) -> str: ...
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...
     def __int__(self) -> int: ...
@@ -679,6 +663,15 @@ class CallReport:
     def tokens_in(self) -> int | None: ...
     @property
     def tokens_out(self) -> int | None: ...
+
+@final
+class CostAdded:
+    """What ``ChainCore.add_cost`` did: the chain's new total, and whether this pushed it to its ceiling."""
+
+    @property
+    def total_usd(self) -> float: ...
+    @property
+    def crossed_ceiling(self) -> bool: ...
 
 @final
 class ClosedCall:
@@ -747,7 +740,7 @@ class ChainCore:
         named: bool,
         cost_estimate: float,
         retry: bool,
-        status: CallStatus,
+        status: str,
         error_class: str,
         halt_reason: str | None = None,
         error_message: str | None = None,
@@ -765,7 +758,7 @@ class ChainCore:
     def in_flight(self) -> int: ...
     @property
     def reserved_usd(self) -> float: ...
-    def add_cost(self, cost_usd: float) -> tuple[float, bool]: ...
+    def add_cost(self, cost_usd: float) -> CostAdded: ...
     def counters(self) -> Counters: ...
     def records(self, start: int, stop: int) -> list[CallRecord]: ...
     def aggregates(self) -> dict[str, Any]: ...

@@ -33,6 +33,7 @@ use pyo3::types::{PyBytes, PyDict, PyFunction, PyList, PyType, PyWeakrefReferenc
 
 use crate::errors;
 use crate::exceptions::{self, invalid_argument, invalid_argument_type};
+use crate::recorder::args::word;
 
 /// One finished contained call, as `ChainCore.records` returns it (`NodeRecord` is built from it).
 #[pyclass(frozen, get_all, module = "chainwarden._core")]
@@ -101,55 +102,6 @@ impl CallKind {
     }
 }
 
-/// The status of a finished contained call (`NodeRecord.status` is its `value`).
-#[pyclass(eq, eq_int, frozen, from_py_object, module = "chainwarden._core")]
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum CallStatus {
-    #[pyo3(name = "OK")]
-    Ok,
-    #[pyo3(name = "HALTED")]
-    Halted,
-    #[pyo3(name = "ABORTED")]
-    Aborted,
-    #[pyo3(name = "TIMEOUT")]
-    Timeout,
-    #[pyo3(name = "ERROR")]
-    Error,
-}
-
-impl From<CallStatus> for Status {
-    fn from(s: CallStatus) -> Status {
-        match s {
-            CallStatus::Ok => Status::Ok,
-            CallStatus::Halted => Status::Halted,
-            CallStatus::Aborted => Status::Aborted,
-            CallStatus::Timeout => Status::Timeout,
-            CallStatus::Error => Status::Error,
-        }
-    }
-}
-
-impl From<Status> for CallStatus {
-    fn from(s: Status) -> CallStatus {
-        match s {
-            Status::Ok => CallStatus::Ok,
-            Status::Halted => CallStatus::Halted,
-            Status::Aborted => CallStatus::Aborted,
-            Status::Timeout => CallStatus::Timeout,
-            Status::Error => CallStatus::Error,
-        }
-    }
-}
-
-#[pymethods]
-impl CallStatus {
-    /// The record's status string ("ok", "halted", ...).
-    #[getter]
-    fn value(&self) -> &'static str {
-        Status::from(*self).as_str()
-    }
-}
-
 /// Why the core refused a call or cancelled the chain, in the order the checks run.
 #[pyclass(eq, eq_int, frozen, from_py_object, module = "chainwarden._core")]
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -203,10 +155,11 @@ impl StopCause {
         Stop::from(*self).reason()
     }
 
-    /// The status of a call refused, or cancelled while running, for this cause.
+    /// The status of a call refused, or cancelled while running, for this cause (a word of
+    /// `VOCABULARIES["call_status"]`).
     #[getter]
-    fn status(&self) -> CallStatus {
-        Stop::from(*self).status().into()
+    fn status(&self) -> &'static str {
+        Stop::from(*self).status().as_str()
     }
 }
 
@@ -225,6 +178,14 @@ pub struct Counters {
     elapsed_ms: f64,
     /// Finished calls kept (`records`).
     record_count: usize,
+}
+
+/// What `ChainCore.add_cost` did: the chain's new total, and whether this pushed it to its ceiling
+/// (making the budget its cancellation cause).
+#[pyclass(frozen, get_all, module = "chainwarden._core")]
+pub struct CostAdded {
+    total_usd: f64,
+    crossed_ceiling: bool,
 }
 
 /// How `ChainCore.fail` closed a call.
@@ -603,8 +564,9 @@ impl ChainCore {
     }
 
     /// Closes a failed or stopped call admitted with `cost_estimate`, charging what it reported
-    /// before it ended (docs/design.md §30). Returns a `ClosedCall`: the stop reason the retry
-    /// budget imposes (docs/design.md §34) and the cost charged.
+    /// before it ended (docs/design.md §30). `status` is a word of the call-status vocabulary
+    /// (`chainwarden.vocab.CallStatus`). Returns a `ClosedCall`: the stop reason the retry budget
+    /// imposes (docs/design.md §34) and the cost charged.
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (node, named, cost_estimate, retry, status, error_class, halt_reason=None, error_message=None))]
     fn fail(
@@ -613,15 +575,16 @@ impl ChainCore {
         named: bool,
         cost_estimate: f64,
         retry: bool,
-        status: CallStatus,
+        status: &Bound<'_, PyAny>,
         error_class: &str,
         halt_reason: Option<&str>,
         error_message: Option<&str>,
     ) -> errors::Result<ClosedCall> {
+        let status = word(status, "status", Status::parse, Status::TEXTS)?;
         let failure = Failure {
             cost_estimate,
             retry,
-            status: status.into(),
+            status,
             end: halt_reason.map_or(GraphEnd::Fail(error_class), GraphEnd::Halt),
             message: error_message,
         };
@@ -685,10 +648,13 @@ impl ChainCore {
         self.inner.chain().reserved_usd()
     }
 
-    /// Adds a child chain's cost. Returns (new total, whether this pushed the chain to its
-    /// ceiling and made the budget its cancellation cause).
-    fn add_cost(&self, cost_usd: f64) -> errors::Result<(f64, bool)> {
-        Ok(self.inner.chain().add_cost(cost_usd)?)
+    /// Adds a child chain's cost (a `CostAdded`).
+    fn add_cost(&self, cost_usd: f64) -> errors::Result<CostAdded> {
+        let (total_usd, crossed_ceiling) = self.inner.chain().add_cost(cost_usd)?;
+        Ok(CostAdded {
+            total_usd,
+            crossed_ceiling,
+        })
     }
 
     /// The chain's counters, read together under one lock.
@@ -761,6 +727,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CallNotAdmitted", not_admitted_class(m.py())?.bind(m.py()))?;
     m.add_class::<CallReport>()?;
     m.add_class::<ClosedCall>()?;
+    m.add_class::<CostAdded>()?;
     m.add_class::<Counters>()?;
     binding::register(m)?;
     block::register(m)?;
@@ -768,7 +735,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     current::register(m)?;
     m.add_class::<CallRecord>()?;
     m.add_class::<CallKind>()?;
-    m.add_class::<CallStatus>()?;
     m.add_class::<StopCause>()?;
     // The stop reasons are exported with the other vocabularies (`VOCABULARIES["stop_reason"]`).
     m.add("MAX_RECORDS", MAX_RECORDS)

@@ -13,10 +13,11 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Final, cast
 
-from chainwarden._core import CallKind, CallNotAdmitted, CallStatus, ChainCore, ClosedCall, StopCause
+from chainwarden._core import CallKind, CallNotAdmitted, ChainCore, ClosedCall, StopCause
 from chainwarden._secrets import mask_secrets
 from chainwarden.containment.budget._protocol import EPSILON, reserves
 from chainwarden.errors import BudgetExceeded
+from chainwarden.vocab import CallStatus
 
 __all__ = ["BackendStop", "BudgetedCore", "SharedBudget"]
 
@@ -230,7 +231,7 @@ class BudgetedCore:
         named: bool,
         cost_estimate: float,
         retry: bool,
-        status: CallStatus,
+        status: str,
         error_class: str,
         halt_reason: str | None = None,
         error_message: str | None = None,
