@@ -42,16 +42,13 @@ pub(super) fn push(key: u64, node: NodeId, owner: Option<Owner>) {
 /// calls nested in this one end before it, so they are forgotten with it and cannot become the
 /// parent of a later wrap.
 pub(super) fn pop(key: u64, node: NodeId) {
-    let popped = OPEN.with_borrow_mut(|open| {
-        if open
-            .last()
-            .is_some_and(|top| top.key == key && top.node == node)
-        {
-            return (open.pop(), Vec::new());
-        }
-        match open.iter().rposition(|e| e.key == key && e.node == node) {
-            Some(i) => (None, open.drain(i..).collect()),
-            None => (None, Vec::new()),
+    // The entry on top (the usual case, no allocation), or it and the entries left open above it.
+    let popped: Option<Result<Open, Vec<Open>>> = OPEN.with_borrow_mut(|open| {
+        let i = open.iter().rposition(|e| e.key == key && e.node == node)?;
+        if i + 1 == open.len() {
+            open.pop().map(Ok)
+        } else {
+            Some(Err(open.drain(i..).collect()))
         }
     });
     // Owners are dropped outside the borrow: dropping one may run the embedding layer's code.
