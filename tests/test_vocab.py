@@ -98,12 +98,33 @@ def _native_members(cls: type) -> dict[str, str]:
     return {name: getattr(cls, name).value for name in dir(cls) if name.isupper()}
 
 
-def test_the_native_call_enums_spell_the_vocabularies() -> None:
-    """``_core.CallKind`` / ``_core.CallStatus`` (the containment binding's argument types) are the same words
-    under the same names as the vocabularies (a contained call is any kind but a graph's own ``system``)."""
+def test_the_native_call_kind_spells_the_vocabulary() -> None:
+    """``_core.CallKind`` (the containment binding's argument type) is the same words under the same names
+    as the vocabulary (a contained call is any kind but a graph's own ``system``)."""
     kinds = {m.name: m.value for m in vocab.NodeKind if m is not vocab.NodeKind.SYSTEM}
     assert _native_members(_core.CallKind) == kinds
-    assert _native_members(_core.CallStatus) == {m.name: m.value for m in vocab.CallStatus}
+
+
+def test_a_call_status_is_the_vocabularys_word() -> None:
+    """The binding has no call-status enum of its own: ``StopCause.status`` is a word of the vocabulary and
+    ``ChainCore.fail`` takes one (an enum member or the plain word), refusing any other word by name with
+    the call left open."""
+    assert not hasattr(_core, "CallStatus")
+    assert {vocab.CallStatus(c.status) for c in _native_stop_causes()} == {"halted", "aborted", "timeout"}
+    core = _core.ChainCore(1.0, 10, 0, 0, "status")
+    node = core.begin(None, _core.CallKind.TOOL, "t", None, 0.0)
+    with pytest.raises(errors.InvalidArgument) as bad:
+        core.fail(node, True, 0.0, False, "failed", "E")
+    assert bad.value.argument == "status" and "'timeout'" in str(bad.value)
+    with pytest.raises(errors.InvalidArgumentType):
+        core.fail(node, True, 0.0, False, 3, "E")
+    assert core.is_open(node)
+    core.fail(node, True, 0.0, False, "timeout", "E")
+    assert [r.status for r in core.records(0, 1)] == [vocab.CallStatus.TIMEOUT]
+
+
+def _native_stop_causes() -> list[_core.StopCause]:
+    return [getattr(_core.StopCause, name) for name in dir(_core.StopCause) if name.isupper()]
 
 
 def test_the_stub_declares_the_runtime_members() -> None:

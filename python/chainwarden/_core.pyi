@@ -23,10 +23,11 @@ __all__ = [
     "CallNotAdmitted",
     "CallPlan",
     "CallRecord",
-    "CallStatus",
+    "CallReport",
     "ChainCore",
     "ChainwardenError",
     "ClosedCall",
+    "CostAdded",
     "Counters",
     "DagCommit",
     "DagDelta",
@@ -37,6 +38,7 @@ __all__ = [
     "DagMark",
     "DagNotFoundError",
     "DagPreconditionError",
+    "DagWork",
     "EnteredContext",
     "ExecutionGraph",
     "InvalidArgument",
@@ -45,9 +47,11 @@ __all__ = [
     "Mutation",
     "NodeEvent",
     "NotFound",
+    "OpenCall",
     "StopCause",
     "__version__",
     "bind_call",
+    "current_call",
     "current_context",
     "dag_apply_records",
     "dag_change_mark",
@@ -63,7 +67,6 @@ __all__ = [
     "enter_context",
     "leave_context",
     "mermaid_label",
-    "open_sync_calls",
 ]
 
 __version__: str
@@ -461,8 +464,19 @@ def leave_context(ctx: Any) -> None:
 def current_context() -> Any:
     """The innermost context entered with ``with`` / ``async with`` or wrapping the running call, or None."""
 
-def open_sync_calls() -> tuple[int, tuple[ChainCore, int] | None]:
-    """(depth, (core, node) of the innermost) of the sync wrapped calls open on this thread."""
+@final
+class OpenCall:
+    """The wrapped call the running code is inside: its chain core (or the shared-budget gate around it)
+    and its node."""
+
+    @property
+    def core(self) -> Any: ...
+    @property
+    def node(self) -> int: ...
+
+def current_call() -> OpenCall | None:
+    """The innermost wrapped call the running code is inside, of any chain (what ``report_cost``
+    charges): an async call or block of ``CURRENT_CALL``, or a sync call of this thread's stack."""
 
 @final
 class CallBinding:
@@ -579,22 +593,6 @@ class CallKind:
     __hash__: ClassVar[None]  # type: ignore[assignment]
 
 @final
-class CallStatus:
-    """The status of a finished contained call."""
-
-    OK: ClassVar[CallStatus]
-    HALTED: ClassVar[CallStatus]
-    ABORTED: ClassVar[CallStatus]
-    TIMEOUT: ClassVar[CallStatus]
-    ERROR: ClassVar[CallStatus]
-    @property
-    def value(self) -> str: ...
-    def __eq__(self, value: object, /) -> bool: ...
-    def __ne__(self, value: object, /) -> bool: ...
-    def __int__(self) -> int: ...
-    __hash__: ClassVar[None]  # type: ignore[assignment]
-
-@final
 class StopCause:
     """Why the core refused a call or cancelled the chain."""
 
@@ -607,7 +605,7 @@ class StopCause:
     @property
     def reason(self) -> str: ...
     @property
-    def status(self) -> CallStatus: ...
+    def status(self) -> str: ...
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...
     def __int__(self) -> int: ...
@@ -655,6 +653,26 @@ class CallNotAdmitted(ChainwardenError):
     cause: StopCause
     node: int
     def __init__(self, cause: StopCause, node: int) -> None: ...
+
+@final
+class CallReport:
+    """What an open call reported so far (``ChainCore.take_report``)."""
+
+    @property
+    def cost_usd(self) -> float: ...
+    @property
+    def tokens_in(self) -> int | None: ...
+    @property
+    def tokens_out(self) -> int | None: ...
+
+@final
+class CostAdded:
+    """What ``ChainCore.add_cost`` did: the chain's new total, and whether this pushed it to its ceiling."""
+
+    @property
+    def total_usd(self) -> float: ...
+    @property
+    def crossed_ceiling(self) -> bool: ...
 
 @final
 class ClosedCall:
@@ -706,7 +724,7 @@ class ChainCore:
     def report(
         self, node: int, cost_usd: float, tokens_in: int | None = None, tokens_out: int | None = None
     ) -> None: ...
-    def take_report(self, node: int) -> tuple[float, int | None, int | None] | None: ...
+    def take_report(self, node: int) -> CallReport | None: ...
     def settle(self, node: int, named: bool, cost_estimate: float) -> None: ...
     def succeed(
         self,
@@ -723,7 +741,7 @@ class ChainCore:
         named: bool,
         cost_estimate: float,
         retry: bool,
-        status: CallStatus,
+        status: str,
         error_class: str,
         halt_reason: str | None = None,
         error_message: str | None = None,
@@ -741,7 +759,7 @@ class ChainCore:
     def in_flight(self) -> int: ...
     @property
     def reserved_usd(self) -> float: ...
-    def add_cost(self, cost_usd: float) -> tuple[float, bool]: ...
+    def add_cost(self, cost_usd: float) -> CostAdded: ...
     def counters(self) -> Counters: ...
     def records(self, start: int, stop: int) -> list[CallRecord]: ...
     def aggregates(self) -> dict[str, Any]: ...
@@ -769,7 +787,24 @@ def dag_heartbeat(
 def dag_reclaim_expired(engine: DagEngine, now: float | None, max_attempts: int) -> list[str]: ...
 def dag_check_lease(engine: DagEngine, node_id: str, worker_id: str) -> None: ...
 def dag_release(engine: DagEngine, node_ids: list[str], worker_id: str) -> list[str]: ...
-def dag_work(engine: DagEngine) -> tuple[int, int, float | None]: ...
+
+@final
+class DagWork:
+    """A graph's work at a glance, kept on its row by a store: claimable nodes, running nodes, the earliest
+    lease end among the running ones (None without leases)."""
+
+    def __new__(cls, claimable: int = 0, running: int = 0, lease_due: float | None = None) -> Self: ...
+    @property
+    def claimable(self) -> int: ...
+    @property
+    def running(self) -> int: ...
+    @property
+    def lease_due(self) -> float | None: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __ne__(self, other: object, /) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+def dag_work(engine: DagEngine) -> DagWork: ...
 def dag_apply_records(
     engine: DagEngine,
     nodes: list[tuple[int, str]],

@@ -21,7 +21,7 @@ from inspect import CO_COROUTINE
 from types import FunctionType
 from typing import Any, Final
 
-from chainwarden._core import CallKind, CallNotAdmitted, CallStatus
+from chainwarden._core import CallKind, CallNotAdmitted
 from chainwarden.containment._outcomes import capture_call, failed, gate, refuse, spent, succeeded
 from chainwarden.containment._report import CURRENT_CALL, bind_call, enclosing
 from chainwarden.containment._rich import bind as bind_options
@@ -29,6 +29,7 @@ from chainwarden.containment._state import ChainState
 from chainwarden.containment.types import WrapOptions
 from chainwarden.errors import InvalidArgumentType, InvalidState
 from chainwarden.shield.types import Decision
+from chainwarden.vocab import CallStatus
 
 __all__ = ["wrap_async"]
 

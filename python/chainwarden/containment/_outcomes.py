@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Final
 
-from chainwarden._core import CallKind, CallNotAdmitted, CallStatus, ClosedCall, StopCause
+from chainwarden._core import CallKind, CallNotAdmitted, ClosedCall, StopCause
 from chainwarden.containment import _governance as governance
 from chainwarden.containment import _rich as rich
 from chainwarden.containment._capture import SELF_CAPTURED, input_of, keep
@@ -19,6 +19,7 @@ from chainwarden.containment._state import ChainState
 from chainwarden.containment.types import WrapOptions
 from chainwarden.shield.policy import PolicyContext
 from chainwarden.shield.types import Decision, ToolCallContext
+from chainwarden.vocab import CallStatus
 
 __all__ = ["NO_RESULT", "capture_call", "failed", "gate", "not_sync", "refuse", "spent", "succeeded"]
 
@@ -220,8 +221,8 @@ def succeeded(s: ChainState, node_id: int, kind: CallKind, opts: WrapOptions, re
     governed = governance.take(s, node_id) if s.governor is not None else None
     hinted = None
     if reported is not None:
-        actual: float | None
-        actual, tokens_in, tokens_out = reported
+        actual: float | None = reported.cost_usd
+        tokens_in, tokens_out = reported.tokens_in, reported.tokens_out
     else:
         actual, tokens_in, tokens_out = _priced(s, result, opts), None, None
         if actual is None and opts._rich:

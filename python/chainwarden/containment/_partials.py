@@ -94,9 +94,8 @@ def _call_buffers() -> tuple[PartialBuffers, int] | None:
     call = current_call()
     if call is None:
         return None
-    core, node = call
-    ctx = owner(core)
-    return None if ctx is None else (ctx._s.partials, node)
+    ctx = owner(call.core)
+    return None if ctx is None else (ctx._s.partials, call.node)
 
 
 def get_current_partial_buffer() -> Any:

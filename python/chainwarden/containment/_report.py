@@ -10,14 +10,15 @@ core adds the report to that open call and settles it at the call's end.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextvars import ContextVar
 from decimal import Decimal
-from threading import get_ident
 from typing import Final
 
 from chainwarden._args import MAX_INT64
 from chainwarden._core import CURRENT_CALL as _CURRENT_CALL
-from chainwarden._core import CallBinding, ChainCore, bind_call, enclosing_call, open_sync_calls
+from chainwarden._core import CallBinding, OpenCall, bind_call, enclosing_call
+from chainwarden._core import current_call as _current_call
 from chainwarden.errors import InvalidArgument, InvalidArgumentType, InvalidState
 
 __all__ = [
@@ -65,13 +66,9 @@ def _tokens(value: object, name: str) -> int | None:
     return value
 
 
-def current_call() -> tuple[ChainCore, int] | None:
-    """(core, node) of the innermost wrapped call this code runs in, of any chain; None outside any."""
-    depth, sync = open_sync_calls()
-    bound = CURRENT_CALL.get()
-    if bound is not None and (sync is None or (bound.thread == get_ident() and depth <= bound.sync_depth)):
-        return bound.core, bound.node
-    return sync
+# The innermost wrapped call this code runs in, of any chain (an `OpenCall`: core, node); None outside any.
+# Native: the innermost of the two bindings, the rule `current_context()` follows too.
+current_call: Final[Callable[[], OpenCall | None]] = _current_call
 
 
 def report_cost(
@@ -89,9 +86,9 @@ def report_cost(
     cost = _number(cost_usd, "cost_usd")
     tin = _tokens(tokens_in, "tokens_in")
     tout = _tokens(tokens_out, "tokens_out")
-    core, node = _current("report_cost")
+    call = _current("report_cost")
     try:
-        core.report(node, cost, tin, tout)
+        call.core.report(call.node, cost, tin, tout)
     except KeyError:
         raise InvalidState("report_cost() was called after its wrapped call had ended") from None
 
@@ -99,14 +96,14 @@ def report_cost(
 def flag_current_call(key: str) -> None:
     """Sets ``metadata[key] = True`` on the node of the wrapped call this runs inside (what an
     integration learns of a call only when it ends, e.g. ``usage_missing``, docs/design.md §30)."""
-    core, node = _current("flag_current_call")
+    call = _current("flag_current_call")
     try:
-        core.flag(node, key)
+        call.core.flag(call.node, key)
     except KeyError:
         raise InvalidState("flag_current_call() was called after its wrapped call had ended") from None
 
 
-def _current(who: str) -> tuple[ChainCore, int]:
+def _current(who: str) -> OpenCall:
     """The innermost open call of this thread or task, as ``report_cost`` charges it."""
     found = current_call()
     if found is None:

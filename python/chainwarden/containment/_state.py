@@ -312,10 +312,10 @@ class ChainState:
     def propagate_child_cost(self, cost_usd: float) -> None:
         """A child chain spent ``cost_usd``: it counts here and up the ancestry; the core says
         whether it pushed this chain to its ceiling."""
-        total, crossed = self.core.add_cost(cost_usd)
-        if crossed:
+        added = self.core.add_cost(cost_usd)
+        if added.crossed_ceiling:
             ceiling = self.config.max_cost_usd
-            detail = f"child spending pushed the chain to ${total:.4f} >= ceiling ${ceiling:.4f}"
+            detail = f"child spending pushed the chain to ${added.total_usd:.4f} >= ceiling ${ceiling:.4f}"
             self.forced_stop("budget_exceeded", detail, source="child")
             self.cancel_all()
         if self.parent is not None:

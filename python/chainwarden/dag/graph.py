@@ -20,7 +20,6 @@ from chainwarden._core import (
     dag_heartbeat,
     dag_reclaim_expired,
     dag_release,
-    dag_work,
 )
 from chainwarden.dag.errors import invalid_argument
 
@@ -299,11 +298,6 @@ class Graph:
         return self._engine.apply_result(
             node_id, outcome, message=message, content=content, output=output, metadata=metadata
         )
-
-    def _work(self) -> tuple[int, int, float | None]:
-        """(claimable nodes, running nodes, earliest lease end): what a store keeps on the graph's row."""
-        with self._lock:
-            return dag_work(self._engine)
 
     def leaves(self, *, include_compressed: bool = False) -> list[str]:
         with self._lock:

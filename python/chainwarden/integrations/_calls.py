@@ -126,9 +126,8 @@ def _annotate_current(entries: dict[str, Any]) -> None:
     """Adds entries to the node of the wrapped call this runs in (the thunk of ``call`` / ``acall``)."""
     found = current_call()
     if found is not None and entries:
-        core, node = found
         with contextlib.suppress(KeyError, ValueError, TypeError):
-            core.annotate(node, entries)
+            found.core.annotate(found.node, entries)
 
 
 def _answered(setup: Setup, dialect: Dialect, response: Any, usage: Usage) -> None:

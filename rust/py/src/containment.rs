@@ -15,7 +15,7 @@ mod current;
 mod forms;
 
 use chainwarden_core::containment::{
-    kinds, Contained, Failure, GraphEnd, Limits, Reported, Status, Stop, MAX_RECORDS,
+    kinds, nesting, Contained, Failure, GraphEnd, Limits, Reported, Status, Stop, MAX_RECORDS,
 };
 use chainwarden_core::ids::{id_string, NodeId};
 use chainwarden_core::recorder::Kind;
@@ -26,12 +26,14 @@ use pyo3::ffi;
 use pyo3::intern;
 use pyo3::sync::PyOnceLock;
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyFunction, PyList, PyType};
+use pyo3::types::{PyBytes, PyDict, PyFunction, PyList, PyType, PyWeakrefReference};
 
 use crate::errors;
 use crate::exceptions::{self, invalid_argument, invalid_argument_type};
+use crate::recorder::args::word;
 
 /// One finished contained call, as `ChainCore.records` returns it (`NodeRecord` is built from it).
 #[pyclass(frozen, get_all, module = "chainwarden._core")]
@@ -100,55 +102,6 @@ impl CallKind {
     }
 }
 
-/// The status of a finished contained call (`NodeRecord.status` is its `value`).
-#[pyclass(eq, eq_int, frozen, from_py_object, module = "chainwarden._core")]
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum CallStatus {
-    #[pyo3(name = "OK")]
-    Ok,
-    #[pyo3(name = "HALTED")]
-    Halted,
-    #[pyo3(name = "ABORTED")]
-    Aborted,
-    #[pyo3(name = "TIMEOUT")]
-    Timeout,
-    #[pyo3(name = "ERROR")]
-    Error,
-}
-
-impl From<CallStatus> for Status {
-    fn from(s: CallStatus) -> Status {
-        match s {
-            CallStatus::Ok => Status::Ok,
-            CallStatus::Halted => Status::Halted,
-            CallStatus::Aborted => Status::Aborted,
-            CallStatus::Timeout => Status::Timeout,
-            CallStatus::Error => Status::Error,
-        }
-    }
-}
-
-impl From<Status> for CallStatus {
-    fn from(s: Status) -> CallStatus {
-        match s {
-            Status::Ok => CallStatus::Ok,
-            Status::Halted => CallStatus::Halted,
-            Status::Aborted => CallStatus::Aborted,
-            Status::Timeout => CallStatus::Timeout,
-            Status::Error => CallStatus::Error,
-        }
-    }
-}
-
-#[pymethods]
-impl CallStatus {
-    /// The record's status string ("ok", "halted", ...).
-    #[getter]
-    fn value(&self) -> &'static str {
-        Status::from(*self).as_str()
-    }
-}
-
 /// Why the core refused a call or cancelled the chain, in the order the checks run.
 #[pyclass(eq, eq_int, frozen, from_py_object, module = "chainwarden._core")]
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -202,10 +155,11 @@ impl StopCause {
         Stop::from(*self).reason()
     }
 
-    /// The status of a call refused, or cancelled while running, for this cause.
+    /// The status of a call refused, or cancelled while running, for this cause (a word of
+    /// `VOCABULARIES["call_status"]`).
     #[getter]
-    fn status(&self) -> CallStatus {
-        Stop::from(*self).status().into()
+    fn status(&self) -> &'static str {
+        Stop::from(*self).status().as_str()
     }
 }
 
@@ -226,6 +180,14 @@ pub struct Counters {
     record_count: usize,
 }
 
+/// What `ChainCore.add_cost` did: the chain's new total, and whether this pushed it to its ceiling
+/// (making the budget its cancellation cause).
+#[pyclass(frozen, get_all, module = "chainwarden._core")]
+pub struct CostAdded {
+    total_usd: f64,
+    crossed_ceiling: bool,
+}
+
 /// How `ChainCore.fail` closed a call.
 #[pyclass(frozen, module = "chainwarden._core")]
 pub struct ClosedCall {
@@ -237,18 +199,19 @@ pub struct ClosedCall {
     charged_usd: f64,
 }
 
-#[pyclass(frozen, module = "chainwarden._core")]
+/// What the open call `node` reported so far (`ChainCore.take_report`).
+#[pyclass(frozen, get_all, module = "chainwarden._core")]
+pub struct CallReport {
+    cost_usd: f64,
+    tokens_in: Option<i64>,
+    tokens_out: Option<i64>,
+}
+
+#[pyclass(frozen, weakref, module = "chainwarden._core")]
 pub struct ChainCore {
     inner: Contained,
     /// Whether an admitted call is running at once (nothing to consult first), else once `dispatch`ed.
     dispatch: bool,
-}
-
-thread_local! {
-    /// The sync calls open on this thread, innermost last: what `report_cost` charges when no
-    /// deeper async binding exists (docs/design.md §20). A sync callable runs on the thread that
-    /// wrapped it, so a thread-local stack is exact and far cheaper than a ContextVar per call.
-    static SYNC_CALLS: RefCell<Vec<(Py<ChainCore>, NodeId)>> = const { RefCell::new(Vec::new()) };
 }
 
 thread_local! {
@@ -354,25 +317,6 @@ fn check_sync_callable(py: Python<'_>, f: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
-fn pop_sync_call(core: &ChainCore, node: NodeId) {
-    let popped = SYNC_CALLS.with_borrow_mut(|open| {
-        let i = open
-            .iter()
-            .rposition(|(c, n)| *n == node && std::ptr::eq(c.get(), core))?;
-        Some(open.remove(i))
-    });
-    drop(popped);
-}
-
-/// (depth, innermost) of the sync calls open on this thread: `innermost` is (core, node).
-#[pyfunction]
-pub fn open_sync_calls(py: Python<'_>) -> (usize, Option<(Py<ChainCore>, NodeId)>) {
-    SYNC_CALLS.with_borrow(|open| {
-        let top = open.last().map(|(c, n)| (c.clone_ref(py), *n));
-        (open.len(), top)
-    })
-}
-
 fn tokens(v: Option<u64>) -> Option<i64> {
     v.map(|t| i64::try_from(t).unwrap_or(i64::MAX))
 }
@@ -400,6 +344,13 @@ pub(crate) fn admit(
     nest: bool,
 ) -> errors::Result<Result<NodeId, Refused>> {
     let core = slf.get();
+    if nest && !core.inner.has_owner() {
+        // The core's per-thread stack of open sync calls carries a weak reference to this core:
+        // `innermost_sync` turns an entry back into it, and an entry left behind by a call never
+        // settled does not keep a dropped core alive (nor find it).
+        let owner = PyWeakrefReference::new(slf)?.unbind();
+        core.inner.set_owner(Arc::new(owner));
+    }
     let begun = core.inner.begin(
         call.parent_hint,
         call.kind.into(),
@@ -410,12 +361,7 @@ pub(crate) fn admit(
         nest,
     )?;
     Ok(match begun {
-        Ok(node) => {
-            if nest {
-                SYNC_CALLS.with_borrow_mut(|open| open.push((slf.clone().unbind(), node)));
-            }
-            Ok(node)
-        }
+        Ok(node) => Ok(node),
         Err(refused) => Err(Refused {
             cause: StopCause::from(refused.stop),
             node: refused.node,
@@ -444,14 +390,19 @@ fn admit_or_raise(
     }
 }
 
-/// (depth, innermost core) of the sync calls open on this thread.
-pub(crate) fn innermost_sync(py: Python<'_>) -> (usize, Option<Bound<'_, ChainCore>>) {
-    SYNC_CALLS.with_borrow(|open| (open.len(), open.last().map(|(c, _)| c.bind(py).clone())))
+/// The depth of the core's stack of sync calls open on this thread, and its innermost call of a
+/// core that still lives: (core, node).
+pub(crate) fn innermost_sync(py: Python<'_>) -> (usize, Option<(Bound<'_, ChainCore>, NodeId)>) {
+    nesting::innermost_of(|owner, node| {
+        let weak = owner.downcast_ref::<Py<PyWeakrefReference>>()?;
+        let core = weak.bind(py).upgrade_as::<ChainCore>().ok().flatten()?;
+        Some((core, node))
+    })
 }
 
 /// How many sync calls are open on this thread (a binding's `sync_depth`).
 pub(crate) fn sync_depth() -> usize {
-    SYNC_CALLS.with_borrow(Vec::len)
+    nesting::depth()
 }
 
 impl ChainCore {
@@ -462,7 +413,6 @@ impl ChainCore {
         named: bool,
         cost_estimate: f64,
     ) -> errors::Result<()> {
-        pop_sync_call(self, node);
         Ok(self
             .inner
             .succeed(node, named, cost_estimate, None)
@@ -577,12 +527,13 @@ impl ChainCore {
         Ok(self.inner.report(node, cost_usd, tokens_in, tokens_out)?)
     }
 
-    /// Removes and returns what the open call `node` reported: (cost_usd, tokens_in,
-    /// tokens_out), or None.
-    fn take_report(&self, node: NodeId) -> Option<(f64, Option<i64>, Option<i64>)> {
-        self.inner
-            .take_report(node)
-            .map(|r| (r.cost_usd, tokens(r.tokens_in), tokens(r.tokens_out)))
+    /// Removes and returns what the open call `node` reported, or None.
+    fn take_report(&self, node: NodeId) -> Option<CallReport> {
+        self.inner.take_report(node).map(|r| CallReport {
+            cost_usd: r.cost_usd,
+            tokens_in: tokens(r.tokens_in),
+            tokens_out: tokens(r.tokens_out),
+        })
     }
 
     /// The fast path's `succeed`: settles a completed call at what it reported, else its
@@ -609,13 +560,13 @@ impl ChainCore {
             tokens_in: as_u64(tokens_in),
             tokens_out: as_u64(tokens_out),
         });
-        pop_sync_call(self, node);
         Ok(self.inner.succeed(node, named, cost_estimate, actual)?)
     }
 
     /// Closes a failed or stopped call admitted with `cost_estimate`, charging what it reported
-    /// before it ended (docs/design.md §30). Returns a `ClosedCall`: the stop reason the retry
-    /// budget imposes (docs/design.md §34) and the cost charged.
+    /// before it ended (docs/design.md §30). `status` is a word of the call-status vocabulary
+    /// (`chainwarden.vocab.CallStatus`). Returns a `ClosedCall`: the stop reason the retry budget
+    /// imposes (docs/design.md §34) and the cost charged.
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (node, named, cost_estimate, retry, status, error_class, halt_reason=None, error_message=None))]
     fn fail(
@@ -624,19 +575,19 @@ impl ChainCore {
         named: bool,
         cost_estimate: f64,
         retry: bool,
-        status: CallStatus,
+        status: &Bound<'_, PyAny>,
         error_class: &str,
         halt_reason: Option<&str>,
         error_message: Option<&str>,
     ) -> errors::Result<ClosedCall> {
+        let status = word(status, "status", Status::parse, Status::TEXTS)?;
         let failure = Failure {
             cost_estimate,
             retry,
-            status: status.into(),
+            status,
             end: halt_reason.map_or(GraphEnd::Fail(error_class), GraphEnd::Halt),
             message: error_message,
         };
-        pop_sync_call(self, node);
         let closed = self.inner.fail(node, named, failure)?;
         Ok(ClosedCall {
             stop: closed.stop,
@@ -697,10 +648,13 @@ impl ChainCore {
         self.inner.chain().reserved_usd()
     }
 
-    /// Adds a child chain's cost. Returns (new total, whether this pushed the chain to its
-    /// ceiling and made the budget its cancellation cause).
-    fn add_cost(&self, cost_usd: f64) -> errors::Result<(f64, bool)> {
-        Ok(self.inner.chain().add_cost(cost_usd)?)
+    /// Adds a child chain's cost (a `CostAdded`).
+    fn add_cost(&self, cost_usd: f64) -> errors::Result<CostAdded> {
+        let (total_usd, crossed_ceiling) = self.inner.chain().add_cost(cost_usd)?;
+        Ok(CostAdded {
+            total_usd,
+            crossed_ceiling,
+        })
     }
 
     /// The chain's counters, read together under one lock.
@@ -771,7 +725,9 @@ impl ChainCore {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ChainCore>()?;
     m.add("CallNotAdmitted", not_admitted_class(m.py())?.bind(m.py()))?;
+    m.add_class::<CallReport>()?;
     m.add_class::<ClosedCall>()?;
+    m.add_class::<CostAdded>()?;
     m.add_class::<Counters>()?;
     binding::register(m)?;
     block::register(m)?;
@@ -779,9 +735,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     current::register(m)?;
     m.add_class::<CallRecord>()?;
     m.add_class::<CallKind>()?;
-    m.add_class::<CallStatus>()?;
     m.add_class::<StopCause>()?;
-    m.add_function(wrap_pyfunction!(open_sync_calls, m)?)?;
     // The stop reasons are exported with the other vocabularies (`VOCABULARIES["stop_reason"]`).
     m.add("MAX_RECORDS", MAX_RECORDS)
 }

@@ -13,10 +13,11 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Final, cast
 
-from chainwarden._core import CallKind, CallNotAdmitted, CallStatus, ChainCore, ClosedCall, StopCause
+from chainwarden._core import CallKind, CallNotAdmitted, ChainCore, ClosedCall, StopCause
 from chainwarden._secrets import mask_secrets
 from chainwarden.containment.budget._protocol import EPSILON, reserves
 from chainwarden.errors import BudgetExceeded
+from chainwarden.vocab import CallStatus
 
 __all__ = ["BackendStop", "BudgetedCore", "SharedBudget"]
 
@@ -206,8 +207,10 @@ class BudgetedCore:
     def settle(self, node: int, named: bool, cost_estimate: float) -> None:
         # The fast path's settle: charged what the call reported, else its estimate.
         report = self._core.take_report(node)
-        actual, tokens_in, tokens_out = report if report is not None else (None, None, None)
-        self.succeed(node, named, cost_estimate, actual, tokens_in, tokens_out)
+        if report is None:
+            self.succeed(node, named, cost_estimate)
+        else:
+            self.succeed(node, named, cost_estimate, report.cost_usd, report.tokens_in, report.tokens_out)
 
     def succeed(  # noqa: PLR0917  (the core's signature)
         self,
@@ -228,7 +231,7 @@ class BudgetedCore:
         named: bool,
         cost_estimate: float,
         retry: bool,
-        status: CallStatus,
+        status: str,
         error_class: str,
         halt_reason: str | None = None,
         error_message: str | None = None,

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from chainwarden._core import DagDelta
+from chainwarden._core import DagDelta, DagWork
 from chainwarden.dag.store.errors import StoreConnectionError
 
 Row = tuple[int, str, str]
@@ -27,13 +27,9 @@ _FIRST_BACKOFF_S = 0.05
 _MAX_BACKOFF_S = 1.0
 
 
-@dataclass(frozen=True, slots=True)
-class Work:
-    """A graph's work at a glance, kept on its row: claimable nodes, running nodes, earliest lease end."""
-
-    claimable: int = 0
-    running: int = 0
-    lease_due: float | None = None
+# A graph's work at a glance, kept on its row: claimable nodes, running nodes, earliest lease end. The
+# engine's own summary (`dag_work`), so a store compares what it read with what the engine holds.
+Work = DagWork
 
 
 @dataclass(frozen=True, slots=True)

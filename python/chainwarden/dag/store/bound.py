@@ -28,7 +28,7 @@ from chainwarden._core import (
     dag_work,
 )
 from chainwarden.dag.graph import Graph
-from chainwarden.dag.store.backend import Backend, Loaded, Retry, Rows, Tx, Work
+from chainwarden.dag.store.backend import Backend, Loaded, Retry, Rows, Tx
 from chainwarden.dag.store.errors import StoreCommitUnknownError, StoreConnectionError
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ class StoredGraph(Graph):
         """Hands the transaction what this change wrote: its delta (none: only a corrected work summary, or
         nothing at all) and the graph's work summary, notifying workers when it made more work claimable."""
         written = dag_delta(self._engine, mark, extra)
-        work = Work(*dag_work(self._engine))
+        work = dag_work(self._engine)
         delta = written if written else None
         if delta is None and work == tx.work:
             return

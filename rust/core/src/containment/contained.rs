@@ -3,10 +3,11 @@
 //! (the graph may prune the node itself under `max_nodes`, docs/design.md §27).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use super::chain::{Chain, CounterSnapshot, Limits, Reported, RetryVerdict, Stop};
 use super::error::ContainmentError;
-use super::nesting;
+use super::nesting::{self, Owner};
 use super::record::{cut_message, Record, Status};
 use crate::ids::{id_string, NodeId};
 use crate::recorder::graph::State;
@@ -60,12 +61,22 @@ pub struct Contained {
     root: NodeId,
     /// Tells this chain's entries apart in the per-thread nesting stack.
     key: u64,
+    /// What each of its entries there carries for the embedding layer (`set_owner`).
+    owner: OnceLock<Owner>,
 }
 
 static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
 
 fn not_open(node: NodeId) -> ContainmentError {
     ContainmentError::NotOpen(id_string(node))
+}
+
+impl Drop for Contained {
+    /// A chain dropped with calls still open on this thread (never settled) leaves no entry
+    /// behind; other threads' entries are skipped by their owner (`nesting::innermost_of`).
+    fn drop(&mut self) {
+        nesting::forget(self.key);
+    }
 }
 
 impl Contained {
@@ -90,6 +101,7 @@ impl Contained {
             graph,
             root,
             key,
+            owner: OnceLock::new(),
         })
     }
 
@@ -103,6 +115,17 @@ impl Contained {
 
     pub fn root(&self) -> NodeId {
         self.root
+    }
+
+    /// Gives the chain the handle its entries in the per-thread stack of open calls carry
+    /// (`nesting::innermost_of`); the first one given stays. Returns whether this one was kept.
+    pub fn set_owner(&self, owner: Owner) -> bool {
+        self.owner.set(owner).is_ok()
+    }
+
+    /// Whether the chain has its owner handle (`set_owner`).
+    pub fn has_owner(&self) -> bool {
+        self.owner.get().is_some()
     }
 
     /// Admits a call and creates its node (running when `dispatch`), or creates the node
@@ -148,7 +171,7 @@ impl Contained {
         match admitted {
             Ok(()) => {
                 if nest {
-                    nesting::push(self.key, node);
+                    nesting::push(self.key, node, self.owner.get().cloned());
                 }
                 Ok(Ok(node))
             }

@@ -6,7 +6,7 @@ mod chain;
 mod contained;
 mod error;
 pub mod kinds;
-mod nesting;
+pub mod nesting;
 mod record;
 
 pub use chain::{

@@ -2,6 +2,7 @@ use std::sync::Arc;
 use std::thread;
 
 use super::*;
+use crate::ids::NodeId;
 use crate::recorder::Kind;
 
 fn contained(max_cost_usd: f64, max_steps: u64, max_retries_total: u64) -> Contained {
@@ -326,6 +327,66 @@ fn nesting_is_per_thread_and_per_chain() {
     a.succeed(outer, true, 0.0, None).unwrap();
     assert_eq!(b.records(0, 1)[0].parent, None);
     assert!(a.records(0, 2).iter().all(|r| r.parent.is_none()));
+}
+
+fn open_sync(c: &Contained, name: &str) -> NodeId {
+    c.begin(None, Kind::Llm, name, None, 0.0, true, true)
+        .unwrap()
+        .unwrap()
+}
+
+/// The owner names of this thread's open calls, innermost first, that carry one.
+fn owners_open() -> (usize, Option<&'static str>) {
+    nesting::innermost_of(|owner, _| owner.downcast_ref::<&'static str>().copied())
+}
+
+#[test]
+fn entries_carry_their_chain_owner_and_pop_once() {
+    let a = contained(1.0, 100, 2);
+    let b = contained(1.0, 100, 2);
+    assert!(a.set_owner(Arc::new("a")));
+    assert!(!a.set_owner(Arc::new("again")), "the first owner stays");
+    assert!(b.set_owner(Arc::new("b")));
+    let outer = open_sync(&a, "outer");
+    let mid = open_sync(&b, "mid");
+    assert_eq!(owners_open(), (2, Some("b")));
+    b.succeed(mid, true, 0.0, None).unwrap();
+    assert_eq!(owners_open(), (1, Some("a")));
+    a.succeed(outer, true, 0.0, None).unwrap();
+    assert_eq!(owners_open(), (0, None));
+}
+
+#[test]
+fn settling_a_call_forgets_the_calls_left_open_inside_it() {
+    let a = contained(1.0, 100, 2);
+    let b = contained(1.0, 100, 2);
+    let outer = open_sync(&a, "outer");
+    let _leaked = open_sync(&b, "leaked");
+    let _leaked_too = open_sync(&a, "leaked_too");
+    assert_eq!(nesting::depth(), 3);
+    a.succeed(outer, true, 0.0, None).unwrap();
+    assert_eq!(nesting::depth(), 0);
+    let next = open_sync(&a, "next");
+    a.succeed(next, true, 0.0, None).unwrap();
+    let parents: Vec<_> = a.records(0, 10).iter().map(|r| r.parent).collect();
+    assert_eq!(
+        parents,
+        vec![None, None],
+        "the leaked call is not the next wrap's parent"
+    );
+}
+
+#[test]
+fn a_chain_dropped_with_calls_open_leaves_no_entry_on_its_thread() {
+    let a = contained(1.0, 100, 2);
+    let b = contained(1.0, 100, 2);
+    b.set_owner(Arc::new("b"));
+    let outer = open_sync(&b, "outer");
+    open_sync(&a, "leaked");
+    drop(a);
+    assert_eq!(owners_open(), (1, Some("b")));
+    b.succeed(outer, true, 0.0, None).unwrap();
+    assert_eq!(nesting::depth(), 0);
 }
 
 #[test]

@@ -20,7 +20,7 @@ use chainwarden_core::ids::NodeId;
 pub struct CallBinding {
     /// The chain core (or the shared-budget gate around it) the call belongs to.
     pub(super) core: Py<PyAny>,
-    node: NodeId,
+    pub(super) node: NodeId,
     /// Where it was bound: sync calls opened on that thread after it (deeper in the stack) are
     /// nested inside it, so they take `report_cost`.
     pub(super) thread: u64,

@@ -9,6 +9,8 @@
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
+use chainwarden_core::ids::NodeId;
+
 use super::binding::{self, CallBinding};
 
 /// A context entered with `with ctx:` / `async with ctx:`, over the one entered before it.
@@ -73,29 +75,77 @@ pub fn leave_context(ctx: &Bound<'_, PyAny>) -> PyResult<()> {
     }
 }
 
+/// The wrapped call the running code is inside (`current_call()`): its chain core (or the
+/// shared-budget gate around it) and its node.
+#[pyclass(frozen, get_all, module = "chainwarden._core")]
+pub struct OpenCall {
+    core: Py<PyAny>,
+    node: NodeId,
+}
+
+/// Where the innermost wrapped call the running code is inside was found.
+enum Innermost<'py> {
+    /// An async call or block (`CURRENT_CALL`).
+    Bound(Bound<'py, CallBinding>),
+    /// A sync call on this thread's stack, `depth` entries deep.
+    Sync {
+        core: Bound<'py, super::ChainCore>,
+        node: NodeId,
+        depth: usize,
+    },
+}
+
+/// The innermost of the two bindings (docs/design.md §20): the async binding unless a sync call
+/// opened on its thread after it (deeper in the stack) is open.
+fn innermost(py: Python<'_>) -> PyResult<Option<Innermost<'_>>> {
+    let (depth, sync) = super::innermost_sync(py);
+    let bound = binding::current(py)?;
+    Ok(match (bound, sync) {
+        (Some(b), sync)
+            if sync.is_none()
+                || (b.get().thread == binding::thread_ident() && depth <= b.get().sync_depth) =>
+        {
+            Some(Innermost::Bound(b))
+        }
+        (_, Some((core, node))) => Some(Innermost::Sync { core, node, depth }),
+        (_, None) => None,
+    })
+}
+
+/// The innermost wrapped call the running code is inside, of any chain: what `report_cost`
+/// charges. None outside any.
+#[pyfunction]
+pub fn current_call(py: Python<'_>) -> PyResult<Option<OpenCall>> {
+    Ok(innermost(py)?.map(|found| match found {
+        Innermost::Bound(b) => OpenCall {
+            core: b.get().core.clone_ref(py),
+            node: b.get().node,
+        },
+        Innermost::Sync { core, node, .. } => OpenCall {
+            core: core.into_any().unbind(),
+            node,
+        },
+    }))
+}
+
 /// The innermost context entered with `with` / `async with` or wrapping the running call, or None.
 #[pyfunction]
 pub fn current_context(py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
     let entered = entered(py)?;
     let entered = entered.as_ref().map(Bound::get);
-    let (depth, sync) = super::innermost_sync(py);
-    let bound = binding::current(py)?;
-    let thread = binding::thread_ident();
-    // The innermost wrapped call, as `report_cost` finds it.
-    let (call_core, from_async) = match (&bound, sync) {
-        (Some(b), sync)
-            if sync.is_none() || (b.get().thread == thread && depth <= b.get().sync_depth) =>
-        {
-            (b.get().core.bind(py).clone(), true)
-        }
-        (_, Some(core)) => (core.into_any(), false),
-        (_, None) => return Ok(entered.map(|e| e.ctx.clone_ref(py))),
+    let Some(found) = innermost(py)? else {
+        return Ok(entered.map(|e| e.ctx.clone_ref(py)));
+    };
+    let call_core = match &found {
+        Innermost::Bound(b) => b.get().core.bind(py).clone(),
+        Innermost::Sync { core, .. } => core.clone().into_any(),
     };
     if let Some(e) = entered {
-        let inside = if from_async {
-            e.call.as_ref().map(Py::as_ptr) == bound.as_ref().map(Bound::as_ptr)
-        } else {
-            e.thread == thread && e.sync_depth >= depth
+        let inside = match &found {
+            Innermost::Bound(b) => e.call.as_ref().map(Py::as_ptr) == Some(b.as_ptr()),
+            Innermost::Sync { depth, .. } => {
+                e.thread == binding::thread_ident() && e.sync_depth >= *depth
+            }
         };
         if inside {
             return Ok(Some(e.ctx.clone_ref(py)));
@@ -116,6 +166,8 @@ pub fn current_context(py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<EnteredContext>()?;
+    m.add_class::<OpenCall>()?;
+    m.add_function(wrap_pyfunction!(current_call, m)?)?;
     m.add_function(wrap_pyfunction!(enter_context, m)?)?;
     m.add_function(wrap_pyfunction!(leave_context, m)?)?;
     m.add_function(wrap_pyfunction!(current_context, m)?)

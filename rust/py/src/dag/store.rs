@@ -169,12 +169,49 @@ pub fn dag_release(
     with(py, engine, |g| g.release(&node_ids, &worker_id)).map_err(|e| PyErr::from(Error::from(e)))
 }
 
-/// `(claimable, running, lease_due)`: how many nodes are claimable now, how many run, and the earliest lease
-/// end among the running ones (None without leases).
+/// A graph's work at a glance, kept on its row by a store: how many nodes are claimable now, how many
+/// run, and the earliest lease end among the running ones (None without leases). `dag_work` reads it
+/// from an engine; a store builds it from the row it read.
+#[pyclass(frozen, eq, get_all, module = "chainwarden._core")]
+#[derive(Clone, Copy, PartialEq)]
+pub struct DagWork {
+    claimable: usize,
+    running: usize,
+    lease_due: Option<f64>,
+}
+
+#[pymethods]
+impl DagWork {
+    #[new]
+    #[pyo3(signature = (claimable=0, running=0, lease_due=None))]
+    fn new(claimable: usize, running: usize, lease_due: Option<f64>) -> Self {
+        DagWork {
+            claimable,
+            running,
+            lease_due,
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let due = self
+            .lease_due
+            .map_or_else(|| "None".to_owned(), |d| format!("{d:?}"));
+        format!(
+            "DagWork(claimable={}, running={}, lease_due={due})",
+            self.claimable, self.running
+        )
+    }
+}
+
+/// The engine's work summary (`DagWork`).
 #[pyfunction]
-pub fn dag_work(py: Python<'_>, engine: &Bound<'_, DagEngine>) -> (usize, usize, Option<f64>) {
+pub fn dag_work(py: Python<'_>, engine: &Bound<'_, DagEngine>) -> DagWork {
     let w = with(py, engine, |g| g.work());
-    (w.claimable, w.running, w.lease_due)
+    DagWork {
+        claimable: w.claimable,
+        running: w.running,
+        lease_due: w.lease_due,
+    }
 }
 
 /// Raises `DagPreconditionError` (`dag.claim.lease_lost`) unless `worker_id` still holds `node_id`.
@@ -190,6 +227,7 @@ pub fn dag_check_lease(
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<DagWork>()?;
     m.add_function(wrap_pyfunction!(dag_change_mark, m)?)?;
     m.add_function(wrap_pyfunction!(dag_delta, m)?)?;
     m.add_function(wrap_pyfunction!(dag_from_records, m)?)?;

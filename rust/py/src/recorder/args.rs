@@ -22,8 +22,9 @@ pub mod name {
     }
 }
 
-/// A word of the graph's vocabulary `T`.
-fn word<T>(
+/// A word of the core's vocabulary `T` (an enum of `chainwarden.vocab` or the plain word), else a
+/// `ValueError` naming the argument and every accepted word.
+pub(crate) fn word<T>(
     obj: &Bound<'_, PyAny>,
     what: &str,
     parse: fn(&str) -> Result<T, chainwarden_core::vocab::Unknown>,

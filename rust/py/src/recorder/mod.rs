@@ -1,6 +1,6 @@
 //! Bindings for the call-graph recorder.
 
-mod args;
+pub(crate) mod args;
 mod fast_call;
 mod graph;
 mod hooks;
