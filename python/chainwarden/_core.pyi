@@ -48,6 +48,7 @@ __all__ = [
     "StopCause",
     "__version__",
     "bind_call",
+    "current_call",
     "current_context",
     "dag_apply_records",
     "dag_change_mark",
@@ -449,7 +450,7 @@ class EnteredContext:
     @property
     def sync_depth(self) -> int: ...
     @property
-    def call(self) -> CallBinding | None: ...
+    def call(self) -> CallBinding | Block | None: ...
 
 def enter_context(ctx: Any) -> None:
     """Makes ``ctx`` the context entered innermost (``ExecutionContext.__enter__``)."""
@@ -468,7 +469,7 @@ class CallBinding:
     """An async call or ``with`` block, as seen from the code it runs (``CURRENT_CALL``)."""
 
     def __new__(
-        cls, core: Any, node: int, thread: int, sync_depth: int, outer: CallBinding | None
+        cls, core: Any, node: int, thread: int, sync_depth: int, outer: CallBinding | Block | None
     ) -> CallBinding: ...
     @property
     def core(self) -> Any: ...
@@ -479,12 +480,17 @@ class CallBinding:
     @property
     def sync_depth(self) -> int: ...
     @property
-    def outer(self) -> CallBinding | None: ...
+    def outer(self) -> CallBinding | Block | None: ...
 
-CURRENT_CALL: ContextVar[CallBinding | None]
+# A ``with`` block is bound as itself (no ``CallBinding`` allocated for it).
+CURRENT_CALL: ContextVar[CallBinding | Block | None]
 
-def bind_call(core: Any, node: int) -> Token[CallBinding | None]:
+def bind_call(core: Any, node: int) -> Token[CallBinding | Block | None]:
     """Binds call ``node`` of ``core`` in ``CURRENT_CALL``; reset with ``CURRENT_CALL.reset(token)``."""
+
+def current_call() -> tuple[ChainCore, int] | None:
+    """(core, node) of the innermost wrapped call this code runs in, of any chain; None outside any:
+    the innermost of ``CURRENT_CALL`` and this thread's sync calls, as ``report_cost`` charges it."""
 
 def enclosing_call(core: Any) -> int | None:
     """The node of ``core``'s innermost open async call or block in this context, if any."""

@@ -444,11 +444,6 @@ fn admit_or_raise(
     }
 }
 
-/// (depth, innermost core) of the sync calls open on this thread.
-pub(crate) fn innermost_sync(py: Python<'_>) -> (usize, Option<Bound<'_, ChainCore>>) {
-    SYNC_CALLS.with_borrow(|open| (open.len(), open.last().map(|(c, _)| c.bind(py).clone())))
-}
-
 /// How many sync calls are open on this thread (a binding's `sync_depth`).
 pub(crate) fn sync_depth() -> usize {
     SYNC_CALLS.with_borrow(Vec::len)

@@ -9,7 +9,7 @@
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
-use super::binding::{self, CallBinding};
+use super::binding;
 
 /// A context entered with `with ctx:` / `async with ctx:`, over the one entered before it.
 #[pyclass(frozen, get_all, module = "chainwarden._core")]
@@ -19,7 +19,8 @@ pub struct EnteredContext {
     /// Where it was entered, to tell whether it is inside or outside the innermost wrapped call.
     thread: u64,
     sync_depth: usize,
-    call: Option<Py<CallBinding>>,
+    /// The binding innermost when it was entered (a `CallBinding` or a `Block`).
+    call: Option<Py<PyAny>>,
 }
 
 static ENTERED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -78,24 +79,14 @@ pub fn leave_context(ctx: &Bound<'_, PyAny>) -> PyResult<()> {
 pub fn current_context(py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
     let entered = entered(py)?;
     let entered = entered.as_ref().map(Bound::get);
-    let (depth, sync) = super::innermost_sync(py);
-    let bound = binding::current(py)?;
-    let thread = binding::thread_ident();
     // The innermost wrapped call, as `report_cost` finds it.
-    let (call_core, from_async) = match (&bound, sync) {
-        (Some(b), sync)
-            if sync.is_none() || (b.get().thread == thread && depth <= b.get().sync_depth) =>
-        {
-            (b.get().core.bind(py).clone(), true)
-        }
-        (_, Some(core)) => (core.into_any(), false),
-        (_, None) => return Ok(entered.map(|e| e.ctx.clone_ref(py))),
+    let Some(call) = binding::innermost(py)? else {
+        return Ok(entered.map(|e| e.ctx.clone_ref(py)));
     };
     if let Some(e) = entered {
-        let inside = if from_async {
-            e.call.as_ref().map(Py::as_ptr) == bound.as_ref().map(Bound::as_ptr)
-        } else {
-            e.thread == thread && e.sync_depth >= depth
+        let inside = match &call.binding {
+            Some(bound) => e.call.as_ref().map(Py::as_ptr) == Some(bound.as_ptr()),
+            None => e.thread == binding::thread_ident() && e.sync_depth >= super::sync_depth(),
         };
         if inside {
             return Ok(Some(e.ctx.clone_ref(py)));
@@ -107,7 +98,7 @@ pub fn current_context(py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
             .getattr("owner")?
             .unbind())
     })?;
-    let found = owner.call1(py, (call_core,))?;
+    let found = owner.call1(py, (call.core,))?;
     if !found.is_none(py) {
         return Ok(Some(found));
     }
