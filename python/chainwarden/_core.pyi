@@ -453,7 +453,7 @@ class EnteredContext:
     @property
     def sync_depth(self) -> int: ...
     @property
-    def call(self) -> CallBinding | None: ...
+    def call(self) -> CallBinding | Block | None: ...
 
 def enter_context(ctx: Any) -> None:
     """Makes ``ctx`` the context entered innermost (``ExecutionContext.__enter__``)."""
@@ -483,7 +483,7 @@ class CallBinding:
     """An async call or ``with`` block, as seen from the code it runs (``CURRENT_CALL``)."""
 
     def __new__(
-        cls, core: Any, node: int, thread: int, sync_depth: int, outer: CallBinding | None
+        cls, core: Any, node: int, thread: int, sync_depth: int, outer: CallBinding | Block | None
     ) -> CallBinding: ...
     @property
     def core(self) -> Any: ...
@@ -494,11 +494,12 @@ class CallBinding:
     @property
     def sync_depth(self) -> int: ...
     @property
-    def outer(self) -> CallBinding | None: ...
+    def outer(self) -> CallBinding | Block | None: ...
 
-CURRENT_CALL: ContextVar[CallBinding | None]
+# A ``with`` block is bound as itself (no ``CallBinding`` allocated for it).
+CURRENT_CALL: ContextVar[CallBinding | Block | None]
 
-def bind_call(core: Any, node: int) -> Token[CallBinding | None]:
+def bind_call(core: Any, node: int) -> Token[CallBinding | Block | None]:
     """Binds call ``node`` of ``core`` in ``CURRENT_CALL``; reset with ``CURRENT_CALL.reset(token)``."""
 
 def enclosing_call(core: Any) -> int | None:

@@ -4,7 +4,9 @@ context remembers; the typed counters."""
 
 from __future__ import annotations
 
+import contextvars
 import gc
+import threading
 import weakref
 from typing import Any
 
@@ -18,7 +20,8 @@ from chainwarden.containment import (
     contained,
     report_cost,
 )
-from chainwarden.errors import InvalidArgumentType
+from chainwarden.containment.calls import current_call
+from chainwarden.errors import InvalidArgumentType, InvalidState
 from chainwarden.shield import Decision
 
 
@@ -192,3 +195,56 @@ def test_counters_are_named() -> None:
     ctx.abort("stop")
     c = ctx._s.core.counters()
     assert (c.aborted, c.abort_reason) == (True, "stop")
+
+
+def test_a_block_is_bound_as_itself_and_code_that_outlives_it_keeps_seeing_its_closed_call() -> None:
+    ctx = make(False, max_steps=5)
+    block = ctx.llm_call("b", 0.0)
+    with ctx.llm_call("b", 0.0):  # planned: the native path from here on
+        pass
+    with block:
+        inside = contextvars.copy_context()  # e.g. a task or a worker thread started in the block
+        assert inside.run(current_call) == current_call()
+        report_cost(0.25)
+    # The block ended: the copied context still sees its call, now closed, and charges nobody.
+    with pytest.raises(InvalidState, match="after its wrapped call had ended"):
+        inside.run(report_cost, 0.5)
+    with block:  # the same block object again: a new call; the old context still sees the old one
+        with pytest.raises(InvalidState, match="after its wrapped call had ended"):
+            inside.run(report_cost, 0.5)
+        report_cost(0.125)
+    nodes = [n for n in ctx.get_snapshot().nodes if n.operation_name == "b"]
+    assert [(n.status, n.cost_usd) for n in nodes] == [("ok", 0.0), ("ok", 0.25), ("ok", 0.125)]
+
+
+def test_one_block_object_entered_twice_nested_charges_and_parents_each_call() -> None:
+    ctx = make(False)
+    with ctx.llm_call("n", 0.0):
+        pass
+    block = ctx.llm_call("n", 0.0)
+    with block:
+        report_cost(0.5)
+        with block:
+            report_cost(0.25)
+            assert ctx.wrap_tool_call(lambda: None) is Decision.ALLOW
+        report_cost(0.125)
+    nodes = ctx.get_snapshot().nodes
+    by_cost = {n.cost_usd: n for n in nodes if n.operation_name == "n"}
+    outer, inner = by_cost[0.625], by_cost[0.25]
+    assert inner.parent_id == outer.node_id
+    assert [n.parent_id for n in nodes if n.operation_name == ""] == [inner.node_id]
+
+
+def test_a_block_is_seen_from_another_thread_running_its_context_and_outlives_its_context() -> None:
+    block = make(False).llm_call("t", 0.0)  # the block keeps its context alive
+    gc.collect()
+    seen: list[Any] = []
+    with block:
+        inside = contextvars.copy_context()
+        worker = threading.Thread(target=lambda: seen.append(inside.run(report_cost, 0.5)))
+        worker.start()
+        worker.join()
+    assert seen == [None]
+    snap = block._ctx.get_snapshot()
+    assert [(n.operation_name, n.cost_usd) for n in snap.nodes] == [("t", 0.5)]
+    assert current_call() is None

@@ -1,10 +1,11 @@
 """``report_cost``: a wrapped call tells its chain what it actually cost (docs/design.md §20).
 
 Two bindings say which call is running. Async wraps and ``with`` blocks bind their call to a
-ContextVar (the core's ``CURRENT_CALL`` of ``CallBinding``s), which follows it into the tasks and
-``asyncio.to_thread`` workers it starts (both copy the current context). Sync wraps run their
-callable on the caller's thread, so the core keeps them on a per-thread stack instead: a ContextVar
-set and reset per call would double the cost of the fast path. The innermost of the two wins; the
+ContextVar (the core's ``CURRENT_CALL`` of ``CallBinding``s and blocks bound as themselves), which
+follows it into the tasks and ``asyncio.to_thread`` workers it starts (both copy the current
+context). Sync wraps run their callable on the caller's thread, so the core keeps them on a
+per-thread stack instead: a ContextVar set and reset per call would double the cost of the fast
+path. The innermost of the two wins (the core's ``current_call()``, the one reader of both); the
 core adds the report to that open call and settles it at the call's end.
 """
 
@@ -17,7 +18,7 @@ from typing import Final
 
 from chainwarden._args import MAX_INT64
 from chainwarden._core import CURRENT_CALL as _CURRENT_CALL
-from chainwarden._core import CallBinding, OpenCall, bind_call, enclosing_call
+from chainwarden._core import Block, CallBinding, OpenCall, bind_call, enclosing_call
 from chainwarden._core import current_call as _current_call
 from chainwarden.errors import InvalidArgument, InvalidArgumentType, InvalidState
 
@@ -38,7 +39,7 @@ Binding = CallBinding
 # The one context variable of open async calls and blocks, of every chain: each chain finds its own
 # innermost call by walking `outer` (`enclosing`), so a call sets and resets one variable, not two
 # (a set and a reset copy the context: about 0.4 µs a call, benches/README.md). `bind_call` sets it.
-CURRENT_CALL: Final[ContextVar[CallBinding | None]] = _CURRENT_CALL
+CURRENT_CALL: Final[ContextVar[CallBinding | Block | None]] = _CURRENT_CALL
 
 # The node of `core`'s innermost open async call or block in this context, if any. A call of another
 # chain in between is skipped: a wrap nested in another context's wrap must not adopt that context's node.

@@ -1,7 +1,7 @@
 //! `CURRENT_CALL`: which async call or `with` block the running code is inside, of every chain.
 //!
-//! One ContextVar holds the innermost `CallBinding`; each binding links to the one it was set over
-//! (`outer`), so a chain finds its own innermost call by walking the links (`enclosing`) and a call
+//! One ContextVar holds the innermost binding — a `CallBinding`, or a `with` block bound as itself
+//! (no object allocated per block); each binding links to the one it was set over (`outer`), so a chain finds its own innermost call by walking the links (`enclosing`) and a call
 //! sets and resets one variable, not one per chain. A ContextVar follows the code into the tasks it
 //! starts and into `asyncio.to_thread` workers (both copy the context), which the per-thread stack
 //! of sync calls cannot (docs/containment.md "Decorators").
@@ -10,14 +10,17 @@ use std::ffi::CStr;
 use std::ptr;
 
 use pyo3::ffi;
+use pyo3::gc::{PyTraverseError, PyVisit};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
 use chainwarden_core::ids::NodeId;
 
-/// An async call or block, as seen from the code it runs.
-#[pyclass(frozen, get_all, module = "chainwarden._core")]
-pub struct CallBinding {
+use super::block::Block;
+
+/// Where an async call or block is bound, as the code it runs sees it: the fields of a
+/// `CallBinding`, and of a `Block` bound as itself (`block::Block::bind_as_self`).
+pub(super) struct Binding {
     /// The chain core (or the shared-budget gate around it) the call belongs to.
     pub(super) core: Py<PyAny>,
     pub(super) node: NodeId,
@@ -25,9 +28,33 @@ pub struct CallBinding {
     /// nested inside it, so they take `report_cost`.
     pub(super) thread: u64,
     pub(super) sync_depth: usize,
-    /// The binding this one was set over: the enclosing async call or block, of any chain.
-    outer: Option<Py<CallBinding>>,
+    /// The value this one was set over: the enclosing async call or block, of any chain (a
+    /// `CallBinding` or a `Block`).
+    pub(super) outer: Option<Py<PyAny>>,
 }
+
+impl Binding {
+    /// Call `node` of `core`, bound on this thread over `outer`.
+    pub(super) fn here(core: &Bound<'_, PyAny>, node: NodeId, outer: Option<Py<PyAny>>) -> Self {
+        Binding {
+            core: core.clone().unbind(),
+            node,
+            thread: thread_ident(),
+            sync_depth: super::sync_depth(),
+            outer,
+        }
+    }
+
+    pub(super) fn visit(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.core)?;
+        visit.call(&self.outer)
+    }
+}
+
+/// An async call or block, as seen from the code it runs (a block bound as itself is the other
+/// kind of value of `CURRENT_CALL`).
+#[pyclass(frozen, module = "chainwarden._core")]
+pub struct CallBinding(Binding);
 
 #[pymethods]
 impl CallBinding {
@@ -37,16 +64,50 @@ impl CallBinding {
         node: NodeId,
         thread: u64,
         sync_depth: usize,
-        outer: Option<Py<CallBinding>>,
+        outer: Option<Py<PyAny>>,
     ) -> Self {
-        CallBinding {
+        CallBinding(Binding {
             core,
             node,
             thread,
             sync_depth,
             outer,
-        }
+        })
     }
+
+    #[getter]
+    fn core(&self, py: Python<'_>) -> Py<PyAny> {
+        self.0.core.clone_ref(py)
+    }
+
+    #[getter]
+    fn node(&self) -> NodeId {
+        self.0.node
+    }
+
+    #[getter]
+    fn thread(&self) -> u64 {
+        self.0.thread
+    }
+
+    #[getter]
+    fn sync_depth(&self) -> usize {
+        self.0.sync_depth
+    }
+
+    #[getter]
+    fn outer(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.0.outer.as_ref().map(|o| o.clone_ref(py))
+    }
+}
+
+/// What value `value` of `CURRENT_CALL` binds, seen through `f`: the one reader of both kinds
+/// of value (None for anything else, e.g. the default None).
+pub(super) fn read<R>(value: &Bound<'_, PyAny>, f: impl FnOnce(&Binding) -> R) -> Option<R> {
+    if let Ok(b) = value.cast::<CallBinding>() {
+        return Some(f(&b.get().0));
+    }
+    value.cast::<Block>().ok()?.get().read_bound(f)
 }
 
 static VAR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -89,31 +150,75 @@ pub fn set_var<'py>(
     }
 }
 
-/// The innermost binding in the current context, if any.
-pub fn current(py: Python<'_>) -> PyResult<Option<Bound<'_, CallBinding>>> {
-    Ok(get_var(py, var(py)?)?.cast_into::<CallBinding>().ok())
+/// The innermost binding in the current context (a `CallBinding` or a `Block`), if any.
+pub fn current(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
+    let value = get_var(py, var(py)?)?;
+    Ok((!value.is_none()).then_some(value))
+}
+
+/// The innermost wrapped call this code runs in, of any chain, as `report_cost` charges it: the
+/// innermost of the bindings (`CURRENT_CALL`) and this thread's stack of sync calls. A binding
+/// wins when there is no sync call, or when it was bound on this thread at or above the
+/// innermost sync call's depth.
+pub struct Innermost<'py> {
+    pub core: Bound<'py, PyAny>,
+    pub node: NodeId,
+    /// The binding it was found in (None: this thread's innermost sync call).
+    pub binding: Option<Bound<'py, PyAny>>,
+}
+
+pub fn innermost(py: Python<'_>) -> PyResult<Option<Innermost<'_>>> {
+    let (depth, sync) = super::innermost_sync(py);
+    if let Some(value) = current(py)? {
+        let thread = thread_ident();
+        let found = read(&value, |b| {
+            (sync.is_none() || (b.thread == thread && depth <= b.sync_depth))
+                .then(|| (b.core.clone_ref(py), b.node))
+        })
+        .flatten();
+        if let Some((core, node)) = found {
+            return Ok(Some(Innermost {
+                core: core.into_bound(py),
+                node,
+                binding: Some(value),
+            }));
+        }
+    }
+    Ok(sync.map(|(core, node)| Innermost {
+        core: core.into_any(),
+        node,
+        binding: None,
+    }))
 }
 
 /// The node of the innermost open async call or block of `core` in this context: a call of
 /// another chain in between is skipped (a wrap nested in another context's wrap must not adopt
 /// that context's node).
 pub fn enclosing(py: Python<'_>, core: *mut ffi::PyObject) -> PyResult<Option<NodeId>> {
-    Ok(enclosing_in(current(py)?.as_ref().map(Bound::get), core))
+    Ok(enclosing_in(current(py)?, core))
 }
 
 /// `enclosing`, from the innermost binding `bound` (read once by a caller that binds over it).
-fn enclosing_in(mut bound: Option<&CallBinding>, core: *mut ffi::PyObject) -> Option<NodeId> {
-    while let Some(b) = bound {
-        if b.core.as_ptr() == core {
-            return Some(b.node);
+fn enclosing_in(bound: Option<Bound<'_, PyAny>>, core: *mut ffi::PyObject) -> Option<NodeId> {
+    let mut bound = bound?;
+    loop {
+        let py = bound.py();
+        let (node, outer) = read(&bound, |b| {
+            if b.core.as_ptr() == core {
+                (Some(b.node), None)
+            } else {
+                (None, b.outer.as_ref().map(|o| o.clone_ref(py)))
+            }
+        })?;
+        if node.is_some() {
+            return node;
         }
-        bound = b.outer.as_ref().map(Py::get);
+        bound = outer?.into_bound(py);
     }
-    None
 }
 
 /// The innermost binding of this context, to find the enclosing call in and bind over.
-pub struct Current<'py>(Option<Bound<'py, CallBinding>>);
+pub struct Current<'py>(Option<Bound<'py, PyAny>>);
 
 impl<'py> Current<'py> {
     pub fn read(py: Python<'py>) -> PyResult<Self> {
@@ -122,12 +227,24 @@ impl<'py> Current<'py> {
 
     /// As `enclosing`.
     pub fn enclosing(&self, core: *mut ffi::PyObject) -> Option<NodeId> {
-        enclosing_in(self.0.as_ref().map(Bound::get), core)
+        enclosing_in(self.0.clone(), core)
     }
 
-    /// As `bind`, over this binding.
-    pub fn bind(self, core: &Bound<'py, PyAny>, node: NodeId) -> PyResult<Py<PyAny>> {
-        bind_over(core.py(), core, node, self.0.map(Bound::unbind))
+    /// Binds call `node` of `core` over this binding, as `block` itself when `block` takes it
+    /// (`Block::bind_as_self`: no object allocated), else as a new `CallBinding`; returns the
+    /// ContextVar's token.
+    pub fn bind_block(
+        self,
+        block: &Bound<'py, Block>,
+        core: &Bound<'py, PyAny>,
+        node: NodeId,
+    ) -> PyResult<Py<PyAny>> {
+        let py = core.py();
+        let binding = Binding::here(core, node, self.0.map(Bound::unbind));
+        match block.get().bind_as_self(binding) {
+            Ok(()) => Ok(set_var(py, var(py)?, block.as_any())?.unbind()),
+            Err(binding) => set_binding(py, binding),
+        }
     }
 }
 
@@ -141,23 +258,14 @@ pub fn thread_ident() -> u64 {
 
 /// Binds call `node` of `core` over the current binding; returns the ContextVar's token.
 pub fn bind(py: Python<'_>, core: &Bound<'_, PyAny>, node: NodeId) -> PyResult<Py<PyAny>> {
-    bind_over(py, core, node, current(py)?.map(Bound::unbind))
+    set_binding(
+        py,
+        Binding::here(core, node, current(py)?.map(Bound::unbind)),
+    )
 }
 
-fn bind_over(
-    py: Python<'_>,
-    core: &Bound<'_, PyAny>,
-    node: NodeId,
-    outer: Option<Py<CallBinding>>,
-) -> PyResult<Py<PyAny>> {
-    let binding = CallBinding {
-        core: core.clone().unbind(),
-        node,
-        thread: thread_ident(),
-        sync_depth: super::sync_depth(),
-        outer,
-    };
-    let binding = Bound::new(py, binding)?;
+fn set_binding(py: Python<'_>, binding: Binding) -> PyResult<Py<PyAny>> {
+    let binding = Bound::new(py, CallBinding(binding))?;
     Ok(set_var(py, var(py)?, binding.as_any())?.unbind())
 }
 

@@ -1,6 +1,8 @@
 //! `with ctx.llm_call(...):` natively: the block reaches the same admission and settlement as
 //! `wrap_llm_call`'s fast path, and binds its call in `CURRENT_CALL` (a block may await, so its
-//! children find it by ContextVar, not by the per-thread stack of sync calls).
+//! children find it by ContextVar, not by the per-thread stack of sync calls). The block is itself
+//! the value it binds (`Block::bind_as_self`): a `with` statement of a planned form allocates one
+//! object, the block.
 //!
 //! A `CallPlan` is what one form of call of a chain admits (kind, name, model, estimate), built
 //! once and reused by every block of that form. When the chain has nothing to consult besides the
@@ -10,6 +12,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
+use pyo3::gc::{PyTraverseError, PyVisit};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -17,7 +20,8 @@ use pyo3::types::PyBool;
 
 use chainwarden_core::ids::NodeId;
 
-use super::{admit, binding, Call, CallKind, ChainCore};
+use super::binding::{self, Binding};
+use super::{admit, Call, CallKind, ChainCore};
 use crate::errors;
 use crate::exceptions::invalid_state;
 
@@ -128,16 +132,46 @@ impl OpenCalls {
     }
 }
 
+#[derive(Default)]
+struct BlockState {
+    open: OpenCalls,
+    /// The call this block object is bound as in `CURRENT_CALL` (its first, kept after the call
+    /// closed: code that outlived the block, e.g. a task it started, still finds that call,
+    /// closed, docs/design.md §30).
+    bound: Option<Binding>,
+}
+
 /// What `ctx.llm_call(...)` returns: a decorator (`__call__`, see `containment/_decorators.py`),
 /// and a context manager for one block. One use per `with` statement: entering admits the call
 /// (or raises `CallRefused`), leaving closes it — success when the block completes, a counted
-/// failure when it raises. Not a Python subclass: no GC-tracked object per block.
+/// failure when it raises. Not a Python subclass. Tracked by the cycle collector: while a call of
+/// it is open, the block is the value of `CURRENT_CALL` in a context its token refers to (a cycle,
+/// which a block entered and never left in a dropped task's context would leak).
 #[pyclass(frozen, module = "chainwarden._core")]
 pub struct Block {
     ctx: Py<PyAny>,
     plan: Py<CallPlan>,
-    /// The calls this object has open (a block object may be re-entered).
-    open: Mutex<OpenCalls>,
+    /// The calls this object has open (a block object may be re-entered), and what it is bound as.
+    state: Mutex<BlockState>,
+}
+
+impl Block {
+    /// Makes this block the value bound for its call (`binding::Current::bind_block`), unless it
+    /// is bound already (entered again, or entered before): then the caller binds a
+    /// `CallBinding`, and whoever holds this block's first binding keeps seeing that call.
+    pub(super) fn bind_as_self(&self, binding: Binding) -> Result<(), Binding> {
+        let mut state = self.state.lock();
+        if state.bound.is_some() {
+            return Err(binding);
+        }
+        state.bound = Some(binding);
+        Ok(())
+    }
+
+    /// What this block is bound as, seen through `f` (`binding::read`).
+    pub(super) fn read_bound<R>(&self, f: impl FnOnce(&Binding) -> R) -> Option<R> {
+        self.state.lock().bound.as_ref().map(f)
+    }
 }
 
 #[pymethods]
@@ -148,7 +182,23 @@ impl Block {
         Block {
             ctx,
             plan,
-            open: Mutex::new(OpenCalls::default()),
+            state: Mutex::new(BlockState::default()),
+        }
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.ctx)?;
+        visit.call(&self.plan)?;
+        let Some(state) = self.state.try_lock() else {
+            return Ok(());
+        };
+        let open = state.open.first.iter().chain(&state.open.more);
+        for o in open {
+            visit.call(&o.token)?;
+        }
+        match &state.bound {
+            Some(b) => b.visit(&visit),
+            None => Ok(()),
         }
     }
 
@@ -199,15 +249,16 @@ impl Block {
                         .bind(py)
                         .setattr(intern!(py, "async_used"), PyBool::new(py, true))?;
                 }
-                (node, current.bind(core.as_any(), node)?)
+                (node, current.bind_block(slf, core.as_any(), node)?)
             }
             None => {
                 let node: NodeId = slow(py)?.enter.call1(py, (plan_obj,))?.extract(py)?;
                 let core = plan.state.bind(py).getattr(intern!(py, "core"))?;
-                (node, binding::bind(py, &core, node)?)
+                let current = binding::Current::read(py)?;
+                (node, current.bind_block(slf, &core, node)?)
             }
         };
-        this.open.lock().push(Open {
+        this.state.lock().open.push(Open {
             node,
             token,
             native: plan.fast.is_some(),
@@ -225,7 +276,8 @@ impl Block {
         let _ = (exc_type, tb);
         let py = slf.py();
         let this = slf.get();
-        let open = this.open.lock().pop().ok_or_else(|| {
+        let open = this.state.lock().open.pop();
+        let open = open.ok_or_else(|| {
             invalid_state(
                 py,
                 "a contained block was left without being entered".to_owned(),

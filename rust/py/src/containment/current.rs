@@ -11,7 +11,7 @@ use pyo3::sync::PyOnceLock;
 
 use chainwarden_core::ids::NodeId;
 
-use super::binding::{self, CallBinding};
+use super::binding;
 
 /// A context entered with `with ctx:` / `async with ctx:`, over the one entered before it.
 #[pyclass(frozen, get_all, module = "chainwarden._core")]
@@ -21,7 +21,8 @@ pub struct EnteredContext {
     /// Where it was entered, to tell whether it is inside or outside the innermost wrapped call.
     thread: u64,
     sync_depth: usize,
-    call: Option<Py<CallBinding>>,
+    /// The binding innermost when it was entered (a `CallBinding` or a `Block`).
+    call: Option<Py<PyAny>>,
 }
 
 static ENTERED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -83,48 +84,13 @@ pub struct OpenCall {
     node: NodeId,
 }
 
-/// Where the innermost wrapped call the running code is inside was found.
-enum Innermost<'py> {
-    /// An async call or block (`CURRENT_CALL`).
-    Bound(Bound<'py, CallBinding>),
-    /// A sync call on this thread's stack, `depth` entries deep.
-    Sync {
-        core: Bound<'py, super::ChainCore>,
-        node: NodeId,
-        depth: usize,
-    },
-}
-
-/// The innermost of the two bindings (docs/design.md §20): the async binding unless a sync call
-/// opened on its thread after it (deeper in the stack) is open.
-fn innermost(py: Python<'_>) -> PyResult<Option<Innermost<'_>>> {
-    let (depth, sync) = super::innermost_sync(py);
-    let bound = binding::current(py)?;
-    Ok(match (bound, sync) {
-        (Some(b), sync)
-            if sync.is_none()
-                || (b.get().thread == binding::thread_ident() && depth <= b.get().sync_depth) =>
-        {
-            Some(Innermost::Bound(b))
-        }
-        (_, Some((core, node))) => Some(Innermost::Sync { core, node, depth }),
-        (_, None) => None,
-    })
-}
-
 /// The innermost wrapped call the running code is inside, of any chain: what `report_cost`
 /// charges. None outside any.
 #[pyfunction]
 pub fn current_call(py: Python<'_>) -> PyResult<Option<OpenCall>> {
-    Ok(innermost(py)?.map(|found| match found {
-        Innermost::Bound(b) => OpenCall {
-            core: b.get().core.clone_ref(py),
-            node: b.get().node,
-        },
-        Innermost::Sync { core, node, .. } => OpenCall {
-            core: core.into_any().unbind(),
-            node,
-        },
+    Ok(binding::innermost(py)?.map(|found| OpenCall {
+        core: found.core.unbind(),
+        node: found.node,
     }))
 }
 
@@ -133,19 +99,14 @@ pub fn current_call(py: Python<'_>) -> PyResult<Option<OpenCall>> {
 pub fn current_context(py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
     let entered = entered(py)?;
     let entered = entered.as_ref().map(Bound::get);
-    let Some(found) = innermost(py)? else {
+    // The innermost wrapped call, as `report_cost` finds it.
+    let Some(call) = binding::innermost(py)? else {
         return Ok(entered.map(|e| e.ctx.clone_ref(py)));
     };
-    let call_core = match &found {
-        Innermost::Bound(b) => b.get().core.bind(py).clone(),
-        Innermost::Sync { core, .. } => core.clone().into_any(),
-    };
     if let Some(e) = entered {
-        let inside = match &found {
-            Innermost::Bound(b) => e.call.as_ref().map(Py::as_ptr) == Some(b.as_ptr()),
-            Innermost::Sync { depth, .. } => {
-                e.thread == binding::thread_ident() && e.sync_depth >= *depth
-            }
+        let inside = match &call.binding {
+            Some(bound) => e.call.as_ref().map(Py::as_ptr) == Some(bound.as_ptr()),
+            None => e.thread == binding::thread_ident() && e.sync_depth >= super::sync_depth(),
         };
         if inside {
             return Ok(Some(e.ctx.clone_ref(py)));
@@ -157,7 +118,7 @@ pub fn current_context(py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
             .getattr("owner")?
             .unbind())
     })?;
-    let found = owner.call1(py, (call_core,))?;
+    let found = owner.call1(py, (call.core,))?;
     if !found.is_none(py) {
         return Ok(Some(found));
     }
