@@ -78,10 +78,17 @@ pub fn leave_context(ctx: &Bound<'_, PyAny>) -> PyResult<()> {
 
 /// The wrapped call the running code is inside (`current_call()`): its chain core (or the
 /// shared-budget gate around it) and its node.
-#[pyclass(frozen, get_all, module = "chainwarden._core")]
+#[pyclass(frozen, get_all, eq, module = "chainwarden._core")]
 pub struct OpenCall {
     core: Py<PyAny>,
     node: NodeId,
+}
+
+/// The same call: the same core object and node.
+impl PartialEq for OpenCall {
+    fn eq(&self, other: &Self) -> bool {
+        self.core.is(&other.core) && self.node == other.node
+    }
 }
 
 /// The innermost wrapped call the running code is inside, of any chain: what `report_cost`
