@@ -150,6 +150,23 @@ def test_call_forms_reuse_one_plan_per_form_and_reject_what_they_do_not_know() -
     assert nodes[0].parent_id == nodes[1].node_id  # completion order: the inner block first
 
 
+def test_the_fast_entry_takes_only_planned_forms_of_exact_types_and_keeps_the_methods_doc() -> None:
+    class Name(str):
+        pass
+
+    class Context(ExecutionContext):
+        pass
+
+    ctx = Context(ExecutionConfig(max_cost_usd=1.0, max_steps=10, max_retries_total=3))
+    first = ctx.llm_call("a", 0.5)._plan
+    assert ctx.llm_call("a", 0.5)._plan is first  # a subclass's context reads its calls fast too
+    assert ctx.llm_call(Name("a"), 0.5)._plan is not first  # a str subclass: the general entry plans it
+    assert ctx.tool_call("a", 0.5)._plan is not first and ctx.tool_call("a", 0.5)._plan.kind == CallKind.TOOL
+    assert (CallForms.llm_call.__doc__ or "").startswith("`llm_call(name=")
+    with pytest.raises(TypeError):
+        CallForms.llm_call(object(), "a")  # type: ignore[arg-type]  # not a context: CPython refuses it
+
+
 def test_a_context_that_used_named_blocks_is_freed_without_the_cycle_collector() -> None:
     gc.disable()
     try:

@@ -5,6 +5,7 @@
 //! a plan not made yet, a wrong argument) runs the Python layer's `llm_call` / `tool_call`
 //! (`containment/_decorators.py`), which validates, plans and fills the table.
 
+use pyo3::ffi;
 use pyo3::gc::{PyTraverseError, PyVisit};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -13,6 +14,7 @@ use pyo3::types::{PyDict, PyFloat, PyString, PyTuple};
 
 use super::block::{Block, CallPlan};
 use super::CallKind;
+use crate::fast_entry::{fast_method, Fast, FastEntry};
 
 /// The default cost estimate, as the key of the plans table.
 static ZERO: PyOnceLock<Py<PyFloat>> = PyOnceLock::new();
@@ -38,8 +40,7 @@ impl CallForms {
         let py = slf.py();
         if kwargs.is_none_or(|k| k.is_empty()) {
             if let Some(plan) = Self::planned(slf, kind, args)? {
-                let block = Block::new(slf.clone().into_any().unbind(), plan);
-                return Ok(Bound::new(py, block)?.into_any().unbind());
+                return Ok(Self::block(slf, plan)?.unbind());
             }
         }
         let (llm, tool) = SLOW.get_or_try_init(py, || -> PyResult<_> {
@@ -55,26 +56,42 @@ impl CallForms {
         slow.call(py, PyTuple::new(py, all)?, kwargs)
     }
 
-    /// The plan of `(name, cost)` when both have their exact types (0.0 and False hash alike)
-    /// and the form was planned already.
+    fn block<'py>(slf: &Bound<'py, Self>, plan: Py<CallPlan>) -> PyResult<Bound<'py, PyAny>> {
+        let block = Block::new(slf.clone().into_any().unbind(), plan);
+        Ok(Bound::new(slf.py(), block)?.into_any())
+    }
+
+    /// The plan of the positional arguments `(name, cost)` when both have their exact types (0.0
+    /// and False hash alike) and the form was planned already.
     fn planned(
         slf: &Bound<'_, Self>,
         kind: CallKind,
         args: &Bound<'_, PyTuple>,
     ) -> PyResult<Option<Py<CallPlan>>> {
+        let (name, cost) = match args.len() {
+            0 => (None, None),
+            1 => (Some(args.get_item(0)?), None),
+            2 => (Some(args.get_item(0)?), Some(args.get_item(1)?)),
+            _ => return Ok(None),
+        };
+        Self::plan_of(slf, kind, name, cost)
+    }
+
+    /// The plan of `(name, cost)` (absent: `""`, `0.0`), as `planned`.
+    fn plan_of(
+        slf: &Bound<'_, Self>,
+        kind: CallKind,
+        name: Option<Bound<'_, PyAny>>,
+        cost: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Option<Py<CallPlan>>> {
         let py = slf.py();
-        let zero = || {
+        let name = name.unwrap_or_else(|| intern!(py, "").clone().into_any());
+        let cost = cost.unwrap_or_else(|| {
             ZERO.get_or_init(py, || PyFloat::new(py, 0.0).unbind())
                 .bind(py)
                 .clone()
                 .into_any()
-        };
-        let (name, cost) = match args.len() {
-            0 => (intern!(py, "").clone().into_any(), zero()),
-            1 => (args.get_item(0)?, zero()),
-            2 => (args.get_item(0)?, args.get_item(1)?),
-            _ => return Ok(None),
-        };
+        });
         if !name.is_exact_instance_of::<PyString>() || !cost.is_exact_instance_of::<PyFloat>() {
             return Ok(None);
         }
@@ -142,6 +159,65 @@ impl CallForms {
     }
 }
 
+static LLM_CALL: FastEntry = FastEntry::new();
+static TOOL_CALL: FastEntry = FastEntry::new();
+
+fast_method!(llm_call, LLM_CALL, fast_llm_call);
+fast_method!(tool_call, TOOL_CALL, fast_tool_call);
+
+/// `ctx.llm_call(name[, cost])` read straight from CPython's arguments (src/fast_entry.rs): the
+/// block of a planned form without the argument tuple PyO3 builds for `*args`; any other call
+/// (keywords, a form not planned yet) goes to the method above.
+unsafe fn fast_llm_call<'py>(
+    py: Python<'py>,
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> Fast<'py> {
+    // SAFETY: CPython's arguments to the method, unchanged.
+    unsafe { fast_form(py, CallKind::Llm, slf, args, nargsf, kwnames) }
+}
+
+/// `ctx.tool_call(name[, cost])`, as `fast_llm_call`.
+unsafe fn fast_tool_call<'py>(
+    py: Python<'py>,
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> Fast<'py> {
+    // SAFETY: as `fast_llm_call`.
+    unsafe { fast_form(py, CallKind::Tool, slf, args, nargsf, kwnames) }
+}
+
+unsafe fn fast_form<'py>(
+    py: Python<'py>,
+    kind: CallKind,
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> Fast<'py> {
+    // SAFETY: CPython passes `nargs` positional arguments, borrowed for the call, and `self` an
+    // instance of the class the method descriptor belongs to (it checks before calling).
+    unsafe {
+        let nargs = ffi::PyVectorcall_NARGS(nargsf as usize);
+        if nargs > 2 || !(kwnames.is_null() || ffi::PyTuple_GET_SIZE(kwnames) == 0) {
+            return Ok(None);
+        }
+        let arg = |i: isize| (i < nargs).then(|| Bound::from_borrowed_ptr(py, *args.offset(i)));
+        let slf = Bound::from_borrowed_ptr(py, slf).cast_into_unchecked::<CallForms>();
+        match CallForms::plan_of(&slf, kind, arg(0), arg(1))? {
+            Some(plan) => CallForms::block(&slf, plan).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<CallForms>()
+    m.add_class::<CallForms>()?;
+    let ty = m.py().get_type::<CallForms>();
+    LLM_CALL.install(m.py(), &ty, c"llm_call", llm_call)?;
+    TOOL_CALL.install(m.py(), &ty, c"tool_call", tool_call)
 }
