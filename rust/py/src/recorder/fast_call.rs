@@ -156,7 +156,7 @@ unsafe fn fast<'py>(
         } else {
             crate::convert::metadata(Some(&Bound::from_borrowed_ptr(py, metadata)))?
         };
-        let call = FinishedCall {
+        let mut call = FinishedCall {
             parent,
             kind,
             name,
@@ -171,7 +171,9 @@ unsafe fn fast<'py>(
             stop_reason,
             metadata,
         };
-        Ok(Some(graph.get().record(py, call).map_err(PyErr::from)?))
+        Ok(Some(
+            graph.get().record(py, &mut call).map_err(PyErr::from)?,
+        ))
     }
 }
 
