@@ -444,7 +444,7 @@ def test_every_form_of_a_row_records_the_same_nodes_with_the_same_hooks() -> Non
             for i, c in enumerate(CALLS)
         ]
         assert g.record_calls(rows) == [f"n{i:06d}" for i in range(2, 2 + len(CALLS))]
-        graphs.append((g.snapshot_json(), g.aggregates(), seen.calls, signals(g)))
+        graphs.append((without_times(g), g.aggregates(), seen.calls, signals(g)))
     assert all(g == graphs[0] for g in graphs[1:])
 
 
@@ -458,3 +458,18 @@ def test_an_unknown_key_among_known_ones_is_refused_by_name_and_changes_nothing(
     expected = "rows[1] keys must be str, not int" if key == 7 else f"rows[1] has an unknown field {key!r}"
     assert expected in str(raised.value)
     assert frozen(g) == before
+
+
+def test_calls_under_parents_given_as_new_strs_each_time_go_under_the_parent_each_names() -> None:
+    # The plain entry remembers the last parent `str` object it read; parents rebuilt on every call
+    # (new objects, whose addresses the allocator reuses) and alternating parents each find their own.
+    g = ExecutionGraph()
+    root = g.create_root("run")
+    child = g.record_call(root, "llm", "child", cost_usd=0.0)
+    for i in range(200):
+        parent = "".join(["n", "00000", "1" if i % 3 else "2"])
+        node = g.record_call(parent, "tool", "t", cost_usd=0.0)
+        assert g.node(node)["parent_id"] == (root if i % 3 else child)
+    with pytest.raises(KeyError):
+        g.record_call("".join(["n", "999999"]), "tool", "t", cost_usd=0.0)
+    assert g.record_call(root, "llm", "x", cost_usd=0.0) in g

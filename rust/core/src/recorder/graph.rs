@@ -576,6 +576,7 @@ impl Graph {
 
     /// The fields a terminal transition writes on the node itself; the rest is
     /// [`Graph::settled`]'s.
+    #[inline]
     pub(super) fn end_node(
         names: &mut Interner,
         node: &mut Node,
@@ -602,6 +603,7 @@ impl Graph {
 
     /// What follows [`Graph::end_node`] once the node is in the arena: its stop reason, the
     /// aggregates, divergence, pruning and the event.
+    #[inline]
     pub(super) fn settled(
         &self,
         st: &mut State,
