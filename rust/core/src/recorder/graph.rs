@@ -576,7 +576,9 @@ impl Graph {
 
     /// The fields a terminal transition writes on the node itself; the rest is
     /// [`Graph::settled`]'s.
-    #[inline]
+    // Always inlined: `settle` (every `mark_*`) and `apply` (every recorded call) each pay one
+    // call for the whole transition, as before it was shared.
+    #[inline(always)]
     pub(super) fn end_node(
         names: &mut Interner,
         node: &mut Node,
@@ -603,7 +605,7 @@ impl Graph {
 
     /// What follows [`Graph::end_node`] once the node is in the arena: its stop reason, the
     /// aggregates, divergence, pruning and the event.
-    #[inline]
+    #[inline(always)]
     pub(super) fn settled(
         &self,
         st: &mut State,
