@@ -71,6 +71,19 @@ def record_loop(g: Any, root: str, n: int) -> None:
         record(root, "llm", "step", cost_usd=0.001, tokens_in=10, tokens_out=20)
 
 
+def dict_rows(root: str, n: int) -> list[dict[str, Any]]:
+    """What log ingestion holds: one dict per call, built before the batch is recorded."""
+    row = {
+        "parent": root,
+        "kind": "llm",
+        "name": "step",
+        "cost_usd": 0.001,
+        "tokens_in": 10,
+        "tokens_out": 20,
+    }
+    return [dict(row) for _ in range(n)]
+
+
 # The same finished call, recorded four ways (docs/recorder.md "Recording finished calls"): `chainwarden` is
 # `record_call`, the one-call form, and every other row is compared with it. The reference runs last: after
 # its rounds (100k-node graphs of Python dicts, built and freed) the allocator hands out memory differently,
@@ -92,16 +105,7 @@ def test_finished_call(benchmark: Any, impl: str) -> None:
         g = (VeronicaGraph if impl.startswith("veronica") else ExecutionGraph)()
         root = g.create_root("run")
         if impl == "rows":
-            # What log ingestion holds: one dict per call, built before the batch is recorded.
-            row = {
-                "parent": root,
-                "kind": "llm",
-                "name": "step",
-                "cost_usd": 0.001,
-                "tokens_in": 10,
-                "tokens_out": 20,
-            }
-            return (g, [dict(row) for _ in range(N_NODES)]), {}
+            return (g, dict_rows(root, N_NODES)), {}
         return (g, root), {}
 
     def run(g: Any, arg: Any) -> None:

@@ -416,3 +416,60 @@ def test_a_call_the_plain_entry_cannot_read_gets_the_general_entrys_error() -> N
     assert len(g) == 1
     assert ExecutionGraph.record_call.__text_signature__ is not None
     assert "cost_usd" in ExecutionGraph.record_call.__text_signature__
+
+
+class Row(dict[str, Any]):
+    pass
+
+
+def test_every_form_of_a_row_records_the_same_nodes_with_the_same_hooks() -> None:
+    # A plain dict's fields are found by their keys' addresses when the keys are the interned field
+    # names (keys written in the source); keys built at run time, a kind built at run time, dict
+    # subclasses and a mix of both kinds of key in one row are read by name: the same nodes either way.
+    def mixed(row: dict[str, Any]) -> dict[str, Any]:
+        return {("".join(list(k)) if i % 2 else k): v for i, (k, v) in enumerate(row.items())}
+
+    forms: list[Any] = [
+        lambda row: row,
+        built_at_run_time,
+        mixed,
+        lambda row: {**row, "kind": "".join(list(row["kind"]))},
+        Row,
+    ]
+    graphs = []
+    for form in forms:
+        g, seen, root = observed()
+        rows = [
+            form({"parent": root, "started_at": 1_000 + i, "ended_at": 2_000 + i, **c})
+            for i, c in enumerate(CALLS)
+        ]
+        assert g.record_calls(rows) == [f"n{i:06d}" for i in range(2, 2 + len(CALLS))]
+        graphs.append((without_times(g), g.aggregates(), seen.calls, signals(g)))
+    assert all(g == graphs[0] for g in graphs[1:])
+
+
+@pytest.mark.parametrize("key", ["costusd", "".join(["cost", "usd"]), 7])
+def test_an_unknown_key_among_known_ones_is_refused_by_name_and_changes_nothing(key: Any) -> None:
+    g, root = _graph_with_history()
+    before = frozen(g)
+    good = {"parent": root, "kind": "llm", "name": "n", "cost_usd": 0.5}
+    with pytest.raises(TypeError) as raised:
+        g.record_calls([good, {**good, key: 1, "tokens_in": 3}])
+    expected = "rows[1] keys must be str, not int" if key == 7 else f"rows[1] has an unknown field {key!r}"
+    assert expected in str(raised.value)
+    assert frozen(g) == before
+
+
+def test_calls_under_parents_given_as_new_strs_each_time_go_under_the_parent_each_names() -> None:
+    # The plain entry remembers the last parent `str` object it read; parents rebuilt on every call
+    # (new objects, whose addresses the allocator reuses) and alternating parents each find their own.
+    g = ExecutionGraph()
+    root = g.create_root("run")
+    child = g.record_call(root, "llm", "child", cost_usd=0.0)
+    for i in range(200):
+        parent = "".join(["n", "00000", "1" if i % 3 else "2"])
+        node = g.record_call(parent, "tool", "t", cost_usd=0.0)
+        assert g.node(node)["parent_id"] == (root if i % 3 else child)
+    with pytest.raises(KeyError):
+        g.record_call("".join(["n", "999999"]), "tool", "t", cost_usd=0.0)
+    assert g.record_call(root, "llm", "x", cost_usd=0.0) in g

@@ -171,6 +171,7 @@ fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
 ///
 /// # Safety
 /// `o` is a live object, borrowed for `'a`.
+#[inline]
 pub unsafe fn text<'a>(o: *mut ffi::PyObject) -> Option<&'a str> {
     unsafe {
         if ffi::PyUnicode_CheckExact(o) == 0 {
@@ -193,6 +194,7 @@ pub unsafe fn text<'a>(o: *mut ffi::PyObject) -> Option<&'a str> {
 ///
 /// # Safety
 /// As [`text`]; `o` may be null.
+#[inline]
 pub unsafe fn required_text<'a>(o: *mut ffi::PyObject) -> Option<&'a str> {
     if o.is_null() {
         return None;
@@ -204,6 +206,7 @@ pub unsafe fn required_text<'a>(o: *mut ffi::PyObject) -> Option<&'a str> {
 ///
 /// # Safety
 /// As [`required_text`].
+#[inline]
 pub unsafe fn opt_text<'a>(o: *mut ffi::PyObject) -> Option<Option<&'a str>> {
     if o.is_null() || o == unsafe { ffi::Py_None() } {
         return Some(None);

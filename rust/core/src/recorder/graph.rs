@@ -182,6 +182,13 @@ impl<'a> Terminal<'a> {
     }
 }
 
+/// What the rest of a terminal transition needs from the node [`Graph::end_node`] ended.
+pub(super) struct Ended {
+    kind: Kind,
+    retries: u32,
+    duration_ms: i64,
+}
+
 /// Where a new node goes: under `parent` (0 for the root) at `depth`, started at `start_ms`.
 pub(super) struct Placed {
     pub parent: NodeId,
@@ -360,12 +367,30 @@ impl Graph {
         metadata: Option<Value>,
         status: Status,
     ) -> NodeId {
+        self.insert_with(st, at, kind, name, model, metadata, |node, _| {
+            node.status = status
+        })
+    }
+
+    /// [`Graph::insert`], the new node's status and ending written by `shape` before it is
+    /// placed.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn insert_with(
+        &self,
+        st: &mut State,
+        at: Placed,
+        kind: Kind,
+        name: Sym,
+        model: Option<Sym>,
+        metadata: Option<Value>,
+        shape: impl FnOnce(&mut Node, &mut Interner),
+    ) -> NodeId {
         st.counter += 1;
         let id = st.counter;
         let metadata = metadata.filter(|m| !matches!(m, Value::Object(d) if d.is_empty()));
         let mut node = Node::new(id, at.parent, at.start_ms, kind, name, model);
         node.depth = at.depth;
-        node.status = status;
+        shape(&mut node, &mut st.names);
         st.arena.push(node, metadata);
         self.agg.set_live_nodes(st.arena.len());
         id
@@ -545,6 +570,21 @@ impl Graph {
         let node = arena
             .get_mut(id)
             .expect("an open node exists under the lock");
+        let ended = Self::end_node(names, node, t, end);
+        self.settled(st, id, ended, t, totals, want_event)
+    }
+
+    /// The fields a terminal transition writes on the node itself; the rest is
+    /// [`Graph::settled`]'s.
+    // Always inlined: `settle` (every `mark_*`) and `apply` (every recorded call) each pay one
+    // call for the whole transition, as before it was shared.
+    #[inline(always)]
+    pub(super) fn end_node(
+        names: &mut Interner,
+        node: &mut Node,
+        t: &Terminal<'_>,
+        end: i64,
+    ) -> Ended {
         // Interned only once the transition is certain: a rejected or no-op call must not
         // leave a reference behind.
         let error_class = t.error_class.map(|e| names.intern(e));
@@ -555,9 +595,31 @@ impl Graph {
         // success adds to the aggregates (§2).
         node.cost_usd = t.cost_usd;
         node.set_tokens(t.tokens_in, t.tokens_out);
-        let (kind, retries) = (node.kind, node.retries);
-        // Saturating: a loaded snapshot may carry any start time.
-        let duration_ms = end.saturating_sub(node.start_ms).max(1);
+        Ended {
+            kind: node.kind,
+            retries: node.retries,
+            // Saturating: a loaded snapshot may carry any start time.
+            duration_ms: end.saturating_sub(node.start_ms).max(1),
+        }
+    }
+
+    /// What follows [`Graph::end_node`] once the node is in the arena: its stop reason, the
+    /// aggregates, divergence, pruning and the event.
+    #[inline(always)]
+    pub(super) fn settled(
+        &self,
+        st: &mut State,
+        id: NodeId,
+        ended: Ended,
+        t: &Terminal<'_>,
+        totals: Option<(f64, Option<u64>)>,
+        want_event: bool,
+    ) -> Finished {
+        let Ended {
+            kind,
+            retries,
+            duration_ms,
+        } = ended;
         if let Some(reason) = t.stop_reason {
             st.arena.set_stop_reason(id, reason);
         }

@@ -172,10 +172,11 @@ impl Graph {
         Ok(Some((cost, tokens)))
     }
 
-    /// Records one finished call in one step; the graph is unchanged on error.
+    /// Records one finished call in one step; the graph is unchanged on error. The call is
+    /// borrowed (it is large, and the bindings build it in place); its metadata moves out.
     pub fn record_call(
         &self,
-        mut call: FinishedCall<'_>,
+        call: &mut FinishedCall<'_>,
         want_start: bool,
         want_event: bool,
     ) -> Result<Recorded, RecorderError> {
@@ -186,7 +187,7 @@ impl Graph {
         let parent = call.parent;
         let keep = |id: NodeId| id == parent;
         Ok(self.apply(
-            &mut st, &mut call, depth, &checked, totals, keep, want_start, want_event,
+            &mut st, call, depth, &checked, totals, keep, want_start, want_event,
         ))
     }
 
@@ -269,13 +270,20 @@ impl Graph {
             start_ms: checked.start,
         };
         let metadata = call.metadata.take();
-        let id = self.insert(st, at, call.kind, name, model, metadata, Status::Running);
+        // The node is placed already ended (the dispatch below reads only its kind and name,
+        // `started` its name and metadata): the same fields `settle` writes, without looking
+        // up again the node just placed.
+        let mut ended = None;
+        let id = self.insert_with(st, at, call.kind, name, model, metadata, |node, names| {
+            ended = Some(Self::end_node(names, node, &checked.terminal, checked.end));
+        });
+        let ended = ended.expect("insert_with shapes the node it places");
         self.agg().raise_max_depth(depth);
         st.dispatch(call.kind, name);
         self.agg()
             .set_divergence_emitted(st.divergence.emitted_count());
         let started = want_start.then(|| Self::started(st, id));
-        let finished = self.settle(st, id, &checked.terminal, totals, checked.end, want_event);
+        let finished = self.settled(st, id, ended, &checked.terminal, totals, want_event);
         Recorded {
             id,
             started,

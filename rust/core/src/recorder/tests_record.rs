@@ -137,7 +137,7 @@ fn one_step_equals_begin_running_and_mark_for_every_status() {
     }
     for call in &calls {
         three_steps(&a, call);
-        let r = b.record_call(call.clone(), false, false).unwrap();
+        let r = b.record_call(&mut call.clone(), false, false).unwrap();
         assert!(r.finished.applied);
     }
     let batch = c.record_calls(&mut calls.clone(), false, false).unwrap();
@@ -181,7 +181,7 @@ fn the_hooks_data_is_that_of_the_three_steps() {
     let mut c = call(1, Status::Halt);
     c.stop_reason = Some("budget");
     c.metadata = Some(Value::Object(vec![("k".into(), Value::Int(1))]));
-    let r = g.record_call(c, true, true).unwrap();
+    let r = g.record_call(&mut c, true, true).unwrap();
     let started = r.started.unwrap();
     assert_eq!((started.id, started.name.as_str()), (2, "plan"));
     assert!(started.metadata.is_some());
@@ -191,7 +191,7 @@ fn the_hooks_data_is_that_of_the_three_steps() {
     assert_eq!((event.status, event.depth), (Status::Halt, 1));
     assert_eq!(event.elapsed_ms, Some(250.0));
     let quiet = g
-        .record_call(call(1, Status::Success), false, false)
+        .record_call(&mut call(1, Status::Success), false, false)
         .unwrap();
     assert!(quiet.started.is_none() && quiet.finished.event.is_none());
 }
@@ -245,7 +245,7 @@ fn bad_calls_name_the_argument_and_change_nothing() {
     ));
     cases.push((call(9, Status::Success), "Parent node not found: 'n000009'"));
     for (c, message) in cases {
-        let err = g.record_call(c.clone(), true, true).unwrap_err();
+        let err = g.record_call(&mut c.clone(), true, true).unwrap_err();
         assert_eq!(err.to_string(), message);
         let err = g
             .record_calls(&mut [call(1, Status::Success), c], true, true)
@@ -305,12 +305,12 @@ fn times_default_to_now_and_an_end_before_the_start_is_refused() {
     let mut c = call(1, Status::Success);
     (c.started_ms, c.ended_ms) = (None, None);
     let before = super::graph::now_ms();
-    let id = g.record_call(c.clone(), false, false).unwrap().id;
+    let id = g.record_call(&mut c.clone(), false, false).unwrap().id;
     c.started_ms = Some(5);
-    let from_five = g.record_call(c.clone(), false, false).unwrap().id;
+    let from_five = g.record_call(&mut c.clone(), false, false).unwrap().id;
     let far = before + 3_600_000;
     c.started_ms = Some(far);
-    let future = g.record_call(c, false, false).unwrap().id;
+    let future = g.record_call(&mut c, false, false).unwrap().id;
     let st = g.lock();
     let n = st.arena.get(id).unwrap();
     assert!(n.start_ms >= before && n.end_ms() == Some(n.start_ms));
@@ -328,7 +328,7 @@ fn max_nodes_prunes_as_the_three_steps_do_and_keeps_the_batch_parents() {
     }
     for _ in 0..10 {
         three_steps(&a, &call(1, Status::Success));
-        b.record_call(call(1, Status::Success), false, false)
+        b.record_call(&mut call(1, Status::Success), false, false)
             .unwrap();
     }
     assert_eq!(state(&a), state(&b));
@@ -339,7 +339,7 @@ fn max_nodes_prunes_as_the_three_steps_do_and_keeps_the_batch_parents() {
     let g = graph(3);
     g.create_root("run", None).unwrap();
     for _ in 0..2 {
-        g.record_call(call(1, Status::Success), false, false)
+        g.record_call(&mut call(1, Status::Success), false, false)
             .unwrap();
     }
     let mut rows = vec![
@@ -378,7 +378,7 @@ fn an_empty_batch_records_nothing() {
 fn a_graph_without_a_root_has_no_parent() {
     let g = Graph::new("c", Config::default()).unwrap();
     let err = g
-        .record_call(call(1, Status::Success), false, false)
+        .record_call(&mut call(1, Status::Success), false, false)
         .unwrap_err();
     assert_eq!(err, RecorderError::ParentNotFound("n000001".into()));
 }

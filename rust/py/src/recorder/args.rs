@@ -192,6 +192,42 @@ impl<'py> Fields<'py> {
         }
     }
 
+    /// A plain `dict` row's fields, each value taken by its key's address when the key is one of
+    /// [`FIELDS`] interned (a key written in the source), by [`Fields::set`] otherwise. The
+    /// values are taken (new references) under the dict's critical section, then converted.
+    fn read_dict(&mut self, at: usize, d: &Bound<'py, PyDict>) -> PyResult<()> {
+        let py = d.py();
+        let names = field_names(py);
+        let mut others = Vec::new();
+        pyo3::sync::critical_section::with_critical_section(d, || {
+            let (mut pos, mut key, mut value) = (0, std::ptr::null_mut(), std::ptr::null_mut());
+            // Keys usually come in the signature's order: each search starts after the last match.
+            let mut next = 0;
+            // SAFETY: `d` is a dict, held locked (free-threaded) or under the GIL while it is read;
+            // the key and value are borrowed from it and taken as new references before the
+            // section ends.
+            unsafe {
+                while pyo3::ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut key, &mut value) != 0 {
+                    let value = Bound::from_borrowed_ptr(py, value);
+                    match (next..names.len())
+                        .chain(0..next)
+                        .find(|&j| names[j].as_ptr() == key)
+                    {
+                        Some(j) => {
+                            self.values[j] = Some(value);
+                            next = j + 1;
+                        }
+                        None => others.push((Bound::from_borrowed_ptr(py, key), value)),
+                    }
+                }
+            }
+        });
+        for (k, v) in others {
+            self.set(at, &k, v)?;
+        }
+        Ok(())
+    }
+
     /// A required field, or an optional one (absent or `None`), converted by `f`.
     /// The message names the field `rows[at].field`, written only on error: a batch converts
     /// thousands of fields that are fine.
@@ -248,7 +284,9 @@ impl Row {
     fn from_py(obj: &Bound<'_, PyAny>, index: usize) -> PyResult<Row> {
         let at = index;
         let mut fields = Fields::default();
-        if let Ok(d) = obj.cast::<PyDict>() {
+        if let Ok(d) = obj.cast_exact::<PyDict>() {
+            fields.read_dict(at, d)?;
+        } else if let Ok(d) = obj.cast::<PyDict>() {
             for (k, v) in d.iter() {
                 fields.set(at, &k, v)?;
             }
@@ -269,7 +307,9 @@ impl Row {
         }
         Ok(Row {
             parent: required(fields.get(at, 0, true, text)?),
-            kind: required(fields.get(at, 1, true, kind)?),
+            kind: required(fields.get(at, 1, true, |o, w| {
+                interned_kind(o.py(), o.as_ptr()).map_or_else(|| kind(o, w), Ok)
+            })?),
             name: required(fields.get(at, 2, true, text)?),
             cost_usd: required(fields.get(at, 3, true, number)?),
             tokens_in: fields.get(at, 4, false, int)?,

@@ -9,8 +9,9 @@
 
 use std::ptr;
 
-use chainwarden_core::ids::parse_id;
+use chainwarden_core::ids::{parse_id, NodeId};
 use chainwarden_core::recorder::{FinishedCall, Kind, Status};
+use parking_lot::Mutex;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -111,9 +112,12 @@ unsafe fn fast<'py>(
         let graph = Bound::from_borrowed_ptr(py, slf).cast_into_unchecked::<ExecutionGraph>();
         let [parent, kind, name, cost_usd, tokens_in, tokens_out, model, status, started_at, ended_at, metadata, error_class, stop_reason] =
             slots;
-        let (Some(parent), Some(name)) = (required_text(parent), required_text(name)) else {
+        let Some(name) = required_text(name) else {
             return Ok(None);
         };
+        if parent.is_null() || ffi::PyUnicode_CheckExact(parent) == 0 {
+            return Ok(None);
+        }
         if kind.is_null() {
             return Ok(None);
         }
@@ -147,7 +151,7 @@ unsafe fn fast<'py>(
             return Ok(None);
         };
         // A parent this graph could not have made: the general entry says it is not found.
-        let Some(parent) = parse_id(parent) else {
+        let Some(parent) = parent_id(parent) else {
             return Ok(None);
         };
         // Converted last, as the general entry does: its errors are the same.
@@ -156,7 +160,7 @@ unsafe fn fast<'py>(
         } else {
             crate::convert::metadata(Some(&Bound::from_borrowed_ptr(py, metadata)))?
         };
-        let call = FinishedCall {
+        let mut call = FinishedCall {
             parent,
             kind,
             name,
@@ -171,7 +175,50 @@ unsafe fn fast<'py>(
             stop_reason,
             metadata,
         };
-        Ok(Some(graph.get().record(py, call).map_err(PyErr::from)?))
+        Ok(Some(
+            graph.get().record(py, &mut call).map_err(PyErr::from)?,
+        ))
+    }
+}
+
+/// The last parent read and its id (null: none yet). Calls recorded in a loop pass the same
+/// parent `str` object each time; the one held here keeps a reference, so while it is held its
+/// address stands for its text (a `str` never changes), and the text is neither read nor parsed.
+struct LastParent {
+    text: *mut ffi::PyObject,
+    id: NodeId,
+}
+
+// SAFETY: the pointer is only read or replaced under the mutex, attached to the interpreter.
+unsafe impl Send for LastParent {}
+
+static LAST_PARENT: Mutex<LastParent> = Mutex::new(LastParent {
+    text: ptr::null_mut(),
+    id: 0,
+});
+
+/// The id an exact `str` parent names (`None`: not a well-formed id, or not valid UTF-8).
+///
+/// # Safety
+/// `o` is a live exact `str`, borrowed; the thread is attached.
+unsafe fn parent_id(o: *mut ffi::PyObject) -> Option<NodeId> {
+    unsafe {
+        // Another thread reading its own parent: read this one without the cache.
+        let Some(mut last) = LAST_PARENT.try_lock() else {
+            return text(o).and_then(parse_id);
+        };
+        if last.text == o {
+            return Some(last.id);
+        }
+        let id = text(o).and_then(parse_id)?;
+        ffi::Py_INCREF(o);
+        let old = std::mem::replace(&mut *last, LastParent { text: o, id });
+        drop(last);
+        // Released after the lock: freeing a `str` runs no Python code, but nothing is held.
+        if !old.text.is_null() {
+            ffi::Py_DECREF(old.text);
+        }
+        Some(id)
     }
 }
 

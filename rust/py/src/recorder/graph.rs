@@ -154,7 +154,7 @@ impl ExecutionGraph {
     pub(super) fn record<'py>(
         &self,
         py: Python<'py>,
-        call: FinishedCall<'_>,
+        call: &mut FinishedCall<'_>,
     ) -> errors::Result<Bound<'py, PyString>> {
         let (status, cost_usd, error_class) = (call.status, call.cost_usd, call.error_class);
         let (want_start, want_event) = (self.observers.any(), self.subscribers.any());
@@ -473,7 +473,7 @@ impl ExecutionGraph {
         error_class: Option<&str>,
         stop_reason: Option<&str>,
     ) -> errors::Result<Bound<'py, PyString>> {
-        let call = FinishedCall {
+        let mut call = FinishedCall {
             parent: record_args::parent_id(parent)?,
             kind: kind.0,
             name,
@@ -488,7 +488,7 @@ impl ExecutionGraph {
             stop_reason,
             metadata: crate::convert::metadata(metadata)?,
         };
-        self.record(py, call)
+        self.record(py, &mut call)
     }
 
     /// Records finished calls in bulk (log ingestion): `rows` is an iterable of mappings of
