@@ -162,38 +162,14 @@ impl CallForms {
 static LLM_CALL: FastEntry = FastEntry::new();
 static TOOL_CALL: FastEntry = FastEntry::new();
 
-fast_method!(llm_call, LLM_CALL, fast_llm_call);
-fast_method!(tool_call, TOOL_CALL, fast_tool_call);
+fast_method!(llm_call, LLM_CALL, fast_form::<false>);
+fast_method!(tool_call, TOOL_CALL, fast_form::<true>);
 
-/// `ctx.llm_call(name[, cost])` read straight from CPython's arguments (src/fast_entry.rs): the
-/// block of a planned form without the argument tuple PyO3 builds for `*args`; any other call
-/// (keywords, a form not planned yet) goes to the method above.
-unsafe fn fast_llm_call<'py>(
+/// `ctx.llm_call(name[, cost])` (`ctx.tool_call` with `TOOL`) read straight from CPython's
+/// arguments (src/fast_entry.rs): the block of a planned form without the argument tuple PyO3
+/// builds for `*args`; any other call (keywords, a form not planned yet) goes to the method above.
+unsafe fn fast_form<'py, const TOOL: bool>(
     py: Python<'py>,
-    slf: *mut ffi::PyObject,
-    args: *const *mut ffi::PyObject,
-    nargsf: ffi::Py_ssize_t,
-    kwnames: *mut ffi::PyObject,
-) -> Fast<'py> {
-    // SAFETY: CPython's arguments to the method, unchanged.
-    unsafe { fast_form(py, CallKind::Llm, slf, args, nargsf, kwnames) }
-}
-
-/// `ctx.tool_call(name[, cost])`, as `fast_llm_call`.
-unsafe fn fast_tool_call<'py>(
-    py: Python<'py>,
-    slf: *mut ffi::PyObject,
-    args: *const *mut ffi::PyObject,
-    nargsf: ffi::Py_ssize_t,
-    kwnames: *mut ffi::PyObject,
-) -> Fast<'py> {
-    // SAFETY: as `fast_llm_call`.
-    unsafe { fast_form(py, CallKind::Tool, slf, args, nargsf, kwnames) }
-}
-
-unsafe fn fast_form<'py>(
-    py: Python<'py>,
-    kind: CallKind,
     slf: *mut ffi::PyObject,
     args: *const *mut ffi::PyObject,
     nargsf: ffi::Py_ssize_t,
@@ -206,6 +182,7 @@ unsafe fn fast_form<'py>(
         if nargs > 2 || !(kwnames.is_null() || ffi::PyTuple_GET_SIZE(kwnames) == 0) {
             return Ok(None);
         }
+        let kind = if TOOL { CallKind::Tool } else { CallKind::Llm };
         let arg = |i: isize| (i < nargs).then(|| Bound::from_borrowed_ptr(py, *args.offset(i)));
         let slf = Bound::from_borrowed_ptr(py, slf).cast_into_unchecked::<CallForms>();
         match CallForms::plan_of(&slf, kind, arg(0), arg(1))? {
