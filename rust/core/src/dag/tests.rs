@@ -801,7 +801,12 @@ fn a_bulk_load_takes_rows_in_any_order_but_refuses_gaps() {
 #[test]
 fn a_big_block_releases_its_scratch_buffers() {
     let mut g = Dag::new(None);
+    for i in 0..5_000 {
+        task(&mut g, &format!("t{i}"));
+    }
     g.begin();
+    // Each claimed task's pre-image is logged, a row each; the chain after them is one run.
+    assert_eq!(g.claim(5_000).len(), 5_000);
     let mut previous = user(&mut g, "u0");
     for i in 1..5_000 {
         let next = user(&mut g, &format!("u{i}"));
@@ -813,7 +818,43 @@ fn a_big_block_releases_its_scratch_buffers() {
     g.flush();
     assert!(g.txn.log_capacity() <= super::txn::KEEP);
     assert!(g.dirty.capacity() <= super::txn::KEEP);
-    assert_eq!(g.node_count(), 5_001); // and the agent_message the leaf repair added
+    assert_eq!(g.node_count(), 10_001); // and the agent_message the leaf repair added
+}
+
+/// Nodes and edges added one after another are one entry of the undo log, whatever their interleaving; a
+/// rollback undoes them together with the pre-images logged between runs, inner savepoints apart.
+#[test]
+fn runs_of_additions_roll_back_with_the_changes_between_them() {
+    let mut g = Dag::new(None);
+    task(&mut g, "root");
+    task(&mut g, "old");
+    let before = g.to_json();
+    g.begin();
+    for i in 0..100 {
+        let child = task(&mut g, &format!("c{i}"));
+        edge(&mut g, "root", &child, "dependency");
+    }
+    assert_eq!(g.txn.log_len(), 1);
+    assert_eq!(g.claim(10), vec!["old", "root"]); // two pre-images between two runs
+    let after_claim = g.txn.log_len();
+    assert_eq!(after_claim, 3);
+    task(&mut g, "late");
+    edge(&mut g, "old", "late", "dependency");
+    assert_eq!(g.txn.log_len(), after_claim + 1);
+    let outer = g.to_json();
+    g.begin();
+    task(&mut g, "inner");
+    edge(&mut g, "late", "inner", "dependency");
+    // The inner block's run is its own, so rolling it back leaves the outer run whole.
+    assert_eq!(g.txn.log_len(), after_claim + 2);
+    g.rollback();
+    assert_eq!(g.to_json(), outer);
+    task(&mut g, "after");
+    g.check_invariants().unwrap();
+    g.rollback();
+    assert_eq!(g.to_json(), before);
+    g.check_invariants().unwrap();
+    assert_eq!(g.claim(10), vec!["old", "root"]);
 }
 
 /// `output_preview` is derived from the output when read (docs/dag.md "Memory"); a file whose preview says

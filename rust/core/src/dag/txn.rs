@@ -18,8 +18,14 @@ pub(crate) fn release<T>(v: &mut Vec<T>) {
 }
 
 pub(crate) enum Undo {
-    NodeAdded,
-    EdgeAdded,
+    /// A run of nodes and edges added one after another, in any interleaving: undone by removing its edges,
+    /// newest first, then its nodes, newest first. An edge of the run names only nodes made before it, so
+    /// every node is bare of edges by the time it is removed, and a build's log stays one entry long
+    /// (docs/dag.md "Memory").
+    Added {
+        nodes: u32,
+        edges: u32,
+    },
     NodeSaved(u32, Box<Node>),
     EdgeSaved(u32, Option<f64>),
 }
@@ -60,15 +66,35 @@ impl Txn {
         self.log.capacity()
     }
 
+    #[cfg(test)]
+    pub fn log_len(&self) -> usize {
+        self.log.len()
+    }
+
     pub fn log_node_added(&mut self) {
-        if !self.savepoints.is_empty() {
-            self.log.push(Undo::NodeAdded);
+        if let Some((nodes, _)) = self.open_run() {
+            *nodes += 1;
         }
     }
 
     pub fn log_edge_added(&mut self) {
-        if !self.savepoints.is_empty() {
-            self.log.push(Undo::EdgeAdded);
+        if let Some((_, edges)) = self.open_run() {
+            *edges += 1;
+        }
+    }
+
+    /// The counts of the run of additions the innermost savepoint's log ends with, started here when the log
+    /// ends with anything else (or with a run that belongs to an outer savepoint); `None` outside a block.
+    fn open_run(&mut self) -> Option<(&mut u32, &mut u32)> {
+        let sp = self.savepoints.last()?;
+        let continues =
+            self.log.len() > sp.log_len && matches!(self.log.last(), Some(Undo::Added { .. }));
+        if !continues {
+            self.log.push(Undo::Added { nodes: 0, edges: 0 });
+        }
+        match self.log.last_mut() {
+            Some(Undo::Added { nodes, edges }) => Some((nodes, edges)),
+            _ => None,
         }
     }
 }
@@ -153,31 +179,13 @@ impl Dag {
         let mut touched: Vec<u32> = Vec::new();
         while self.txn.log.len() > sp.log_len {
             match self.txn.log.pop().expect("log longer than savepoint") {
-                Undo::NodeAdded => {
-                    let node = self.nodes.pop().expect("node to undo");
-                    self.node_active.pop();
-                    self.id_ends.pop();
-                    self.id_text
-                        .truncate(self.id_ends.last().copied().unwrap_or(0) as usize);
-                    self.out_adj.pop();
-                    self.in_adj.pop();
-                    self.edge_keys.node_removed();
-                    self.node_index.remove(&node.id);
-                    let n = self.nodes.len() as u32;
-                    for set in self.sets.all_mut() {
-                        set.remove(n, &node.id);
+                Undo::Added { nodes, edges } => {
+                    for _ in 0..edges {
+                        self.undo_edge_added(&mut touched);
                     }
-                }
-                Undo::EdgeAdded => {
-                    let i = self.edges.len() as u32 - 1;
-                    self.edge_key_removed(i);
-                    let edge = self.edges.pop().expect("edge to undo");
-                    self.hot.pop();
-                    let popped_out = self.out_adj[edge.from as usize].pop();
-                    let popped_in = self.in_adj[edge.to as usize].pop();
-                    debug_assert_eq!((popped_out, popped_in), (Some(i), Some(i)));
-                    self.edge_index.remove(&edge.id);
-                    touched.extend([edge.from, edge.to]);
+                    for _ in 0..nodes {
+                        self.undo_node_added();
+                    }
                 }
                 Undo::NodeSaved(n, mut node) => {
                     self.node_active[n as usize] = node.is_active();
@@ -212,5 +220,35 @@ impl Dag {
             }
         }
         self.flush();
+    }
+
+    /// Removes the newest node, which has no edges left.
+    fn undo_node_added(&mut self) {
+        let node = self.nodes.pop().expect("node to undo");
+        self.node_active.pop();
+        self.id_ends.pop();
+        self.id_text
+            .truncate(self.id_ends.last().copied().unwrap_or(0) as usize);
+        self.out_adj.pop();
+        self.in_adj.pop();
+        self.edge_keys.node_removed();
+        self.node_index.remove(&node.id);
+        let n = self.nodes.len() as u32;
+        for set in self.sets.all_mut() {
+            set.remove(n, &node.id);
+        }
+    }
+
+    /// Removes the newest edge; its ends go to `touched` for the refresh.
+    fn undo_edge_added(&mut self, touched: &mut Vec<u32>) {
+        let i = self.edges.len() as u32 - 1;
+        self.edge_key_removed(i);
+        let edge = self.edges.pop().expect("edge to undo");
+        self.hot.pop();
+        let popped_out = self.out_adj[edge.from as usize].pop();
+        let popped_in = self.in_adj[edge.to as usize].pop();
+        debug_assert_eq!((popped_out, popped_in), (Some(i), Some(i)));
+        self.edge_index.remove(&edge.id);
+        touched.extend([edge.from, edge.to]);
     }
 }
