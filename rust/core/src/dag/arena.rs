@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
+use super::chunks::Chunks;
 use super::edge_keys::EdgeKeys;
 use super::error::{DagError, DagResult};
 use super::events::Event;
@@ -225,8 +226,8 @@ impl Marks {
 
 pub struct Dag {
     pub graph_id: String,
-    pub(crate) nodes: Vec<Node>,
-    pub(crate) edges: Vec<Edge>,
+    pub(crate) nodes: Chunks<Node>,
+    pub(crate) edges: Chunks<Edge>,
     /// Mirrors of `Edge` endpoints/type/activity and of `Node::is_active`, kept in step by the writers.
     pub(crate) hot: Vec<EdgeHot>,
     pub(crate) node_active: Vec<bool>,
@@ -247,7 +248,7 @@ pub struct Dag {
     /// Ready, doomed, leaf, bad-leaf and running nodes (`derived.rs`); the running set is where a store
     /// looks for leases (docs/dag.md "Workers").
     pub(crate) sets: Sets,
-    pub(crate) events: Vec<Event>,
+    pub(crate) events: Chunks<Event>,
     pub(crate) txn: Txn,
     pub(crate) dirty: Vec<u32>,
     pub(crate) marks: Marks,
@@ -266,8 +267,8 @@ impl Dag {
     pub fn new(graph_id: Option<String>) -> Self {
         Dag {
             graph_id: graph_id.unwrap_or_else(crate::ids::uuid7),
-            nodes: Vec::new(),
-            edges: Vec::new(),
+            nodes: Chunks::default(),
+            edges: Chunks::default(),
             hot: Vec::new(),
             node_active: Vec::new(),
             ids_in_order: true,
@@ -279,7 +280,7 @@ impl Dag {
             edge_index: IdIndex::default(),
             edge_keys: EdgeKeys::default(),
             sets: Sets::default(),
-            events: Vec::new(),
+            events: Chunks::default(),
             txn: Txn::default(),
             dirty: Vec::new(),
             marks: Marks::default(),
@@ -374,7 +375,11 @@ impl Dag {
     }
 
     pub(crate) fn recheck_id_order(&mut self) {
-        let in_order = self.nodes.windows(2).all(|w| w[0].id < w[1].id);
+        let in_order = self
+            .nodes
+            .iter()
+            .zip(self.nodes.iter().skip(1))
+            .all(|(a, b)| a.id < b.id);
         self.set_id_order(in_order);
     }
 

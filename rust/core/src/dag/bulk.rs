@@ -80,7 +80,7 @@ impl Dag {
             dag.add_loaded_edge(edge)?;
         }
         let events = read_rows(&events, |row| event_row(row, &dag))?;
-        dag.events = events;
+        dag.events = events.into_iter().collect();
         dag.finish_load()
     }
 }

@@ -62,12 +62,13 @@ impl Dag {
         let since = mark.events.min(self.events.len());
         // Typed events render their particulars on demand: keep those values alive while their strings
         // are looked up.
-        let particulars: Vec<Value> = self.events[since..]
-            .iter()
+        let particulars: Vec<Value> = self
+            .events
+            .iter_from(since)
             .map(|ev| ev.particulars_value())
             .collect();
         let mut names: Vec<&str> = extra_nodes.iter().map(String::as_str).collect();
-        for (ev, value) in self.events[since..].iter().zip(&particulars) {
+        for (ev, value) in self.events.iter_from(since).zip(&particulars) {
             names.push(&ev.subject_id);
             collect_strings(value, &mut names);
         }
@@ -104,8 +105,9 @@ impl Dag {
                     (e as usize, edge.id.to_string(), rec)
                 })
                 .collect(),
-            events: self.events[since..]
-                .iter()
+            events: self
+                .events
+                .iter_from(since)
                 .enumerate()
                 .map(|(i, ev)| {
                     (

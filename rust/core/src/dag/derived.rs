@@ -50,12 +50,17 @@ impl Dag {
         if !edge_type.is_blocking() {
             return;
         }
-        let parent = self.nodes[from as usize].state;
-        self.nodes[from as usize].out_blocking += 1;
+        let source = &mut self.nodes[from as usize];
+        let parent = source.state;
+        source.out_blocking += 1;
+        // Only the source's leaf status reads its out-edges: its sets change with its first one alone.
+        let first_out = source.out_blocking == 1;
         let child = &mut self.nodes[to as usize];
         child.blockers += u32::from(!edge_type.unblocks(parent));
         child.failed_deps += u32::from(edge_type == EdgeType::Dependency && parent.is_failed());
-        self.update_sets(from);
+        if first_out {
+            self.update_sets(from);
+        }
         self.update_sets(to);
     }
 

@@ -223,8 +223,9 @@ pub(crate) fn str_list<'a>(ids: impl IntoIterator<Item = &'a str>) -> Value {
 }
 
 impl Dag {
-    pub fn events(&self) -> &[Event] {
-        &self.events
+    /// The events in the order they happened.
+    pub fn events(&self) -> impl DoubleEndedIterator<Item = &Event> + '_ {
+        self.events.iter()
     }
 
     pub(crate) fn record_typed(&mut self, subject: &Arc<str>, particulars: Particulars, at: f64) {

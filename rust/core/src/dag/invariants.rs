@@ -51,7 +51,11 @@ impl Dag {
         if self.id_ends.len() != self.nodes.len() {
             return Err("id buffer holds a different number of ids than the arena".into());
         }
-        let in_order = self.nodes.windows(2).all(|w| w[0].id < w[1].id);
+        let in_order = self
+            .nodes
+            .iter()
+            .zip(self.nodes.iter().skip(1))
+            .all(|(a, b)| a.id < b.id);
         if self.ids_in_order && !in_order {
             return Err("ids_in_order claims an order the ids do not have".into());
         }

@@ -3,6 +3,7 @@
 
 mod arena;
 mod bulk;
+mod chunks;
 mod compress;
 mod context;
 mod create;

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::arena::Node;
+use super::chunks::Chunks;
 
 /// The sets the bookkeeping keeps (`derived.rs`), in the order of the bits of `Node::in_sets`.
 #[derive(Default)]
@@ -34,6 +35,7 @@ impl Sets {
     }
 
     /// The set of bit `bit` of `Node::in_sets`.
+    #[inline]
     pub fn by_bit(&mut self, bit: u32) -> &mut NodeSet {
         match bit {
             0 => &mut self.ready,
@@ -78,6 +80,7 @@ pub(crate) struct Bits {
 }
 
 impl Bits {
+    #[inline]
     fn insert(&mut self, n: u32) {
         let (w, bit) = (n as usize / 64, 1u64 << (n % 64));
         if w >= self.words.len() {
@@ -92,6 +95,7 @@ impl Bits {
         }
     }
 
+    #[inline]
     fn remove(&mut self, n: u32) {
         let (w, bit) = (n as usize / 64, 1u64 << (n % 64));
         let Some(word) = self.words.get_mut(w) else {
@@ -137,6 +141,7 @@ impl Bits {
 }
 
 impl NodeSet {
+    #[inline]
     pub fn insert(&mut self, n: u32, id: &Arc<str>) {
         match self {
             NodeSet::Arena(bits) => bits.insert(n),
@@ -146,6 +151,7 @@ impl NodeSet {
         }
     }
 
+    #[inline]
     pub fn remove(&mut self, n: u32, id: &str) {
         match self {
             NodeSet::Arena(bits) => bits.remove(n),
@@ -184,7 +190,7 @@ impl NodeSet {
 
     /// Holds the same nodes in the form that gives id order: by arena position when `ids_in_order`, else
     /// by id text.
-    pub fn reorder(&mut self, ids_in_order: bool, nodes: &[Node]) {
+    pub fn reorder(&mut self, ids_in_order: bool, nodes: &Chunks<Node>) {
         *self = match (std::mem::take(self), ids_in_order) {
             (NodeSet::Ids(map), true) => {
                 let mut bits = Bits::default();
@@ -259,7 +265,7 @@ mod tests {
 
     #[test]
     fn both_forms_read_in_id_order_and_convert_back_and_forth() {
-        let nodes: Vec<Node> = ["b", "d", "a", "c"].into_iter().map(node).collect();
+        let nodes: Chunks<Node> = ["b", "d", "a", "c"].into_iter().map(node).collect();
         let mut set = NodeSet::default();
         for n in [3, 0, 1] {
             set.insert(n, &nodes[n as usize].id);

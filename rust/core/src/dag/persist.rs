@@ -131,9 +131,13 @@ struct JsonSink {
 }
 
 impl JsonSink {
-    fn array<T>(&mut self, items: &[T], mut visit: impl FnMut(&mut JsonSink, &T)) {
+    fn array<'a, T: 'a>(
+        &mut self,
+        items: impl IntoIterator<Item = &'a T>,
+        mut visit: impl FnMut(&mut JsonSink, &T),
+    ) {
         self.out.push(b'[');
-        for (i, item) in items.iter().enumerate() {
+        for (i, item) in items.into_iter().enumerate() {
             if i > 0 {
                 self.out.push(b',');
             }
@@ -186,11 +190,11 @@ impl Dag {
             w.out.extend_from_slice(b",\"leaf_repair\":false");
         }
         w.out.extend_from_slice(b",\"nodes\":");
-        w.array(&self.nodes, |w, n| self.visit_node(n, w));
+        w.array(self.nodes.iter(), |w, n| self.visit_node(n, w));
         w.out.extend_from_slice(b",\"edges\":");
-        w.array(&self.edges, |w, e| self.visit_edge(e, w));
+        w.array(self.edges.iter(), |w, e| self.visit_edge(e, w));
         w.out.extend_from_slice(b",\"events\":");
-        w.array(&self.events, |w, e| Dag::visit_event(e, w));
+        w.array(self.events.iter(), |w, e| Dag::visit_event(e, w));
         w.out.push(b'}');
         json::into_string(w.out)
     }

@@ -84,7 +84,6 @@ pub fn events<'py>(py: Python<'py>, g: &Dag) -> PyResult<Bound<'py, PyList>> {
     let mut floats = Floats { last: None };
     let items = g
         .events()
-        .iter()
         .map(|e| event(py, e, &mut floats))
         .collect::<PyResult<Vec<_>>>()?;
     PyList::new(py, items)
