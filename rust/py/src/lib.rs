@@ -5,7 +5,8 @@ use pyo3::prelude::*;
 /// The module's Rust allocations (graph arenas, ids, events, values) go to mimalloc rather than the C
 /// library's malloc: a build makes two small allocations a node and grows large arenas, where glibc took its
 /// slow path for each and handed freed arenas back to the kernel, so the next build paid page faults again
-/// (docs/dag.md "Memory"). Python objects still come from Python's own allocator.
+/// (docs/dag.md "Memory"). Python objects still come from Python's own allocator. Built without transparent
+/// huge pages and with local-dynamic thread-local storage (`Cargo.toml`), as a library loaded by `dlopen` must be.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
