@@ -97,22 +97,111 @@ pub fn uuid7() -> String {
         .collect()
 }
 
-/// A new UUIDv7 as a shared string, allocated once (the DAG's node and edge ids: going through a `String`
-/// was an allocation, a copy and a free per id on the build path).
-pub fn uuid7_arc() -> std::sync::Arc<str> {
-    uuid7_arc_at(crate::clock::now())
+/// An id as the DAG holds it: a 36-byte text (a UUID, what the graph mints and nearly every caller gives)
+/// inline, so a new node or edge allocates nothing for its id and a copy counts nothing up; any other text
+/// shared. Reads as the `str` it was made from (docs/dag.md "Memory").
+#[derive(Clone)]
+pub enum Id {
+    Inline([u8; UUID_LEN]),
+    Shared(std::sync::Arc<str>),
 }
 
-/// [`uuid7_arc`] for an object created at `at` (`clock::now()` seconds, read once by the caller for its
-/// `created_at` too: a second clock read per node was a few percent of a DAG build). The id stays
-/// monotonic whatever `at` is: a time before the last id's continues its counter.
-pub fn uuid7_arc_at(at: f64) -> std::sync::Arc<str> {
-    uuid7_keyed_at(at).0
+const UUID_LEN: usize = 36;
+
+impl std::ops::Deref for Id {
+    type Target = str;
+
+    #[inline]
+    fn deref(&self) -> &str {
+        match self {
+            // SAFETY: `Inline` is made only from a `str` (`From<&str>`) or from `uuid_text`'s ASCII.
+            Id::Inline(bytes) => unsafe { std::str::from_utf8_unchecked(bytes) },
+            Id::Shared(s) => s,
+        }
+    }
 }
 
-/// [`uuid7_arc_at`] and the id's value as [`parse_uuid`] reads it back: the DAG indexes the ids it mints by
-/// value (docs/dag.md "Ids and indexes"), and reading the text it just wrote was a tenth of a build call.
-pub fn uuid7_keyed_at(at: f64) -> (std::sync::Arc<str>, u128) {
+impl From<&str> for Id {
+    fn from(s: &str) -> Id {
+        match <[u8; UUID_LEN]>::try_from(s.as_bytes()) {
+            Ok(bytes) => Id::Inline(bytes),
+            Err(_) => Id::Shared(std::sync::Arc::from(s)),
+        }
+    }
+}
+
+impl From<String> for Id {
+    fn from(s: String) -> Id {
+        if s.len() == UUID_LEN {
+            Id::from(&*s)
+        } else {
+            Id::Shared(std::sync::Arc::from(s))
+        }
+    }
+}
+
+impl std::borrow::Borrow<str> for Id {
+    fn borrow(&self) -> &str {
+        self
+    }
+}
+
+impl AsRef<str> for Id {
+    fn as_ref(&self) -> &str {
+        self
+    }
+}
+
+impl PartialEq for Id {
+    fn eq(&self, other: &Id) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Id {}
+
+impl PartialOrd for Id {
+    fn partial_cmp(&self, other: &Id) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Id {
+    fn cmp(&self, other: &Id) -> std::cmp::Ordering {
+        (**self).cmp(&**other)
+    }
+}
+
+/// Hashes as its text, so a map keyed by `Id` is searched with a `&str` (`Borrow`).
+impl std::hash::Hash for Id {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (**self).hash(state);
+    }
+}
+
+impl std::fmt::Debug for Id {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl std::fmt::Display for Id {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
+}
+
+/// A new UUIDv7 as an [`Id`].
+pub fn uuid7_id() -> Id {
+    uuid7_keyed_at(crate::clock::now()).0
+}
+
+/// A new UUIDv7 for an object created at `at` (`clock::now()` seconds, read once by the caller for its
+/// `created_at` too: a second clock read per node was a few percent of a DAG build), and the id's value as
+/// [`parse_uuid`] reads it back: the DAG indexes the ids it mints by value (docs/dag.md "Ids and indexes"),
+/// and reading the text it just wrote was a tenth of a build call. The id stays monotonic whatever `at`
+/// is: a time before the last id's continues its counter.
+pub fn uuid7_keyed_at(at: f64) -> (Id, u128) {
     // A UUIDv7 holds 48 bits of milliseconds: a time outside them (NaN, infinite, negative) is not a
     // creation time, and the clock is read instead.
     let ms = at * 1000.0;
@@ -122,10 +211,7 @@ pub fn uuid7_keyed_at(at: f64) -> (std::sync::Arc<str>, u128) {
         wall_ms()
     };
     let key = uuid7_value(wall);
-    let bytes = uuid_text(key);
-    // SAFETY: `uuid_text` writes only ASCII hex digits and dashes, which are UTF-8.
-    let text = unsafe { std::str::from_utf8_unchecked(&bytes) };
-    (std::sync::Arc::from(text), key)
+    (Id::Inline(uuid_text(key)), key)
 }
 
 const MAX_MS: f64 = (1u64 << 48) as f64;
@@ -251,6 +337,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ids_are_inline_at_36_bytes_and_read_as_their_text() {
+        use std::collections::hash_map::DefaultHasher;
+        use std::hash::{Hash, Hasher};
+        assert_eq!(std::mem::size_of::<Id>(), 40);
+        let hash = |h: &dyn Fn(&mut DefaultHasher)| {
+            let mut s = DefaultHasher::new();
+            h(&mut s);
+            s.finish()
+        };
+        let uuid = uuid7();
+        for (text, inline) in [
+            (uuid.as_str(), true),
+            ("t1", false),
+            ("", false),
+            ("é".repeat(18).as_str(), true),
+            (&*"x".repeat(37), false),
+        ]
+        .map(|(t, i)| (t.to_owned(), i))
+        {
+            for id in [Id::from(text.as_str()), Id::from(text.clone())] {
+                assert_eq!(matches!(id, Id::Inline(_)), inline, "{text}");
+                assert_eq!(
+                    (&*id, id.to_string(), format!("{id:?}")),
+                    (text.as_str(), text.clone(), format!("{text:?}"))
+                );
+                assert_eq!(hash(&|s| id.hash(s)), hash(&|s| text.as_str().hash(s)));
+            }
+        }
+        let (a, b) = (Id::from("a"), Id::from(uuid.as_str()));
+        assert_eq!(a.cmp(&b), "a".cmp(uuid.as_str()));
+        assert!(a != b && a == Id::from("a"));
+    }
+
+    #[test]
     fn uuid_text_matches_format() {
         let mut state = 0x1234_5678_9abc_def0u64;
         let mut values: Vec<u128> = vec![0, u128::MAX, 1, 1 << 127];
@@ -298,10 +418,11 @@ mod tests {
             assert_eq!(&next[14..15], "7");
             prev = next;
         }
-        let shared = uuid7_arc();
-        assert!(*shared > *prev && shared.len() == 36 && &shared[14..15] == "7");
+        let minted = uuid7_id();
+        assert!(*minted > *prev && minted.len() == 36 && &minted[14..15] == "7");
+        assert!(matches!(minted, Id::Inline(_)));
         // A creation time from the past, or none at all, continues the order instead of going back.
-        let mut prev: std::sync::Arc<str> = shared;
+        let mut prev = minted;
         for at in [
             crate::clock::now(),
             1.0,
@@ -310,7 +431,7 @@ mod tests {
             f64::INFINITY,
             crate::clock::now(),
         ] {
-            let next = uuid7_arc_at(at);
+            let next = uuid7_keyed_at(at).0;
             assert!(*next > *prev, "{next} <= {prev} (at {at})");
             prev = next;
         }

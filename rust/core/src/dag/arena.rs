@@ -3,14 +3,14 @@
 //! Nothing is ever removed (archiving only stamps `compressed_at`), so arena indexes are stable for the
 //! life of the graph; only a rolled-back transaction truncates the tail.
 
-use std::sync::Arc;
+use crate::ids::Id;
 
-use smallvec::SmallVec;
-
+pub(crate) use super::adjacency::Adjacency;
 use super::chunks::Chunks;
 use super::edge_keys::EdgeKeys;
 use super::error::{DagError, DagResult};
 use super::events::Event;
+use super::growth::PushWide;
 use super::index::IdIndex;
 use super::node_set::Sets;
 use super::txn::Txn;
@@ -20,12 +20,11 @@ use crate::value::Value;
 
 #[derive(Clone, Debug)]
 pub struct Node {
-    pub id: Arc<str>,
+    pub id: Id,
     pub node_type: NodeType,
     pub state: State,
-    pub input: Value,
-    pub output: Value,
-    pub metadata: Value,
+    /// `input`, `output` and `metadata`; none while all three are empty (docs/dag.md "Memory").
+    payload: Option<Box<Payload>>,
     /// What few nodes have, behind one pointer (docs/dag.md "Memory").
     pub(crate) rare: Option<Box<Rare>>,
     pub started_at: OptTime,
@@ -42,13 +41,29 @@ pub struct Node {
     pub(crate) in_sets: u8,
 }
 
+/// A node's three objects, behind one pointer: a task of a large fan-out often has none of them, and three
+/// empty objects inline were 96 of a node's 160 bytes.
+#[derive(Clone, Debug)]
+struct Payload {
+    input: Value,
+    output: Value,
+    metadata: Value,
+}
+
+/// What a node without a payload reads for each of its three objects.
+static EMPTY_OBJECT: Value = Value::Object(Vec::new());
+
+fn is_empty_object(v: &Value) -> bool {
+    matches!(v, Value::Object(m) if m.is_empty())
+}
+
 /// The fields of a node that most nodes never set: a retry's original, an archived node's summary and time,
 /// and a kept `output_preview` (one that shows JSON, or one read from a file that differs from the derived
 /// one).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Rare {
-    retry_of_id: Option<Arc<str>>,
-    compressed_by_id: Option<Arc<str>>,
+    retry_of_id: Option<Id>,
+    compressed_by_id: Option<Id>,
     compressed_at: Option<f64>,
     preview: Option<Value>,
 }
@@ -65,19 +80,26 @@ impl Node {
     /// a loaded record share (each then sets its own times and rare fields).
     #[inline(always)]
     pub(crate) fn bare(
-        id: Arc<str>,
+        id: Id,
         node_type: NodeType,
         state: State,
         [input, output, metadata]: [Value; 3],
         created_at: f64,
     ) -> Node {
+        let payload =
+            (!(is_empty_object(&input) && is_empty_object(&output) && is_empty_object(&metadata)))
+                .then(|| {
+                    Box::new(Payload {
+                        input,
+                        output,
+                        metadata,
+                    })
+                });
         Node {
             id,
             node_type,
             state,
-            input,
-            output,
-            metadata,
+            payload,
             rare: None,
             started_at: OptTime::NONE,
             finished_at: OptTime::NONE,
@@ -93,11 +115,51 @@ impl Node {
         self.compressed_at().is_none()
     }
 
-    pub fn retry_of_id(&self) -> Option<&Arc<str>> {
+    pub fn input(&self) -> &Value {
+        self.payload.as_ref().map_or(&EMPTY_OBJECT, |p| &p.input)
+    }
+
+    pub fn output(&self) -> &Value {
+        self.payload.as_ref().map_or(&EMPTY_OBJECT, |p| &p.output)
+    }
+
+    pub fn metadata(&self) -> &Value {
+        self.payload.as_ref().map_or(&EMPTY_OBJECT, |p| &p.metadata)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn has_payload(&self) -> bool {
+        self.payload.is_some()
+    }
+
+    fn payload_mut(&mut self) -> &mut Payload {
+        self.payload.get_or_insert_with(|| {
+            Box::new(Payload {
+                input: Value::empty_object(),
+                output: Value::empty_object(),
+                metadata: Value::empty_object(),
+            })
+        })
+    }
+
+    pub(crate) fn input_mut(&mut self) -> &mut Value {
+        &mut self.payload_mut().input
+    }
+
+    /// The output to change in place; call [`Node::output_changed`] after.
+    pub(crate) fn output_mut(&mut self) -> &mut Value {
+        &mut self.payload_mut().output
+    }
+
+    pub(crate) fn metadata_mut(&mut self) -> &mut Value {
+        &mut self.payload_mut().metadata
+    }
+
+    pub fn retry_of_id(&self) -> Option<&Id> {
         self.rare.as_ref()?.retry_of_id.as_ref()
     }
 
-    pub fn compressed_by_id(&self) -> Option<&Arc<str>> {
+    pub fn compressed_by_id(&self) -> Option<&Id> {
         self.rare.as_ref()?.compressed_by_id.as_ref()
     }
 
@@ -110,7 +172,7 @@ impl Node {
     pub fn output_preview(&self) -> std::borrow::Cow<'_, Value> {
         match self.rare.as_ref().and_then(|r| r.preview.as_ref()) {
             Some(kept) => std::borrow::Cow::Borrowed(kept),
-            None => std::borrow::Cow::Owned(super::preview::derive(&self.output)),
+            None => std::borrow::Cow::Owned(super::preview::derive(self.output())),
         }
     }
 
@@ -118,11 +180,11 @@ impl Node {
         self.rare.get_or_insert_with(Box::default)
     }
 
-    pub(crate) fn set_retry_of(&mut self, id: Arc<str>) {
+    pub(crate) fn set_retry_of(&mut self, id: Id) {
         self.rare_mut().retry_of_id = Some(id);
     }
 
-    pub(crate) fn set_archived(&mut self, by: Arc<str>, at: f64) {
+    pub(crate) fn set_archived(&mut self, by: Id, at: f64) {
         let rare = self.rare_mut();
         rare.compressed_by_id = Some(by);
         rare.compressed_at = Some(at);
@@ -131,8 +193,8 @@ impl Node {
     /// After `output` changed: the preview follows it again, derived on read when that is cheap (text),
     /// else derived once here and kept.
     pub(crate) fn output_changed(&mut self) {
-        if super::preview::is_costly(&self.output) {
-            self.rare_mut().preview = Some(super::preview::derive(&self.output));
+        if super::preview::is_costly(self.output()) {
+            self.rare_mut().preview = Some(super::preview::derive(self.output()));
         } else if let Some(rare) = &mut self.rare {
             rare.preview = None;
         }
@@ -142,14 +204,14 @@ impl Node {
     /// kept.
     pub(crate) fn set_loaded(
         &mut self,
-        retry_of_id: Option<Arc<str>>,
-        compressed_by_id: Option<Arc<str>>,
+        retry_of_id: Option<Id>,
+        compressed_by_id: Option<Id>,
         compressed_at: Option<f64>,
         preview: Value,
     ) {
         // Kept when deriving it is costly or gives something else (a file written by hand or elsewhere).
-        let preview = (super::preview::is_costly(&self.output)
-            || preview != super::preview::derive(&self.output))
+        let preview = (super::preview::is_costly(self.output())
+            || preview != super::preview::derive(self.output()))
         .then_some(preview);
         if retry_of_id.is_some()
             || compressed_by_id.is_some()
@@ -168,13 +230,25 @@ impl Node {
 
 #[derive(Clone, Debug)]
 pub struct Edge {
-    pub id: Arc<str>,
+    pub id: Id,
     pub from: u32,
     pub to: u32,
     pub edge_type: EdgeType,
-    pub metadata: Value,
+    /// None while empty (most edges): an inline object was 32 of an edge's 80 bytes.
+    pub(crate) metadata: Option<Box<Value>>,
     pub compressed_at: OptTime,
     pub created_at: f64,
+}
+
+impl Edge {
+    pub fn metadata(&self) -> &Value {
+        self.metadata.as_deref().unwrap_or(&EMPTY_OBJECT)
+    }
+
+    /// How an edge holds `metadata`.
+    pub(crate) fn boxed_metadata(metadata: Value) -> Option<Box<Value>> {
+        (!is_empty_object(&metadata)).then(|| Box::new(metadata))
+    }
 }
 
 /// The fields traversals read, packed so a walk over many edges stays in cache.
@@ -185,9 +259,6 @@ pub(crate) struct EdgeHot {
     pub edge_type: EdgeType,
     pub active: bool,
 }
-
-/// Edge indexes at one node; most nodes have one or two per direction, kept inline to spare a pointer hop.
-pub(crate) type Adjacency = SmallVec<[u32; 2]>;
 
 /// Reused visit marks so traversals cost O(visited), not O(graph), per call.
 #[derive(Default)]
@@ -237,11 +308,6 @@ pub struct Dag {
     pub(crate) out_adj: Vec<Adjacency>,
     pub(crate) in_adj: Vec<Adjacency>,
     pub(crate) node_index: IdIndex,
-    /// Every node id again, back to back in arena order (`id_ends[i]` is where node i's ends).
-    /// Long orderings are returned as ids; reading them from one contiguous buffer streams
-    /// through memory instead of taking a cache miss per separately allocated id.
-    pub(crate) id_text: String,
-    pub(crate) id_ends: Vec<u32>,
     pub(crate) edge_index: IdIndex,
     /// Finds the active edge of a (from, to, type): docs/design.md §9 returns the existing id for a duplicate.
     pub(crate) edge_keys: EdgeKeys,
@@ -275,8 +341,6 @@ impl Dag {
             out_adj: Vec::new(),
             in_adj: Vec::new(),
             node_index: IdIndex::default(),
-            id_text: String::new(),
-            id_ends: Vec::new(),
             edge_index: IdIndex::default(),
             edge_keys: EdgeKeys::default(),
             sets: Sets::default(),
@@ -312,15 +376,10 @@ impl Dag {
         &self.nodes[i as usize]
     }
 
-    /// The id of node `i`, read from the contiguous id buffer.
+    /// The id of node `i`.
+    #[inline]
     pub fn id_by_index(&self, i: u32) -> &str {
-        let i = i as usize;
-        let start = if i == 0 {
-            0
-        } else {
-            self.id_ends[i - 1] as usize
-        };
-        &self.id_text[start..self.id_ends[i] as usize]
+        &self.nodes[i as usize].id
     }
 
     pub(crate) fn idx(&self, id: &str) -> DagResult<u32> {
@@ -415,7 +474,6 @@ impl Dag {
         self.nodes.reserve(nodes);
         self.node_index.reserve(nodes);
         self.edge_keys.reserve(nodes);
-        self.id_ends.reserve(nodes);
         self.node_active.reserve(nodes);
         self.out_adj.reserve(nodes);
         self.in_adj.reserve(nodes);
@@ -439,17 +497,15 @@ impl Dag {
     pub(crate) fn push_node_keyed(&mut self, node: Node, key: Option<u128>) -> u32 {
         let i = self.nodes.len() as u32;
         self.node_index.insert_keyed(&node.id, key, i);
-        self.id_text.push_str(&node.id);
-        self.id_ends.push(self.id_text.len() as u32);
         let out_of_order = self.nodes.last().is_some_and(|last| last.id >= node.id);
-        self.node_active.push(node.is_active());
+        self.node_active.push_wide(node.is_active());
         self.nodes.push(node);
         self.edge_keys.node_added();
         if out_of_order {
             self.set_id_order(false);
         }
-        self.out_adj.push(Adjacency::new());
-        self.in_adj.push(Adjacency::new());
+        self.out_adj.push_wide(Adjacency::new());
+        self.in_adj.push_wide(Adjacency::new());
         self.txn.log_node_added();
         i
     }
@@ -464,7 +520,7 @@ impl Dag {
     pub(crate) fn push_edge_keyed(&mut self, edge: Edge, key: Option<u128>) -> u32 {
         let i = self.edges.len() as u32;
         self.edge_index.insert_keyed(&edge.id, key, i);
-        self.hot.push(EdgeHot {
+        self.hot.push_wide(EdgeHot {
             from: edge.from,
             to: edge.to,
             edge_type: edge.edge_type,
@@ -524,7 +580,7 @@ impl Dag {
             from,
             to,
             edge_type,
-            metadata,
+            metadata: Edge::boxed_metadata(metadata),
             compressed_at: OptTime::NONE,
             created_at: at,
         };
@@ -551,11 +607,11 @@ pub(crate) struct Minted<T> {
 }
 
 #[inline(always)]
-fn new_id(given: Option<String>, at: f64) -> (Arc<str>, Option<u128>) {
+fn new_id(given: Option<String>, at: f64) -> (Id, Option<u128>) {
     match given {
         Some(id) => {
             let key = crate::ids::parse_uuid(&id);
-            (Arc::from(id), key)
+            (Id::from(id), key)
         }
         None => {
             let (id, key) = crate::ids::uuid7_keyed_at(at);

@@ -1,6 +1,6 @@
 //! Compression (docs/dag-rules.md §8): a finished subgraph becomes one summary node; boundary edges are rewired to it.
 
-use std::sync::Arc;
+use crate::ids::Id;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -113,7 +113,7 @@ impl Dag {
             at,
         );
         let s = self.push_node(node);
-        let summary_id: Arc<str> = self.nodes[s as usize].id.clone();
+        let summary_id: Id = self.nodes[s as usize].id.clone();
         // One rewired edge per (outside node, type, direction), blocking edges only: a branch edge records
         // a fork or rewrite of a member, and the summary was never forked (docs/design.md §24). When several
         // archived edges merge into one, it keeps the metadata they agree on.
@@ -131,10 +131,10 @@ impl Dag {
             let outside = if is_in { edge.from } else { edge.to };
             let key = (outside, edge.edge_type, is_in);
             match slot.get(&key) {
-                Some(&i) => keep_agreed(&mut rewired[i].1, &edge.metadata),
+                Some(&i) => keep_agreed(&mut rewired[i].1, edge.metadata()),
                 None => {
                     slot.insert(key, rewired.len());
-                    rewired.push((key, edge.metadata.clone()));
+                    rewired.push((key, edge.metadata().clone()));
                 }
             }
         }

@@ -98,18 +98,18 @@ impl Dag {
     pub fn context_entry(&self, n: u32, full: bool) -> Value {
         let node = &self.nodes[n as usize];
         let mut payload = vec![
-            ("input", node.input.clone()),
+            ("input", node.input().clone()),
             ("output_preview", node.output_preview().into_owned()),
         ];
         if full {
-            payload.push(("output", node.output.clone()));
+            payload.push(("output", node.output().clone()));
         }
         obj(vec![
             ("node_id", Value::Str(node.id.to_string())),
             ("node_type", Value::Str(node.node_type.as_str().into())),
             ("state", Value::Str(node.state.as_str().into())),
             ("payload", obj(payload)),
-            ("metadata", node.metadata.clone()),
+            ("metadata", node.metadata().clone()),
         ])
     }
 

@@ -1,11 +1,10 @@
 //! Creating nodes and edges (the primitive mutations).
 
-use std::sync::Arc;
+use crate::ids::Id;
 
 use super::arena::{Dag, Edge, Minted, Node};
 use super::cycle::{inline, LongStep};
 use super::error::{DagCode, DagError, DagResult};
-use super::events::Particulars;
 use super::state::content_key;
 use super::types::{EdgeType, NodeType, State};
 use crate::clock::now;
@@ -84,51 +83,32 @@ impl Dag {
     /// Inserts a new node (no edges yet); records `node_created` unless `quiet`.
     #[inline]
     pub(crate) fn insert_node(&mut self, node: Minted<Node>, quiet: bool) -> u32 {
-        let at = node.item.created_at;
         let n = self.push_node_keyed(node.item, node.key);
         // Without edges its counters are the zeros it was built with: only its sets need placing, which
         // is all a `flush` of it would do.
         self.update_sets(n);
         if !quiet {
-            let node = &self.nodes[n as usize];
-            let p = Particulars::NodeCreated {
-                node_type: node.node_type,
-                state: node.state,
-            };
-            let id = node.id.clone();
-            self.record_owned(id, p, at);
+            self.record_node_created(n);
         }
         n
     }
 
-    pub fn create_node(
-        &mut self,
-        node_type: &str,
-        state: &str,
-        spec: NodeSpec,
-    ) -> DagResult<Arc<str>> {
+    pub fn create_node(&mut self, node_type: &str, state: &str, spec: NodeSpec) -> DagResult<Id> {
         let node_type = NodeType::parse(node_type)?;
         let state = State::parse(state)?;
         let node = self.build_node(node_type, state, spec, now())?;
         let n = self.insert_node(node, false);
-        // The arena's own id (a count up, not a copy): the binding makes the caller's `str` from it.
+        // The arena's own id (inline: a copy of its bytes, no allocation): the binding makes the caller's
+        // `str` from it.
         Ok(self.nodes[n as usize].id.clone())
     }
 
     /// Inserts an edge that is known to be valid; records `edge_created` unless `quiet`.
     #[inline]
     pub(crate) fn insert_edge(&mut self, edge: Minted<Edge>, quiet: bool) -> u32 {
-        let (at, edge_type) = (edge.item.created_at, edge.item.edge_type);
         let e = self.push_edge_keyed(edge.item, edge.key);
         if !quiet {
-            let edge = &self.edges[e as usize];
-            let p = Particulars::EdgeCreated {
-                edge_type,
-                from: self.nodes[edge.from as usize].id.clone(),
-                to: self.nodes[edge.to as usize].id.clone(),
-            };
-            let id = edge.id.clone();
-            self.record_owned(id, p, at);
+            self.record_edge_created(e);
         }
         e
     }
@@ -140,7 +120,7 @@ impl Dag {
         edge_type: &str,
         metadata: Option<Value>,
         edge_id: Option<String>,
-    ) -> DagResult<Arc<str>> {
+    ) -> DagResult<Id> {
         self.create_edge_with(from_id, to_id, edge_type, metadata, edge_id, &inline)
     }
 
@@ -154,7 +134,7 @@ impl Dag {
         metadata: Option<Value>,
         edge_id: Option<String>,
         long: LongStep<'_>,
-    ) -> DagResult<Arc<str>> {
+    ) -> DagResult<Id> {
         let edge_type = EdgeType::parse(edge_type)?;
         let metadata = object_or_empty(metadata, "metadata")?;
         self.check_new_edge_id(&edge_id)?;

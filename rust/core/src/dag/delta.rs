@@ -63,13 +63,12 @@ impl Dag {
         // Typed events render their particulars on demand: keep those values alive while their strings
         // are looked up.
         let particulars: Vec<Value> = self
-            .events
-            .iter_from(since)
+            .events_from(since)
             .map(|ev| ev.particulars_value())
             .collect();
         let mut names: Vec<&str> = extra_nodes.iter().map(String::as_str).collect();
-        for (ev, value) in self.events.iter_from(since).zip(&particulars) {
-            names.push(&ev.subject_id);
+        for (ev, value) in self.events_from(since).zip(&particulars) {
+            names.push(ev.subject_id);
             collect_strings(value, &mut names);
         }
         let mut nodes: FxHashSet<u32> =
@@ -112,7 +111,7 @@ impl Dag {
                 .map(|(i, ev)| {
                     (
                         since + i,
-                        json::to_string(&Dag::event_record(ev), json::Layout::Compact),
+                        json::to_string(&self.event_record(ev), json::Layout::Compact),
                     )
                 })
                 .collect(),

@@ -157,8 +157,7 @@ impl Dag {
             }
         }
         self.update_sets(n);
-        let id = self.nodes[n as usize].id.clone();
-        self.record_state_change(&id, from, to, at);
+        self.record_state_change(n, from, to, at);
     }
 
     pub(crate) fn archive_edge(&mut self, e: u32, at: f64) -> bool {
@@ -177,7 +176,7 @@ impl Dag {
     }
 
     /// Archives a node with all its incident edges (docs/dag-rules.md §1.2); returns the edges it archived.
-    pub(crate) fn archive_node(&mut self, n: u32, by: &std::sync::Arc<str>, at: f64) -> Vec<u32> {
+    pub(crate) fn archive_node(&mut self, n: u32, by: &crate::ids::Id, at: f64) -> Vec<u32> {
         self.save_node(n);
         {
             let node = &mut self.nodes[n as usize];

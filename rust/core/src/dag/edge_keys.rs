@@ -10,6 +10,7 @@
 use rustc_hash::FxHashMap;
 
 use super::arena::Dag;
+use super::growth::PushWide;
 use super::types::EdgeType;
 
 /// Edges a node may have in one direction before its pairs with other wide nodes are mapped.
@@ -28,7 +29,7 @@ pub(crate) struct EdgeKeys {
 
 impl EdgeKeys {
     pub fn node_added(&mut self) {
-        self.wide.push(0);
+        self.wide.push_wide(0);
     }
 
     pub fn node_removed(&mut self) {

@@ -3,14 +3,15 @@
 //! The ids a graph generates are UUIDv7s that come out in creation order (`ids.rs`), and a UUID written as
 //! lowercase 8-4-4-4-12 hex orders like its 128-bit value. So such ids are kept as values in one ascending
 //! vector, appended as they are made and searched from the newest end (a build looks up what it just made):
-//! no hashing, no map to grow, 20 bytes an id. Every other id — one a caller gave, or a UUID that does not
+//! no hashing, no map to grow, 16 bytes an id. Every other id — one a caller gave, or a UUID that does not
 //! sort after the newest (a graph extended on a host whose clock is behind the one that made it) — goes to a
 //! side map keyed by its text.
 
-use std::sync::Arc;
+use crate::ids::Id;
 
 use rustc_hash::FxHashMap;
 
+use super::growth::PushWide;
 use crate::ids::parse_uuid;
 
 /// Public for the benches' build floor (`_BuildFloor`), which indexes its ids with this very index.
@@ -18,10 +19,11 @@ use crate::ids::parse_uuid;
 pub struct IdIndex {
     /// Ids that are canonical UUID text, as values, ascending.
     keys: Vec<u128>,
-    /// The arena position of `keys[i]`.
-    slots: Vec<u32>,
+    /// The arena position of `keys[i]`; none while that is `i` for every key (a graph whose ids are all
+    /// generated: 4 bytes an id saved), filled in when an id first lands elsewhere.
+    slots: Option<Vec<u32>>,
     /// Every other id.
-    others: FxHashMap<Arc<str>, u32>,
+    others: FxHashMap<Id, u32>,
 }
 
 impl IdIndex {
@@ -35,7 +37,11 @@ impl IdIndex {
 
     pub fn reserve(&mut self, n: usize) {
         self.keys.reserve(n);
-        self.slots.reserve(n);
+    }
+
+    #[inline]
+    fn slot(&self, i: usize) -> u32 {
+        self.slots.as_ref().map_or(i as u32, |slots| slots[i])
     }
 
     pub fn get(&self, id: &str) -> Option<u32> {
@@ -60,18 +66,23 @@ impl IdIndex {
 
     /// Indexes a new id (the caller has checked it is not there yet).
     #[cfg(test)]
-    pub fn insert(&mut self, id: &Arc<str>, slot: u32) {
+    pub fn insert(&mut self, id: &Id, slot: u32) {
         self.insert_keyed(id, parse_uuid(id), slot);
     }
 
     /// [`IdIndex::insert`] of an id whose value is known (`key`: what `parse_uuid` reads from `id`; the graph
     /// knows it for the ids it mints).
-    pub fn insert_keyed(&mut self, id: &Arc<str>, key: Option<u128>, slot: u32) {
+    pub fn insert_keyed(&mut self, id: &Id, key: Option<u128>, slot: u32) {
         debug_assert_eq!(key, parse_uuid(id));
         match key {
             Some(key) if self.keys.last().is_none_or(|&last| last < key) => {
-                self.keys.push(key);
-                self.slots.push(slot);
+                if self.slots.is_none() && slot as usize != self.keys.len() {
+                    self.slots = Some((0..self.keys.len() as u32).collect());
+                }
+                if let Some(slots) = &mut self.slots {
+                    slots.push_wide(slot);
+                }
+                self.keys.push_wide(key);
             }
             _ => {
                 self.others.insert(id.clone(), slot);
@@ -84,7 +95,9 @@ impl IdIndex {
         match parse_uuid(id) {
             Some(key) if self.keys.last() == Some(&key) => {
                 self.keys.pop();
-                self.slots.pop();
+                if let Some(slots) = &mut self.slots {
+                    slots.pop();
+                }
             }
             _ => {
                 self.others.remove(id);
@@ -98,7 +111,7 @@ impl IdIndex {
         let keys = &self.keys;
         // The first id is looked up often too: a root, the hub of a fan-out.
         match keys.first() {
-            Some(&first) if key <= first => return (key == first).then(|| self.slots[0]),
+            Some(&first) if key <= first => return (key == first).then(|| self.slot(0)),
             None => return None,
             _ => {}
         }
@@ -119,27 +132,27 @@ impl IdIndex {
         keys[lo..hi]
             .binary_search(&key)
             .ok()
-            .map(|j| self.slots[lo + j])
+            .map(|j| self.slot(lo + j))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{uuid7, uuid7_arc};
+    use crate::ids::{uuid7, uuid7_id};
 
-    fn arc(s: &str) -> Arc<str> {
-        Arc::from(s)
+    fn arc(s: &str) -> Id {
+        Id::from(s)
     }
 
     #[test]
     fn generated_ids_are_kept_in_order_without_the_map() {
         let mut index = IdIndex::default();
-        let ids: Vec<Arc<str>> = (0..1_000).map(|_| uuid7_arc()).collect();
+        let ids: Vec<Id> = (0..1_000).map(|_| uuid7_id()).collect();
         for (slot, id) in ids.iter().enumerate() {
             index.insert(id, slot as u32);
         }
-        assert!(index.others.is_empty());
+        assert!(index.others.is_empty() && index.slots.is_none());
         assert_eq!(index.len(), 1_000);
         for (slot, id) in ids.iter().enumerate() {
             assert_eq!(index.get(id), Some(slot as u32), "{id}");
@@ -157,13 +170,13 @@ mod tests {
     #[test]
     fn caller_ids_and_ids_out_of_order_use_the_side_map() {
         let mut index = IdIndex::default();
-        let early = uuid7_arc();
-        let late = uuid7_arc();
+        let early = uuid7_id();
+        let late = uuid7_id();
         index.insert(&late, 0);
         index.insert(&arc("t1"), 1);
         // A UUID older than the newest (made elsewhere, or by a clock that is behind): found all the same.
         index.insert(&early, 2);
-        let upper: Arc<str> = Arc::from(uuid7().to_uppercase());
+        let upper = Id::from(uuid7().to_uppercase());
         index.insert(&upper, 3);
         assert_eq!(index.others.len(), 3);
         for (id, slot) in [(&late, 0), (&arc("t1"), 1), (&early, 2), (&upper, 3)] {
@@ -177,13 +190,13 @@ mod tests {
     #[test]
     fn removing_newest_first_undoes_inserts() {
         let mut index = IdIndex::default();
-        let kept = uuid7_arc();
+        let kept = uuid7_id();
         index.insert(&kept, 0);
         let added = [
-            uuid7_arc(),
+            uuid7_id(),
             arc("x"),
-            uuid7_arc(),
-            kept.to_uppercase().into(),
+            uuid7_id(),
+            Id::from(kept.to_uppercase()),
         ];
         for (i, id) in added.iter().enumerate() {
             index.insert(id, i as u32 + 1);
@@ -194,10 +207,29 @@ mod tests {
         }
         assert_eq!((index.len(), index.get(&kept)), (1, Some(0)));
         // The order continues from what is left.
-        let next = uuid7_arc();
+        let next = uuid7_id();
         index.insert(&next, 1);
         assert!(index.others.is_empty());
         assert_eq!(index.get(&next), Some(1));
+    }
+
+    #[test]
+    fn positions_are_held_once_they_differ_from_the_order() {
+        let mut index = IdIndex::default();
+        index.insert(&arc("given"), 0);
+        let ids: Vec<Id> = (0..3).map(|_| uuid7_id()).collect();
+        for (i, id) in ids.iter().enumerate() {
+            index.insert(id, i as u32 + 1);
+        }
+        assert_eq!(index.slots.as_deref(), Some(&[1, 2, 3][..]));
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(index.get(id), Some(i as u32 + 1));
+        }
+        for id in ids.iter().rev() {
+            index.remove(id);
+        }
+        assert!(index.keys.is_empty() && index.slots.as_ref().is_some_and(Vec::is_empty));
+        assert_eq!(index.get("given"), Some(0));
     }
 
     #[test]
@@ -206,13 +238,18 @@ mod tests {
         // Values with gaps, so misses fall between keys.
         for i in 0..5_000u32 {
             index.keys.push(u128::from(i) * 3 + 7);
-            index.slots.push(i);
         }
-        for i in 0..5_000u32 {
-            let key = u128::from(i) * 3 + 7;
-            assert_eq!(index.find(key), Some(i));
-            assert_eq!(index.find(key + 1), None);
+        // Positions as the keys' order, then each one further on (held once one differs).
+        for shift in [0, 10] {
+            if shift > 0 {
+                index.slots = Some((0..5_000u32).map(|i| i + shift).collect());
+            }
+            for i in 0..5_000u32 {
+                let key = u128::from(i) * 3 + 7;
+                assert_eq!(index.find(key), Some(i + shift));
+                assert_eq!(index.find(key + 1), None);
+            }
+            assert_eq!(index.find(0), None);
         }
-        assert_eq!(index.find(0), None);
     }
 }

@@ -44,12 +44,6 @@ impl Dag {
             if self.node_active[n] != node.is_active() {
                 return Err(format!("activity mirror is stale for node {}", node.id));
             }
-            if self.id_by_index(n as u32) != &*node.id {
-                return Err(format!("id buffer disagrees with node {}", node.id));
-            }
-        }
-        if self.id_ends.len() != self.nodes.len() {
-            return Err("id buffer holds a different number of ids than the arena".into());
         }
         let in_order = self
             .nodes

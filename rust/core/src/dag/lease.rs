@@ -25,7 +25,7 @@ pub struct Work {
 
 impl Dag {
     fn lease_of(&self, n: u32) -> (Option<&str>, Option<f64>) {
-        let meta = &self.nodes[n as usize].metadata;
+        let meta = self.nodes[n as usize].metadata();
         let by = meta.get(CLAIMED_BY).and_then(Value::as_str);
         let until = match meta.get(LEASE_EXPIRES_AT) {
             Some(Value::Float(f)) => Some(*f),
@@ -50,7 +50,7 @@ impl Dag {
         };
         for &n in leased {
             self.save_node(n);
-            let meta = &mut self.nodes[n as usize].metadata;
+            let meta = self.nodes[n as usize].metadata_mut();
             if let Some(w) = worker_id {
                 meta.set(CLAIMED_BY, Value::Str(w.to_owned()));
             }
@@ -85,7 +85,7 @@ impl Dag {
             if holds {
                 self.save_node(n);
                 self.nodes[n as usize]
-                    .metadata
+                    .metadata_mut()
                     .set(LEASE_EXPIRES_AT, Value::Float(lease_until));
                 held.push(self.nodes[n as usize].id.to_string());
             }
@@ -115,7 +115,7 @@ impl Dag {
             let (by, until) = self.lease_of(n);
             let by = by.map_or(Value::Null, |s| Value::Str(s.to_owned()));
             let until = until.map_or(Value::Null, Value::Float);
-            let attempt = match self.nodes[n as usize].metadata.get(ATTEMPT) {
+            let attempt = match self.nodes[n as usize].metadata().get(ATTEMPT) {
                 Some(Value::Int(i)) => *i,
                 _ => 0,
             } + 1;
@@ -123,11 +123,11 @@ impl Dag {
             let errored = attempt >= i64::from(max_attempts);
             {
                 let node = &mut self.nodes[n as usize];
-                node.metadata.set(ATTEMPT, Value::Int(attempt));
-                node.metadata.remove(CLAIMED_BY);
-                node.metadata.remove(LEASE_EXPIRES_AT);
+                node.metadata_mut().set(ATTEMPT, Value::Int(attempt));
+                node.metadata_mut().remove(CLAIMED_BY);
+                node.metadata_mut().remove(LEASE_EXPIRES_AT);
                 if errored {
-                    node.metadata
+                    node.metadata_mut()
                         .set("error", Value::Str("lease_expired".to_owned()));
                 } else {
                     node.started_at = crate::clock::OptTime::NONE;
@@ -179,8 +179,8 @@ impl Dag {
             self.save_node(n);
             {
                 let node = &mut self.nodes[n as usize];
-                node.metadata.remove(CLAIMED_BY);
-                node.metadata.remove(LEASE_EXPIRES_AT);
+                node.metadata_mut().remove(CLAIMED_BY);
+                node.metadata_mut().remove(LEASE_EXPIRES_AT);
                 node.started_at = crate::clock::OptTime::NONE;
             }
             let id = self.nodes[n as usize].id.clone();

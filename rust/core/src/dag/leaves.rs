@@ -1,7 +1,7 @@
 //! Leaf detection and repair (docs/dag-rules.md §5): every active causal leaf is an agent_message or still in flight.
 
 use super::arena::Dag;
-use super::events::{obj, Particulars};
+use super::events::obj;
 use super::types::{EdgeType, NodeType, State};
 use crate::clock::now;
 use crate::value::Value;
@@ -62,7 +62,6 @@ impl Dag {
         let at = now();
         let mut added = Vec::with_capacity(bad.len());
         for leaf in bad {
-            let leaf_id = self.nodes[leaf as usize].id.clone();
             let node = Dag::new_node(
                 None,
                 NodeType::AgentMessage,
@@ -82,9 +81,8 @@ impl Dag {
                 at,
             );
             self.push_edge_keyed(edge.item, edge.key);
-            let child_id = self.nodes[child as usize].id.clone();
-            self.record_typed(&child_id, Particulars::LeafRepaired { leaf: leaf_id }, at);
-            added.push(child_id.to_string());
+            self.record_leaf_repaired(child, leaf);
+            added.push(self.nodes[child as usize].id.to_string());
         }
         self.flush();
         added

@@ -20,8 +20,8 @@ fn mermaid_id(index: u32) -> String {
 fn snippet(node: &Node) -> String {
     let preview = node.output_preview();
     let v = match node.node_type {
-        NodeType::Task => node.input.get("name"),
-        NodeType::UserMessage => node.input.get("content"),
+        NodeType::Task => node.input().get("name"),
+        NodeType::UserMessage => node.input().get("content"),
         _ => preview.get("content"),
     };
     match v {
@@ -67,7 +67,7 @@ pub fn label(text: &str, max: usize) -> String {
 fn edge_text(dag: &Dag, e: u32) -> String {
     let edge = &dag.edges[e as usize];
     match edge.edge_type {
-        EdgeType::Branch => match edge.metadata.get("branch_kinds") {
+        EdgeType::Branch => match edge.metadata().get("branch_kinds") {
             Some(Value::Array(kinds)) if !kinds.is_empty() => {
                 let kinds: Vec<String> = kinds
                     .iter()

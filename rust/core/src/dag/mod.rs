@@ -1,6 +1,7 @@
 //! DAG engine (docs/dag-rules.md): conversation / task graph with gated scheduling, causal context, failure
 //! propagation, leaf repair, versioned rewrites and compression. Pure Rust; `rust/py` exposes it.
 
+mod adjacency;
 mod arena;
 mod bulk;
 mod chunks;
@@ -14,6 +15,7 @@ mod edge_keys;
 mod error;
 mod events;
 mod gating;
+mod growth;
 mod index;
 mod invariants;
 mod lease;
@@ -38,7 +40,7 @@ pub use create::NodeSpec;
 pub use cycle::{inline, LongStep};
 pub use delta::{Delta, Mark, Row};
 pub use error::{DagCode, DagError, DagResult};
-pub use events::{Event, Particulars};
+pub use events::{Event, EventRef, Particulars};
 pub use index::IdIndex;
 pub use lease::Work;
 pub use mermaid::label as mermaid_label;

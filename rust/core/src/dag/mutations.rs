@@ -1,6 +1,6 @@
 //! fork / retry / regenerate / edit (docs/dag-rules.md §7): each validates every precondition before its first write.
 
-use std::sync::Arc;
+use crate::ids::Id;
 
 use super::arena::Dag;
 use super::create::{check_required_payload, NodeSpec};
@@ -116,11 +116,11 @@ impl Dag {
                 format!("descendant {:?} is {}", &*d.id, d.state.as_str()),
             ));
         }
-        let mut metadata = node.metadata.clone();
+        let mut metadata = node.metadata().clone();
         for key in ["error", "reason", "blocked_by"] {
             metadata.remove(key);
         }
-        let attempt = match node.metadata.get("attempt") {
+        let attempt = match node.metadata().get("attempt") {
             Some(Value::Int(a)) => a.saturating_add(1),
             _ => 2,
         };
@@ -128,7 +128,7 @@ impl Dag {
         self.replace(
             old,
             ReplaceKind::Retry,
-            node.input.clone(),
+            node.input().clone(),
             metadata,
             new_node_id,
         )
@@ -158,8 +158,8 @@ impl Dag {
         self.replace(
             old,
             ReplaceKind::Regenerate,
-            node.input.clone(),
-            node.metadata.clone(),
+            node.input().clone(),
+            node.metadata().clone(),
             new_node_id,
         )
     }
@@ -198,10 +198,10 @@ impl Dag {
                 format!("descendant {:?} is {}", &*d.id, d.state.as_str()),
             ));
         }
-        let mut input = node.input.clone();
+        let mut input = node.input().clone();
         input.deep_merge(new_input);
         check_required_payload(NodeType::UserMessage, &input, &Value::empty_object())?;
-        let metadata = node.metadata.clone();
+        let metadata = node.metadata().clone();
         self.replace(old, ReplaceKind::Edit, input, metadata, new_node_id)
     }
 
@@ -235,12 +235,12 @@ impl Dag {
         let incoming: Vec<(u32, EdgeType, Value)> = self
             .live_in(old)
             .filter(|e| e.edge_type.is_blocking())
-            .map(|e| (e.from, e.edge_type, e.metadata.clone()))
+            .map(|e| (e.from, e.edge_type, e.metadata().clone()))
             .collect();
         let outgoing: Vec<(u32, EdgeType, Value)> = if kind == ReplaceKind::Retry {
             self.live_out(old)
                 .filter(|e| e.edge_type.is_blocking())
-                .map(|e| (e.to, e.edge_type, e.metadata.clone()))
+                .map(|e| (e.to, e.edge_type, e.metadata().clone()))
                 .collect()
         } else {
             Vec::new()
@@ -253,7 +253,7 @@ impl Dag {
         };
 
         let new = self.insert_node(node, false);
-        let new_id: Arc<str> = self.nodes[new as usize].id.clone();
+        let new_id: Id = self.nodes[new as usize].id.clone();
         for (from, t, meta) in incoming {
             let e = Dag::new_edge_minted(None, from, new, t, meta, at);
             self.insert_edge(e, false);

@@ -7,8 +7,8 @@
 //! instead; the graph switches every set between the two forms when its order changes (docs/dag.md "Ids and
 //! indexes").
 
+use crate::ids::Id;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use super::arena::Node;
 use super::chunks::Chunks;
@@ -59,7 +59,7 @@ impl Sets {
 
 pub(crate) enum NodeSet {
     Arena(Bits),
-    Ids(BTreeMap<Arc<str>, u32>),
+    Ids(BTreeMap<Id, u32>),
 }
 
 impl Default for NodeSet {
@@ -142,7 +142,7 @@ impl Bits {
 
 impl NodeSet {
     #[inline]
-    pub fn insert(&mut self, n: u32, id: &Arc<str>) {
+    pub fn insert(&mut self, n: u32, id: &Id) {
         match self {
             NodeSet::Arena(bits) => bits.insert(n),
             NodeSet::Ids(map) => {
@@ -255,7 +255,7 @@ mod tests {
     fn node(id: &str) -> Node {
         let empty = || Value::empty_object();
         Node::bare(
-            Arc::from(id),
+            crate::ids::Id::from(id),
             NodeType::Task,
             State::Pending,
             [empty(), empty(), empty()],

@@ -36,7 +36,7 @@ impl Dag {
                 let node = &self.nodes[n as usize];
                 if node.is_active() && node.state == State::Running {
                     self.save_node(n);
-                    let meta = &mut self.nodes[n as usize].metadata;
+                    let meta = self.nodes[n as usize].metadata_mut();
                     meta.set(
                         "error",
                         Value::Str(

@@ -1,7 +1,7 @@
 //! Lossless JSON round trip: arena order, every field, and the event log.
 
+use crate::ids::Id;
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use smallvec::SmallVec;
 
@@ -86,10 +86,10 @@ fn string<'a>(slot: Option<Item<'a>>, key: &str) -> DagResult<Cow<'a, str>> {
     }
 }
 
-fn opt_id(slot: Option<Item<'_>>, key: &str) -> DagResult<Option<Arc<str>>> {
+fn opt_id(slot: Option<Item<'_>>, key: &str) -> DagResult<Option<Id>> {
     match field(slot, key)? {
         Item::Null => Ok(None),
-        Item::Str(s) => Ok(Some(Arc::from(&*s))),
+        Item::Str(s) => Ok(Some(Id::from(&*s))),
         _ => Err(bad(format!("{key:?} must be a string or null"))),
     }
 }
@@ -131,10 +131,10 @@ struct JsonSink {
 }
 
 impl JsonSink {
-    fn array<'a, T: 'a>(
+    fn array<T>(
         &mut self,
-        items: impl IntoIterator<Item = &'a T>,
-        mut visit: impl FnMut(&mut JsonSink, &T),
+        items: impl IntoIterator<Item = T>,
+        mut visit: impl FnMut(&mut JsonSink, T),
     ) {
         self.out.push(b'[');
         for (i, item) in items.into_iter().enumerate() {
@@ -194,7 +194,7 @@ impl Dag {
         w.out.extend_from_slice(b",\"edges\":");
         w.array(self.edges.iter(), |w, e| self.visit_edge(e, w));
         w.out.extend_from_slice(b",\"events\":");
-        w.array(self.events.iter(), |w, e| Dag::visit_event(e, w));
+        w.array(self.events(), |w, e| Dag::visit_event(&e, w));
         w.out.push(b'}');
         json::into_string(w.out)
     }
@@ -285,11 +285,11 @@ impl Dag {
 
     /// `id` as the graph's own string when it names a node or an edge, else a new one: events read back
     /// share the ids the arena holds instead of three more copies per edge.
-    pub(crate) fn shared_id(&self, id: &str) -> Arc<str> {
+    pub(crate) fn shared_id(&self, id: &str) -> Id {
         self.node(id)
             .map(|n| &n.id)
             .or_else(|| self.edge(id).map(|e| &e.id))
-            .map_or_else(|| Arc::from(id), Arc::clone)
+            .map_or_else(|| Id::from(id), Id::clone)
     }
 
     /// A node read from a record, appended to a graph being loaded.
@@ -323,7 +323,7 @@ impl Dag {
             from,
             to,
             edge_type: rec.edge_type,
-            metadata: rec.metadata,
+            metadata: Edge::boxed_metadata(rec.metadata),
             compressed_at: rec.compressed_at.into(),
             created_at: rec.created_at,
         })
@@ -370,7 +370,7 @@ const EVENT_KEYS: [&str; 4] = ["event_type", "subject_id", "particulars", "creat
 fn read_node(f: Slots<'_, 13>) -> DagResult<Node> {
     let [id, node_type, state, input, output, preview, metadata, retry_of, compressed_by, compressed_at, started_at, finished_at, created_at] =
         f;
-    let id = Arc::from(&*string(id, "node_id")?);
+    let id = Id::from(&*string(id, "node_id")?);
     let node_type = NodeType::parse(&string(node_type, "node_type")?)?;
     let state = State::parse(&string(state, "state")?)?;
     let (input, output) = (object(input, "input")?, object(output, "output")?);
@@ -392,7 +392,7 @@ fn read_node(f: Slots<'_, 13>) -> DagResult<Node> {
 /// An edge record before its endpoints are resolved (which needs the graph; the rest can be read on any
 /// thread).
 pub(crate) struct EdgeRecord<'a> {
-    pub(crate) id: Arc<str>,
+    pub(crate) id: Id,
     from: Cow<'a, str>,
     to: Cow<'a, str>,
     edge_type: EdgeType,
@@ -404,7 +404,7 @@ pub(crate) struct EdgeRecord<'a> {
 fn read_edge(f: Slots<'_, 7>) -> DagResult<EdgeRecord<'_>> {
     let [id, from, to, edge_type, metadata, compressed_at, created_at] = f;
     Ok(EdgeRecord {
-        id: Arc::from(&*string(id, "edge_id")?),
+        id: Id::from(&*string(id, "edge_id")?),
         from: string(from, "from_node_id")?,
         to: string(to, "to_node_id")?,
         edge_type: EdgeType::parse(&string(edge_type, "edge_type")?)?,
@@ -417,21 +417,20 @@ fn read_edge(f: Slots<'_, 7>) -> DagResult<EdgeRecord<'_>> {
 /// One event record; its particulars, when a small object of strings (nearly always), are matched against
 /// the typed shapes without building a value (`Event::loaded_pairs`).
 fn read_event(p: &mut Pull<'_>, dag: &Dag) -> DagResult<Event> {
-    let ids = |id: &str| dag.shared_id(id);
     let mut pairs = None;
     let [event_type, subject, particulars, created_at] =
         read_record_with(p, &EVENT_KEYS, Some((2, &mut pairs)))?;
     let event_type = string(event_type, "event_type")?;
-    let subject = ids(&string(subject, "subject_id")?);
+    let subject = string(subject, "subject_id")?;
     let particulars = field(particulars, "particulars")?;
     let at = time(created_at, "created_at")?;
     Ok(match pairs {
         Some(pairs) => {
             let pairs: SmallVec<[(&str, &str); FLAT_PAIRS]> =
                 pairs.iter().map(|(k, v)| (&**k, &**v)).collect();
-            Event::loaded_pairs(&event_type, subject, &pairs, at, &ids)
+            Event::loaded_pairs(&event_type, &subject, &pairs, at, dag)
         }
-        None => Event::loaded(&event_type, subject, particulars.into_value(), at, &ids),
+        None => Event::loaded(&event_type, &subject, particulars.into_value(), at, dag),
     })
 }
 

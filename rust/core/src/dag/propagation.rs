@@ -3,7 +3,7 @@
 //! The doomed set (pending executables with a failed live dependency parent) is kept up to date by the
 //! bookkeeping, so a round is "skip the whole current set"; it only ever reads start-of-round states.
 
-use std::sync::Arc;
+use crate::ids::Id;
 
 use super::arena::Dag;
 use super::events::obj;
@@ -21,13 +21,13 @@ impl Dag {
 
     /// `propagate_failures` returning the graph's own id strings (the bindings copy them straight into
     /// Python strings, with no intermediate Rust copy).
-    pub fn propagate_failures_shared(&mut self) -> Vec<Arc<str>> {
+    pub fn propagate_failures_shared(&mut self) -> Vec<Id> {
         self.flush();
         let mut skipped = Vec::new();
         let at = now();
         while !self.sets.doomed.is_empty() {
             let indexes: Vec<u32> = self.sets.doomed.iter().collect();
-            let round: Vec<Arc<str>> = indexes
+            let round: Vec<Id> = indexes
                 .iter()
                 .map(|&n| self.nodes[n as usize].id.clone())
                 .collect();
@@ -35,7 +35,7 @@ impl Dag {
             let blocked_by: Vec<Value> = indexes.iter().map(|&n| self.failed_parents(n)).collect();
             for (n, why) in indexes.into_iter().zip(blocked_by) {
                 self.save_node(n);
-                let meta = &mut self.nodes[n as usize].metadata;
+                let meta = self.nodes[n as usize].metadata_mut();
                 meta.set(
                     "reason",
                     Value::Str("blocked_by_failed_dependencies".into()),

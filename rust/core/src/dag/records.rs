@@ -1,7 +1,7 @@
 //! Nodes, edges and events as plain records (the dict shapes of the API and of the JSON file).
 
 use super::arena::{Dag, Edge, Node};
-use super::events::Event;
+use super::events::{Event, EventRef};
 use crate::value::Value;
 
 /// One field of a record, borrowed from the graph.
@@ -46,10 +46,10 @@ impl Dag {
         s.field("node_id", Field::Str(&node.id));
         s.field("node_type", Field::Str(node.node_type.as_str()));
         s.field("state", Field::Str(node.state.as_str()));
-        s.field("input", Field::Value(&node.input));
-        s.field("output", Field::Value(&node.output));
+        s.field("input", Field::Value(node.input()));
+        s.field("output", Field::Value(node.output()));
         s.field("output_preview", Field::Value(&node.output_preview()));
-        s.field("metadata", Field::Value(&node.metadata));
+        s.field("metadata", Field::Value(node.metadata()));
         s.field(
             "retry_of_id",
             Field::OptStr(node.retry_of_id().map(|s| &**s)),
@@ -72,14 +72,14 @@ impl Dag {
         );
         s.field("to_node_id", Field::Str(&self.nodes[edge.to as usize].id));
         s.field("edge_type", Field::Str(edge.edge_type.as_str()));
-        s.field("metadata", Field::Value(&edge.metadata));
+        s.field("metadata", Field::Value(edge.metadata()));
         s.field("compressed_at", Field::OptFloat(edge.compressed_at.get()));
         s.field("created_at", Field::Float(edge.created_at));
     }
 
-    pub fn visit_event(event: &Event, s: &mut impl RecordSink) {
-        s.field("event_type", Field::Str(event.event_type()));
-        s.field("subject_id", Field::Str(&event.subject_id));
+    pub fn visit_event(event: &EventRef<'_>, s: &mut impl RecordSink) {
+        s.field("event_type", Field::Str(event.event_type));
+        s.field("subject_id", Field::Str(event.subject_id));
         s.field("particulars", Field::Value(&event.particulars_value()));
         s.field("created_at", Field::Float(event.created_at));
     }
@@ -92,8 +92,8 @@ impl Dag {
         record(7, |s| self.visit_edge(edge, s))
     }
 
-    pub fn event_record(event: &Event) -> Value {
-        record(4, |s| Dag::visit_event(event, s))
+    pub fn event_record(&self, event: &Event) -> Value {
+        record(4, |s| Dag::visit_event(&self.read_event(event), s))
     }
 
     /// Arena indexes of the nodes `nodes()` lists, sorted by id; the active view hides archived nodes.

@@ -68,16 +68,16 @@ impl Dag {
         self.save_node(n);
         let node = &mut self.nodes[n as usize];
         if let Some(out) = payload.output {
-            node.output.deep_merge(out);
+            node.output_mut().deep_merge(out);
         }
         if let Some(content) = payload.content {
             match content_key(node.node_type) {
-                ("input", key) => node.input.set(key, content),
-                (_, key) => node.output.set(key, content),
+                ("input", key) => node.input_mut().set(key, content),
+                (_, key) => node.output_mut().set(key, content),
             }
         }
         if let Some(meta) = payload.metadata {
-            node.metadata.shallow_merge(meta);
+            node.metadata_mut().shallow_merge(meta);
         }
         node.output_changed();
         self.set_state(n, State::Finished, now());
@@ -104,7 +104,7 @@ impl Dag {
         }
         self.save_node(n);
         self.nodes[n as usize]
-            .metadata
+            .metadata_mut()
             .set(key, Value::Str(message.to_owned()));
         self.set_state(n, to, now());
         self.flush();

@@ -184,13 +184,16 @@ fn release_gives_back_only_what_the_worker_holds_without_counting_an_attempt() {
     for id in ["a", "b"] {
         let node = g.node(id).unwrap();
         assert_eq!(node.state, State::Pending);
-        assert!(node.metadata.get(lease::ATTEMPT).is_none());
-        assert!(node.metadata.get(lease::CLAIMED_BY).is_none());
+        assert!(node.metadata().get(lease::ATTEMPT).is_none());
+        assert!(node.metadata().get(lease::CLAIMED_BY).is_none());
         assert!(node.started_at.is_none());
     }
     assert_eq!(g.node("c").unwrap().state, State::Running);
     let last = g.events.len() - 1;
-    assert_eq!(g.events[last - 1].event_type(), "node_lease_released");
+    assert_eq!(
+        g.events().nth(last - 1).unwrap().event_type,
+        "node_lease_released"
+    );
     assert_eq!(g.work().claimable, 2);
     // Released inside a block that is rolled back: nothing of it stays, sets included.
     g.begin();

@@ -226,9 +226,6 @@ impl Dag {
     fn undo_node_added(&mut self) {
         let node = self.nodes.pop().expect("node to undo");
         self.node_active.pop();
-        self.id_ends.pop();
-        self.id_text
-            .truncate(self.id_ends.last().copied().unwrap_or(0) as usize);
         self.out_adj.pop();
         self.in_adj.pop();
         self.edge_keys.node_removed();

@@ -3,7 +3,7 @@
 //! collections that can free nothing). The shapes are the ones `chainwarden_core::dag::records` and
 //! `Dag::context_entry` define (docs/dag-rules.md §4.3).
 
-use chainwarden_core::dag::{Dag, Event, Node, Particulars};
+use chainwarden_core::dag::{Dag, EventRef, Node, Particulars};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyList, PyString};
@@ -34,7 +34,7 @@ fn word<'py>(py: Python<'py>, s: &'static str) -> Bound<'py, PyString> {
     PyString::intern(py, s)
 }
 
-fn particulars<'py>(py: Python<'py>, p: &Particulars) -> PyResult<Bound<'py, PyAny>> {
+fn particulars<'py>(py: Python<'py>, p: &Particulars<'_>) -> PyResult<Bound<'py, PyAny>> {
     let d = PyDict::new(py);
     match p {
         Particulars::NodeCreated { node_type, state } => {
@@ -57,23 +57,23 @@ fn particulars<'py>(py: Python<'py>, p: &Particulars) -> PyResult<Bound<'py, PyA
         Particulars::LeafRepaired { leaf } => {
             d.set_item(intern!(py, "leaf_node_id"), py_str(py, leaf))?;
         }
-        Particulars::Other { particulars, .. } => return to_py(py, particulars),
+        Particulars::Other { particulars } => return to_py(py, particulars),
     }
     Ok(d.into_any())
 }
 
 fn event<'py>(
     py: Python<'py>,
-    e: &Event,
+    e: EventRef<'_>,
     floats: &mut Floats<'py>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     let event_type = match &e.particulars {
-        Particulars::Other { event_type, .. } => PyString::new(py, event_type),
-        _ => PyString::intern(py, e.event_type()),
+        Particulars::Other { .. } => PyString::new(py, e.event_type),
+        _ => PyString::intern(py, e.event_type),
     };
     d.set_item(intern!(py, "event_type"), event_type)?;
-    d.set_item(intern!(py, "subject_id"), py_str(py, &e.subject_id))?;
+    d.set_item(intern!(py, "subject_id"), py_str(py, e.subject_id))?;
     d.set_item(intern!(py, "particulars"), particulars(py, &e.particulars)?)?;
     d.set_item(intern!(py, "created_at"), floats.get(py, e.created_at))?;
     Ok(d)
@@ -122,13 +122,13 @@ fn node<'py>(
     d.set_item(intern!(py, "node_id"), py_str(py, &n.id))?;
     d.set_item(intern!(py, "node_type"), word(py, n.node_type.as_str()))?;
     d.set_item(intern!(py, "state"), word(py, n.state.as_str()))?;
-    d.set_item(intern!(py, "input"), to_py(py, &n.input)?)?;
-    d.set_item(intern!(py, "output"), to_py(py, &n.output)?)?;
+    d.set_item(intern!(py, "input"), to_py(py, n.input())?)?;
+    d.set_item(intern!(py, "output"), to_py(py, n.output())?)?;
     d.set_item(
         intern!(py, "output_preview"),
         to_py(py, &n.output_preview())?,
     )?;
-    d.set_item(intern!(py, "metadata"), to_py(py, &n.metadata)?)?;
+    d.set_item(intern!(py, "metadata"), to_py(py, n.metadata())?)?;
     // The template holds None already: only present values are written.
     if let Some(id) = n.retry_of_id() {
         d.set_item(intern!(py, "retry_of_id"), py_str(py, id))?;
@@ -167,20 +167,20 @@ pub fn nodes<'py>(
 /// One context entry built straight from the node, so payloads are not cloned on the way.
 fn context_entry<'py>(py: Python<'py>, node: &Node, full: bool) -> PyResult<Bound<'py, PyDict>> {
     let payload = PyDict::new(py);
-    payload.set_item(intern!(py, "input"), to_py(py, &node.input)?)?;
+    payload.set_item(intern!(py, "input"), to_py(py, node.input())?)?;
     payload.set_item(
         intern!(py, "output_preview"),
         to_py(py, &node.output_preview())?,
     )?;
     if full {
-        payload.set_item(intern!(py, "output"), to_py(py, &node.output)?)?;
+        payload.set_item(intern!(py, "output"), to_py(py, node.output())?)?;
     }
     let entry = PyDict::new(py);
     entry.set_item(intern!(py, "node_id"), py_str(py, &node.id))?;
     entry.set_item(intern!(py, "node_type"), word(py, node.node_type.as_str()))?;
     entry.set_item(intern!(py, "state"), word(py, node.state.as_str()))?;
     entry.set_item(intern!(py, "payload"), payload)?;
-    entry.set_item(intern!(py, "metadata"), to_py(py, &node.metadata)?)?;
+    entry.set_item(intern!(py, "metadata"), to_py(py, node.metadata())?)?;
     Ok(entry)
 }
 
