@@ -3,6 +3,8 @@
 //! Nothing is ever removed (archiving only stamps `compressed_at`), so arena indexes are stable for the
 //! life of the graph; only a rolled-back transaction truncates the tail.
 
+use thin_vec::ThinVec;
+
 use crate::ids::Id;
 
 pub(crate) use super::adjacency::Adjacency;
@@ -23,8 +25,8 @@ pub struct Node {
     pub id: Id,
     pub node_type: NodeType,
     pub state: State,
-    /// `input`, `output` and `metadata`; none while all three are empty (docs/dag.md "Memory").
-    payload: Option<Box<Payload>>,
+    /// The non-empty ones of `input`, `output` and `metadata` (docs/dag.md "Memory").
+    payload: ThinVec<(Slot, Value)>,
     /// What few nodes have, behind one pointer (docs/dag.md "Memory").
     pub(crate) rare: Option<Box<Rare>>,
     pub started_at: OptTime,
@@ -41,13 +43,14 @@ pub struct Node {
     pub(crate) in_sets: u8,
 }
 
-/// A node's three objects, behind one pointer: a task of a large fan-out often has none of them, and three
-/// empty objects inline were 96 of a node's 160 bytes.
-#[derive(Clone, Debug)]
-struct Payload {
-    input: Value,
-    output: Value,
-    metadata: Value,
+/// Which of a node's three objects a payload entry is. A node stores only those it has, behind one pointer
+/// (nothing allocated while it has none: a task of a large fan-out): three inline were 96 of a node's 160
+/// bytes, and a chat message has one of the three.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    Input,
+    Output,
+    Metadata,
 }
 
 /// What a node without a payload reads for each of its three objects.
@@ -86,15 +89,15 @@ impl Node {
         [input, output, metadata]: [Value; 3],
         created_at: f64,
     ) -> Node {
-        let payload =
-            (!(is_empty_object(&input) && is_empty_object(&output) && is_empty_object(&metadata)))
-                .then(|| {
-                    Box::new(Payload {
-                        input,
-                        output,
-                        metadata,
-                    })
-                });
+        let objects = [
+            (Slot::Input, input),
+            (Slot::Output, output),
+            (Slot::Metadata, metadata),
+        ];
+        // Room for exactly what is stored: a pushed-to `ThinVec` starts with room for four.
+        let stored = objects.iter().filter(|(_, v)| !is_empty_object(v)).count();
+        let mut payload = ThinVec::with_capacity(stored);
+        payload.extend(objects.into_iter().filter(|(_, v)| !is_empty_object(v)));
         Node {
             id,
             node_type,
@@ -115,44 +118,55 @@ impl Node {
         self.compressed_at().is_none()
     }
 
+    fn object(&self, slot: Slot) -> &Value {
+        self.payload
+            .iter()
+            .find(|(s, _)| *s == slot)
+            .map_or(&EMPTY_OBJECT, |(_, v)| v)
+    }
+
+    /// The stored object `slot`, stored (empty) first when the node has none yet.
+    fn object_mut(&mut self, slot: Slot) -> &mut Value {
+        let i = match self.payload.iter().position(|(s, _)| *s == slot) {
+            Some(i) => i,
+            None => {
+                self.payload.reserve_exact(1);
+                self.payload.push((slot, Value::empty_object()));
+                self.payload.len() - 1
+            }
+        };
+        &mut self.payload[i].1
+    }
+
     pub fn input(&self) -> &Value {
-        self.payload.as_ref().map_or(&EMPTY_OBJECT, |p| &p.input)
+        self.object(Slot::Input)
     }
 
     pub fn output(&self) -> &Value {
-        self.payload.as_ref().map_or(&EMPTY_OBJECT, |p| &p.output)
+        self.object(Slot::Output)
     }
 
     pub fn metadata(&self) -> &Value {
-        self.payload.as_ref().map_or(&EMPTY_OBJECT, |p| &p.metadata)
+        self.object(Slot::Metadata)
     }
 
+    /// How many of the three objects the node stores.
     #[cfg(test)]
-    pub(crate) fn has_payload(&self) -> bool {
-        self.payload.is_some()
-    }
-
-    fn payload_mut(&mut self) -> &mut Payload {
-        self.payload.get_or_insert_with(|| {
-            Box::new(Payload {
-                input: Value::empty_object(),
-                output: Value::empty_object(),
-                metadata: Value::empty_object(),
-            })
-        })
+    pub(crate) fn stored_objects(&self) -> usize {
+        self.payload.len()
     }
 
     pub(crate) fn input_mut(&mut self) -> &mut Value {
-        &mut self.payload_mut().input
+        self.object_mut(Slot::Input)
     }
 
     /// The output to change in place; call [`Node::output_changed`] after.
     pub(crate) fn output_mut(&mut self) -> &mut Value {
-        &mut self.payload_mut().output
+        self.object_mut(Slot::Output)
     }
 
     pub(crate) fn metadata_mut(&mut self) -> &mut Value {
-        &mut self.payload_mut().metadata
+        self.object_mut(Slot::Metadata)
     }
 
     pub fn retry_of_id(&self) -> Option<&Id> {
