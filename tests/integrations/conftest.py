@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -11,6 +12,18 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from .fake_provider import FakeProvider
+
+
+@pytest.fixture(autouse=True)
+def _collect_after_each_test() -> Iterator[None]:
+    """Collects each test's garbage before the next test starts.
+
+    A client a test leaves unclosed holds an open socket; found by a later, unrelated collection, its
+    ResourceWarning would fail whichever test happened to be running then. Collected here it fails the test
+    that left it, every time.
+    """
+    yield
+    gc.collect()
 
 
 @pytest.fixture

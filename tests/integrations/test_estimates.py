@@ -86,9 +86,8 @@ async def test_200_concurrent_langchain_calls_hold_a_1_dollar_ceiling(fake_provi
 
 def test_the_reservation_is_the_worst_case_of_the_request(fake_provider: FakeProvider) -> None:
     ctx = context(10.0)
-    client = chainwarden.instrument(
-        openai.OpenAI(base_url=fake_provider.openai_base_url, api_key="k", max_retries=0), ctx
-    )
+    raw = openai.OpenAI(base_url=fake_provider.openai_base_url, api_key="k", max_retries=0)
+    client = chainwarden.instrument(raw, ctx)
     messages = [{"role": "user", "content": "é" * 500}]  # 1,000 UTF-8 bytes
     bound = prompt_tokens(messages)
     assert bound == 1_000 + len("user") + 2 * 4  # the text, the role, a list and a message of overhead
@@ -111,6 +110,7 @@ def test_the_reservation_is_the_worst_case_of_the_request(fake_provider: FakePro
         assert ctx.reserved_usd == pytest.approx(price("openai", "gpt-4o", prompt_tokens("hi"), 50))
         list(s)
     assert ctx.reserved_usd == 0.0
+    raw.close()
 
 
 def test_anthropic_cache_writes_are_the_dearer_input_rate(fake_provider: FakeProvider) -> None:
