@@ -103,7 +103,12 @@ async def test_slow_subscriber_never_slows_the_pump(ledger: SqliteLedger) -> Non
 
 
 async def test_any_number_of_subscribers_see_the_same_run(ledger: SqliteLedger) -> None:
-    events = [TextDelta("a"), UsageReport(usage_fact("run-m", "u1")), TextDelta("b"), AssistantFinal("ab")]
+    events: list[AiEvent] = [
+        TextDelta("a"),
+        UsageReport(usage_fact("run-m", "u1")),
+        TextDelta("b"),
+        AssistantFinal("ab"),
+    ]
     rt = external_runtime(ledger, scripted(*events, Done()))
     async with rt.run(request(graph_id="ext:x", run_id="run-m")) as run:
         early = [asyncio.create_task(_collect(run.ui_events())) for _ in range(10)]
@@ -366,9 +371,13 @@ async def test_an_upstream_that_ignores_the_cancel_is_cancelled_again_and_let_go
     yielded: list[str] = []
     at_cancel: list[int] = []
 
+    def report() -> UsageReport:
+        unit = f"u{len(yielded) + 1}"
+        yielded.append(f"run-deaf/0/{unit}")
+        return UsageReport(usage_fact("run-deaf", unit))
+
     async def script(req: GraphRunRequest) -> AsyncIterator[AiEvent]:
         reading.set()
-        i = 0
         try:
             while True:  # swallows the first cancel and goes on reporting, as a broken upstream would
                 try:
@@ -378,9 +387,14 @@ async def test_an_upstream_that_ignores_the_cancel_is_cancelled_again_and_let_go
                         raise
                     stopped.set()
                     at_cancel.append(len(yielded))
-                i += 1
-                yielded.append(f"run-deaf/0/u{i}")
-                yield UsageReport(usage_fact("run-deaf", f"u{i}"))
+                    # Late usage handed on at once, with no await in between: the pump reads all of it in
+                    # the step that delivered the cancel, so before the grace can end. Paced by the sleep
+                    # alone it could miss the grace entirely: a loop that a loaded machine holds back past
+                    # the grace runs the grace's timer together with the sleep's, and the second cancel
+                    # lands before the next report.
+                    for _ in range(3):
+                        yield report()
+                yield report()
         finally:
             stopped.set()
 
