@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -116,6 +118,40 @@ def test_a_pool_names_the_server_without_its_password(tmp_path: Path) -> None:
             what="test",
         )
     assert "app:***@" in str(info.value) and "s3cret" not in str(info.value)
+
+
+def test_a_caller_waiting_on_a_pool_that_recovery_replaced_gets_a_connection_from_the_new_one() -> None:
+    """After a server restart the first caller to find the pool suspect replaces it with a fresh one and
+    closes the old: a caller still waiting in the old pool's line is served by the new pool, instead of
+    failing with the old pool's PoolClosed (which no store retried)."""
+    pool = Pool(postgres_dsn(), name="t", max_size=1, connect_timeout_s=5, what="test")
+    held = pool.getconn()
+    got: list[object] = []
+
+    def wait_in_line() -> None:
+        try:
+            got.append(pool.getconn(10))
+        except Exception as exc:
+            got.append(exc)
+
+    waiter = threading.Thread(target=wait_in_line)
+    try:
+        waiter.start()
+        deadline = time.monotonic() + 10
+        while pool._pool.get_stats().get("requests_waiting", 0) < 1:  # in line for the one connection
+            assert time.monotonic() < deadline and waiter.is_alive(), got
+            time.sleep(0.01)
+        pool.lost()  # a caller saw a connection fail (the server restarted)
+        fresh = pool.getconn(5)  # the next caller recovers: a new pool, the old one closed
+        pool.putconn(fresh)
+        waiter.join(10)
+        assert len(got) == 1 and isinstance(got[0], psycopg.Connection), got
+        assert got[0].execute("SELECT 1").fetchone() == (1,)
+        pool.putconn(got[0])
+    finally:
+        pool.putconn(held)
+        waiter.join(10)
+        pool.close()
 
 
 def test_one_listener_for_every_store() -> None:

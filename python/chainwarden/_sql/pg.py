@@ -120,18 +120,29 @@ class Pool:
 
     def getconn(self, timeout: float | None = None) -> Any:
         """A connection, waiting at most `timeout` seconds; `Unreachable` when the server does not answer."""
-        if self._closed:
-            raise Unreachable(f"the connection pool of {self.where} is closed")
         if timeout is None:
             timeout = self._connect_timeout_s
-        if self._suspect:
-            self._recover()
-        try:
-            return self._pool.getconn(timeout=max(timeout, 0.001))
-        except self._psycopg_pool.PoolTimeout:
-            self._suspect = True
-            self._recover()  # raises Unreachable when the server is away
-            return self._pool.getconn(timeout=max(timeout, 0.001))
+        timed_out = False
+        while True:
+            if self._closed:
+                raise Unreachable(f"the connection pool of {self.where} is closed")
+            if self._suspect:
+                self._recover()  # raises Unreachable when the server is away
+            pool = self._pool
+            try:
+                return pool.getconn(timeout=max(timeout, 0.001))
+            except self._psycopg_pool.PoolTimeout:
+                if timed_out:
+                    raise
+                timed_out = True
+                self._suspect = True
+            except self._psycopg_pool.PoolClosed:
+                # Another caller's recovery replaced the pool this caller was asking (or waiting in line
+                # at) and closed it: the server is back, so the new pool serves this caller too. Escaping
+                # as it is, this transient fault would fail the caller's change for good (a worker's
+                # result dropped, its lease left to run out) though nothing was sent.
+                if pool is self._pool and not self._closed:
+                    raise
 
     def putconn(self, conn: Any) -> None:
         if conn.closed or conn.broken:
