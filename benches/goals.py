@@ -39,20 +39,40 @@ def per_fact(b: Bench, facts: int) -> float:
 
 Check = tuple[str, list[str], Callable[[list[Bench]], float], Callable[[float], bool], str]
 
+def paired(b: Bench) -> float:
+    return float(b["extra_info"]["median_ratio"])
+
+
 CHECKS: list[Check] = [
+    # The build goals: the median ratio of paired rounds (benches/README.md "Paired rounds"). The ratio of the
+    # two groups' medians follows as a figure; those groups run a minute apart.
     (
-        "40k-child fan-out / rustworkx",
-        ["test_build_fan_out[chainwarden]", "test_build_fan_out[rustworkx]"],
-        lambda b: median(b[0]) / median(b[1]),
+        "40k-child fan-out / rustworkx, paired rounds",
+        ["test_build_paired_with_rustworkx[fan-out]"],
+        lambda b: paired(b[0]),
         lambda r: r <= 2,
         "<= 2x",
     ),
     (
-        "200k chat build per node+edge / rustworkx",
-        ["test_build_chat[chainwarden]", "test_build_chat[rustworkx]"],
-        lambda b: median(b[0]) / median(b[1]),
+        "200k chat build per node+edge / rustworkx, paired rounds",
+        ["test_build_paired_with_rustworkx[chat]"],
+        lambda b: paired(b[0]),
         lambda r: r <= 2,
         "<= 2x",
+    ),
+    (
+        "40k-child fan-out / rustworkx, group medians",
+        ["test_build_fan_out[chainwarden]", "test_build_fan_out[rustworkx]"],
+        lambda b: median(b[0]) / median(b[1]),
+        lambda r: True,
+        "(figure)",
+    ),
+    (
+        "200k chat build / rustworkx, group medians",
+        ["test_build_chat[chainwarden]", "test_build_chat[rustworkx]"],
+        lambda b: median(b[0]) / median(b[1]),
+        lambda r: True,
+        "(figure)",
     ),
     # Not goals: the least a build call does under the DAG contract (`_BuildFloor`: mint, index and return
     # ids, find an edge's ends by id), against the same rustworkx loop; a goal below it cannot be met.
@@ -151,7 +171,7 @@ def main(path: str) -> int:
         value = measure([b for b in found if b is not None])
         ok = met(value)
         missed += not ok
-        verdict = "—" if target == "(floor)" else ("yes" if ok else "**no**")
+        verdict = "—" if target in ("(floor)", "(figure)") else ("yes" if ok else "**no**")
         print(f"| {title} | {value:,.2f} | {target} | {verdict} |")
     return missed
 

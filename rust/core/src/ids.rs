@@ -201,6 +201,7 @@ pub fn uuid7_id() -> Id {
 /// [`parse_uuid`] reads it back: the DAG indexes the ids it mints by value (docs/dag.md "Ids and indexes"),
 /// and reading the text it just wrote was a tenth of a build call. The id stays monotonic whatever `at`
 /// is: a time before the last id's continues its counter.
+#[inline]
 pub fn uuid7_keyed_at(at: f64) -> (Id, u128) {
     // A UUIDv7 holds 48 bits of milliseconds: a time outside them (NaN, infinite, negative) is not a
     // creation time, and the clock is read instead.
@@ -253,6 +254,7 @@ fn uuid7_value(wall: u64) -> u128 {
 /// `x` as a lowercase 8-4-4-4-12 UUID, written into a fixed buffer (uuid7 is on the DAG's build path;
 /// `format!` twice per id cost more than the rest of the id). Eight digits at a time: each 32-bit word's
 /// nibbles spread one to a byte, then turned into ASCII digits in the same word.
+#[inline]
 fn uuid_text(x: u128) -> [u8; 36] {
     const fn every_byte(b: u8) -> u64 {
         b as u64 * 0x0101_0101_0101_0101

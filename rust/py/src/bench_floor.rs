@@ -4,7 +4,7 @@
 //! call does under its contract (benches/README.md "The build floor").
 
 use chainwarden_core::dag::IdIndex;
-use chainwarden_core::ids::uuid7_keyed_at;
+use chainwarden_core::ids::{uuid7_keyed_at, Id};
 
 use crate::convert::py_str;
 use crate::exceptions::not_found;
@@ -65,6 +65,9 @@ impl BenchFloor {
 pub struct BuildFloor {
     nodes: IdIndex,
     edges: IdIndex,
+    /// The ids, by position: what the index searches while they are in order.
+    node_ids: Vec<Id>,
+    edge_ids: Vec<Id>,
     /// Each edge's ends, by the edge's position in `edges`.
     ends: Vec<(u32, u32)>,
 }
@@ -92,8 +95,11 @@ impl BuildFloor {
         let _ = (node_type, state, content, input, output, metadata, node_id);
         let (id, key) = uuid7_keyed_at(chainwarden_core::clock::now());
         let slot = u32::try_from(self.nodes.len()).unwrap_or(u32::MAX);
-        self.nodes.insert_keyed(&id, Some(key), slot);
-        py_str(py, &id).unbind()
+        self.nodes
+            .insert_keyed(&id, Some(key), slot, &self.node_ids[..]);
+        let text = py_str(py, &id).unbind();
+        self.node_ids.push(id);
+        text
     }
 
     #[pyo3(signature = (from_id, to_id, edge_type, *, metadata=None, edge_id=None))]
@@ -107,13 +113,17 @@ impl BuildFloor {
         edge_id: Option<&str>,
     ) -> PyResult<Py<PyString>> {
         let _ = (edge_type, metadata, edge_id);
-        let ends = self.nodes.get(from_id).zip(self.nodes.get(to_id));
+        let ids = &self.node_ids[..];
+        let ends = self.nodes.get(from_id, ids).zip(self.nodes.get(to_id, ids));
         let ends = ends.ok_or_else(|| not_found(py, "unknown node".to_owned()))?;
         let (id, key) = uuid7_keyed_at(chainwarden_core::clock::now());
         let slot = u32::try_from(self.ends.len()).unwrap_or(u32::MAX);
-        self.edges.insert_keyed(&id, Some(key), slot);
+        self.edges
+            .insert_keyed(&id, Some(key), slot, &self.edge_ids[..]);
         self.ends.push(ends);
-        Ok(py_str(py, &id).unbind())
+        let text = py_str(py, &id).unbind();
+        self.edge_ids.push(id);
+        Ok(text)
     }
 
     fn __len__(&self) -> usize {

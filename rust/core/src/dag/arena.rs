@@ -7,13 +7,13 @@ use thin_vec::ThinVec;
 
 use crate::ids::Id;
 
-pub(crate) use super::adjacency::Adjacency;
+use super::adjacency::Adjacency;
 use super::chunks::Chunks;
 use super::edge_keys::EdgeKeys;
 use super::error::{DagError, DagResult};
 use super::events::Event;
 use super::growth::PushWide;
-use super::index::IdIndex;
+use super::index::{IdIndex, IdRows};
 use super::node_set::Sets;
 use super::txn::Txn;
 use super::types::{EdgeType, NodeType, State};
@@ -60,6 +60,11 @@ fn is_empty_object(v: &Value) -> bool {
     matches!(v, Value::Object(m) if m.is_empty())
 }
 
+/// An object as a node stores it: an empty one not at all.
+pub(crate) fn stored(v: Value) -> Option<Value> {
+    (!is_empty_object(&v)).then_some(v)
+}
+
 /// The fields of a node that most nodes never set: a retry's original, an archived node's summary and time,
 /// and a kept `output_preview` (one that shows JSON, or one read from a file that differs from the derived
 /// one).
@@ -86,18 +91,30 @@ impl Node {
         id: Id,
         node_type: NodeType,
         state: State,
-        [input, output, metadata]: [Value; 3],
+        objects: [Value; 3],
         created_at: f64,
     ) -> Node {
-        let objects = [
-            (Slot::Input, input),
-            (Slot::Output, output),
-            (Slot::Metadata, metadata),
-        ];
+        Node::bare_stored(id, node_type, state, objects.map(stored), created_at)
+    }
+
+    /// [`Node::bare`] of the objects as stored: None for an empty one.
+    pub(crate) fn bare_stored(
+        id: Id,
+        node_type: NodeType,
+        state: State,
+        objects: [Option<Value>; 3],
+        created_at: f64,
+    ) -> Node {
         // Room for exactly what is stored: a pushed-to `ThinVec` starts with room for four.
-        let stored = objects.iter().filter(|(_, v)| !is_empty_object(v)).count();
-        let mut payload = ThinVec::with_capacity(stored);
-        payload.extend(objects.into_iter().filter(|(_, v)| !is_empty_object(v)));
+        let mut payload = ThinVec::with_capacity(objects.iter().flatten().count());
+        for (slot, object) in [Slot::Input, Slot::Output, Slot::Metadata]
+            .into_iter()
+            .zip(objects)
+        {
+            if let Some(object) = object {
+                payload.push((slot, object));
+            }
+        }
         Node {
             id,
             node_type,
@@ -274,6 +291,21 @@ pub(crate) struct EdgeHot {
     pub active: bool,
 }
 
+/// The rows are an index of their own ids while those are in order (`index.rs`).
+impl IdRows for Chunks<Node> {
+    #[inline]
+    fn id_at(&self, i: u32) -> &Id {
+        &self[i as usize].id
+    }
+}
+
+impl IdRows for Chunks<Edge> {
+    #[inline]
+    fn id_at(&self, i: u32) -> &Id {
+        &self[i as usize].id
+    }
+}
+
 /// Reused visit marks so traversals cost O(visited), not O(graph), per call.
 #[derive(Default)]
 pub(crate) struct Marks {
@@ -375,11 +407,15 @@ impl Dag {
     }
 
     pub fn node(&self, id: &str) -> Option<&Node> {
-        self.node_index.get(id).map(|i| &self.nodes[i as usize])
+        self.node_index
+            .get(id, &self.nodes)
+            .map(|i| &self.nodes[i as usize])
     }
 
     pub fn edge(&self, id: &str) -> Option<&Edge> {
-        self.edge_index.get(id).map(|i| &self.edges[i as usize])
+        self.edge_index
+            .get(id, &self.edges)
+            .map(|i| &self.edges[i as usize])
     }
 
     pub fn edge_by_index(&self, i: u32) -> &Edge {
@@ -398,7 +434,7 @@ impl Dag {
 
     pub(crate) fn idx(&self, id: &str) -> DagResult<u32> {
         self.recent(id)
-            .or_else(|| self.node_index.get(id))
+            .or_else(|| self.node_index.get(id, &self.nodes))
             .ok_or_else(|| DagError::node_not_found(id))
     }
 
@@ -424,7 +460,7 @@ impl Dag {
     pub(crate) fn check_new_node_id(&self, id: &Option<String>) -> DagResult<()> {
         match id {
             Some(s) if s.is_empty() => Err(DagError::invalid("node_id must be a non-empty string")),
-            Some(s) if self.node_index.contains(s) => {
+            Some(s) if self.node_index.contains(s, &self.nodes) => {
                 Err(DagError::invalid(format!("node_id {s:?} is already used")))
             }
             _ => Ok(()),
@@ -434,7 +470,7 @@ impl Dag {
     pub(crate) fn check_new_edge_id(&self, id: &Option<String>) -> DagResult<()> {
         match id {
             Some(s) if s.is_empty() => Err(DagError::invalid("edge_id must be a non-empty string")),
-            Some(s) if self.edge_index.contains(s) => {
+            Some(s) if self.edge_index.contains(s, &self.edges) => {
                 Err(DagError::invalid(format!("edge_id {s:?} is already used")))
             }
             _ => Ok(()),
@@ -510,7 +546,7 @@ impl Dag {
     #[inline]
     pub(crate) fn push_node_keyed(&mut self, node: Node, key: Option<u128>) -> u32 {
         let i = self.nodes.len() as u32;
-        self.node_index.insert_keyed(&node.id, key, i);
+        self.node_index.insert_keyed(&node.id, key, i, &self.nodes);
         let out_of_order = self.nodes.last().is_some_and(|last| last.id >= node.id);
         self.node_active.push_wide(node.is_active());
         self.nodes.push(node);
@@ -533,7 +569,7 @@ impl Dag {
     #[inline]
     pub(crate) fn push_edge_keyed(&mut self, edge: Edge, key: Option<u128>) -> u32 {
         let i = self.edges.len() as u32;
-        self.edge_index.insert_keyed(&edge.id, key, i);
+        self.edge_index.insert_keyed(&edge.id, key, i, &self.edges);
         self.hot.push_wide(EdgeHot {
             from: edge.from,
             to: edge.to,
@@ -558,7 +594,8 @@ impl Dag {
         metadata: Value,
         at: f64,
     ) -> Node {
-        Dag::new_node_minted(id, node_type, state, [input, output, metadata], at).item
+        let objects = [input, output, metadata].map(stored);
+        Dag::new_node_minted(id, node_type, state, objects, at).item
     }
 
     /// [`Dag::new_node`], with the value of the id when it was minted here.
@@ -567,11 +604,11 @@ impl Dag {
         id: Option<String>,
         node_type: NodeType,
         state: State,
-        payload: [Value; 3],
+        objects: [Option<Value>; 3],
         at: f64,
     ) -> Minted<Node> {
         let (id, key) = new_id(id, at);
-        let mut node = Node::bare(id, node_type, state, payload, at);
+        let mut node = Node::bare_stored(id, node_type, state, objects, at);
         node.started_at = OptTime::from((state == State::Running).then_some(at));
         node.finished_at = OptTime::from(state.is_terminal().then_some(at));
         node.output_changed();
@@ -631,5 +668,18 @@ fn new_id(given: Option<String>, at: f64) -> (Id, Option<u128>) {
             let (id, key) = crate::ids::uuid7_keyed_at(at);
             (id, Some(key))
         }
+    }
+}
+#[cfg(test)]
+mod size_probe {
+    #[test]
+    fn print_sizes() {
+        eprintln!(
+            "Node {} Edge {} EdgeHot {} Rare {}",
+            std::mem::size_of::<super::Node>(),
+            std::mem::size_of::<super::Edge>(),
+            std::mem::size_of::<super::EdgeHot>(),
+            std::mem::size_of::<super::Rare>()
+        );
     }
 }

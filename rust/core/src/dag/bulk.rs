@@ -115,7 +115,7 @@ impl Dag {
                 self.node_active[seq] = node.is_active();
                 self.nodes[seq] = node;
                 touched.push(seq as u32);
-            } else if seq == self.nodes.len() && !self.node_index.contains(&node.id) {
+            } else if seq == self.nodes.len() && !self.node_index.contains(&node.id, &self.nodes) {
                 touched.push(self.push_node(node));
             } else {
                 return Err(DagError::invalid(format!(
@@ -137,7 +137,7 @@ impl Dag {
                 self.edge_key_removed(seq as u32);
                 self.hot[seq].active = active;
                 self.edge_key_restored(seq as u32);
-            } else if seq == self.edges.len() && !self.edge_index.contains(&edge.id) {
+            } else if seq == self.edges.len() && !self.edge_index.contains(&edge.id, &self.edges) {
                 self.push_edge(edge);
             } else {
                 return Err(DagError::invalid(format!(

@@ -14,7 +14,7 @@ use crate::value::Value;
 impl Dag {
     /// Arena indexes of the closure of `id`, in context order; empty for an unknown or inactive id.
     pub fn context_order(&mut self, id: &str) -> Vec<u32> {
-        let Some(target) = self.node_index.get(id) else {
+        let Some(target) = self.node_index.get(id, &self.nodes) else {
             return Vec::new();
         };
         if !self.nodes[target as usize].is_active() {

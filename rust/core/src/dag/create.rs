@@ -2,7 +2,7 @@
 
 use crate::ids::Id;
 
-use super::arena::{Dag, Edge, Minted, Node};
+use super::arena::{stored, Dag, Edge, Minted, Node};
 use super::cycle::{inline, LongStep};
 use super::error::{DagCode, DagError, DagResult};
 use super::state::content_key;
@@ -36,12 +36,31 @@ pub(crate) fn object_or_empty(v: Option<Value>, what: &str) -> DagResult<Value> 
 }
 
 /// Spec §2.5.2: the fields a node type must carry.
-pub(crate) fn check_required_payload(t: NodeType, input: &Value, output: &Value) -> DagResult<()> {
+/// `object_or_empty` as a node stores it: None for an empty object too (`arena::stored`).
+fn object_or_none(v: Option<Value>, what: &str) -> DagResult<Option<Value>> {
+    Ok(v.map(|v| object_or_empty(Some(v), what))
+        .transpose()?
+        .and_then(stored))
+}
+
+fn has_text_content(object: Option<&Value>) -> bool {
+    object
+        .and_then(|o| o.get("content"))
+        .and_then(Value::as_str)
+        .is_some()
+}
+
+/// `input` and `output` are as stored: None for an empty object.
+pub(crate) fn check_required_payload(
+    t: NodeType,
+    input: Option<&Value>,
+    output: Option<&Value>,
+) -> DagResult<()> {
     match t {
-        NodeType::UserMessage if input.get("content").and_then(Value::as_str).is_none() => Err(
-            DagError::invalid("a user_message needs a string input.content"),
-        ),
-        NodeType::Summary if output.get("content").and_then(Value::as_str).is_none() => {
+        NodeType::UserMessage if !has_text_content(input) => Err(DagError::invalid(
+            "a user_message needs a string input.content",
+        )),
+        NodeType::Summary if !has_text_content(output) => {
             Err(DagError::invalid("a summary needs a string output.content"))
         }
         _ => Ok(()),
@@ -59,18 +78,22 @@ impl Dag {
         at: f64,
     ) -> DagResult<Minted<Node>> {
         self.check_new_node_id(&spec.node_id)?;
-        let mut input = object_or_empty(spec.input, "input")?;
-        let mut output = object_or_empty(spec.output, "output")?;
-        let metadata = object_or_empty(spec.metadata, "metadata")?;
+        // Options, not empty objects: a node without a payload (a fan-out's task) moves no values.
+        let mut input = object_or_none(spec.input, "input")?;
+        let mut output = object_or_none(spec.output, "output")?;
+        let metadata = object_or_none(spec.metadata, "metadata")?;
         if let Some(content) = spec.content {
             let (side, key) = content_key(node_type);
-            if side == "input" {
-                input.set(key, content);
+            let object = if side == "input" {
+                &mut input
             } else {
-                output.set(key, content);
-            }
+                &mut output
+            };
+            object
+                .get_or_insert_with(Value::empty_object)
+                .set(key, content);
         }
-        check_required_payload(node_type, &input, &output)?;
+        check_required_payload(node_type, input.as_ref(), output.as_ref())?;
         Ok(Dag::new_node_minted(
             spec.node_id,
             node_type,
@@ -82,13 +105,19 @@ impl Dag {
 
     /// Inserts a new node (no edges yet); records `node_created` unless `quiet`.
     #[inline]
-    pub(crate) fn insert_node(&mut self, node: Minted<Node>, quiet: bool) -> u32 {
-        let n = self.push_node_keyed(node.item, node.key);
+    pub(crate) fn insert_node(&mut self, mut node: Minted<Node>, quiet: bool) -> u32 {
         // Without edges its counters are the zeros it was built with: only its sets need placing, which
-        // is all a `flush` of it would do.
-        self.update_sets(n);
+        // is all a `flush` of it would do. Placed from the node as built, so nothing reads back the row
+        // just written (that read waited on the row's copy: a tenth of a fan-out's build).
+        let want = node.item.wanted_sets();
+        node.item.in_sets = want;
+        let (node_type, state) = (node.item.node_type, node.item.state);
+        let n = self.push_node_keyed(node.item, node.key);
+        // The id is read only by a set kept by id (ids out of order).
+        let Dag { nodes, sets, .. } = self;
+        sets.apply(n, &nodes[n as usize].id, want, want);
         if !quiet {
-            self.record_node_created(n);
+            self.record_node_created(n, node_type, state);
         }
         n
     }

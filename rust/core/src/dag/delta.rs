@@ -9,6 +9,7 @@
 use rustc_hash::FxHashSet;
 
 use super::arena::Dag;
+use super::events::Particulars;
 use crate::json;
 use crate::value::Value;
 
@@ -27,6 +28,24 @@ pub struct Delta {
 impl Delta {
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty() && self.edges.is_empty() && self.events.is_empty()
+    }
+}
+
+/// Every string of an event's particulars as the API shows them, read from a typed shape without rendering
+/// it: any of them may name a node or an edge.
+fn particular_strings<'a>(p: &Particulars<'a>, out: &mut Vec<&'a str>) {
+    match *p {
+        Particulars::NodeCreated { node_type, state } => {
+            out.extend([node_type.as_str(), state.as_str()]);
+        }
+        Particulars::EdgeCreated {
+            edge_type,
+            from,
+            to,
+        } => out.extend([edge_type.as_str(), from, to]),
+        Particulars::StateChanged { from, to } => out.extend([from.as_str(), to.as_str()]),
+        Particulars::LeafRepaired { leaf } => out.push(leaf),
+        Particulars::Other { particulars } => collect_strings(particulars, out),
     }
 }
 
@@ -60,26 +79,20 @@ impl Dag {
     /// heartbeat). Unknown extra ids are ignored.
     pub fn delta_since(&self, mark: Mark, extra_nodes: &[String]) -> Delta {
         let since = mark.events.min(self.events.len());
-        // Typed events render their particulars on demand: keep those values alive while their strings
-        // are looked up.
-        let particulars: Vec<Value> = self
-            .events_from(since)
-            .map(|ev| ev.particulars_value())
-            .collect();
         let mut names: Vec<&str> = extra_nodes.iter().map(String::as_str).collect();
-        for (ev, value) in self.events_from(since).zip(&particulars) {
+        for ev in self.events_from(since) {
             names.push(ev.subject_id);
-            collect_strings(value, &mut names);
+            particular_strings(&ev.particulars, &mut names);
         }
         let mut nodes: FxHashSet<u32> =
             (mark.nodes.min(self.nodes.len()) as u32..self.nodes.len() as u32).collect();
         let mut edges: FxHashSet<u32> =
             (mark.edges.min(self.edges.len()) as u32..self.edges.len() as u32).collect();
         for name in names {
-            if let Some(n) = self.node_index.get(name) {
+            if let Some(n) = self.node_index.get(name, &self.nodes) {
                 nodes.insert(n);
             }
-            if let Some(e) = self.edge_index.get(name) {
+            if let Some(e) = self.edge_index.get(name, &self.edges) {
                 edges.insert(e);
             }
         }
@@ -116,5 +129,49 @@ impl Dag {
                 })
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dag::{NodeSpec, Value};
+
+    /// A typed event's strings, read without rendering, are the strings of the object the API shows.
+    #[test]
+    fn typed_strings_are_the_shown_particulars_strings() {
+        let mut g = Dag::new(None);
+        let content = || NodeSpec {
+            content: Some(Value::Str("hi".into())),
+            ..NodeSpec::default()
+        };
+        let u = g
+            .create_node("user_message", "finished", content())
+            .unwrap();
+        let t = g
+            .create_node("task", "pending", NodeSpec::default())
+            .unwrap();
+        g.create_edge(&u, &t, "sequence", None, None).unwrap();
+        g.mark_running(&t).unwrap();
+        g.create_node("user_message", "finished", content())
+            .unwrap();
+        assert_eq!(g.repair_leaves().len(), 1);
+        let listed = Value::Array(vec![Value::Str(t.to_string()), Value::Int(1)]);
+        g.record(
+            "custom",
+            &u,
+            Value::Object(vec![("ids".into(), listed)]),
+            1.0,
+        );
+        let mut kinds = FxHashSet::default();
+        for ev in g.events() {
+            let (mut typed, mut shown) = (Vec::new(), Vec::new());
+            particular_strings(&ev.particulars, &mut typed);
+            let value = ev.particulars_value();
+            collect_strings(&value, &mut shown);
+            assert_eq!(typed, shown, "{}", ev.event_type);
+            kinds.insert(ev.event_type);
+        }
+        assert_eq!(kinds.len(), 5, "{kinds:?}");
     }
 }

@@ -4,8 +4,27 @@
 //! or archived, nodes archived, rollbacks) mark nodes dirty and `flush` recomputes them from their
 //! neighbourhood. Both paths converge on what `refresh` computes from scratch, which the invariant check uses.
 
-use super::arena::{Dag, EdgeHot};
+use super::arena::{Dag, EdgeHot, Node};
 use super::types::{EdgeType, NodeType, State};
+
+impl Node {
+    /// The sets this node belongs in, as `in_sets` bits.
+    #[inline]
+    pub(crate) fn wanted_sets(&self) -> u8 {
+        let active = self.is_active();
+        let schedulable = active && self.state == State::Pending && self.node_type.is_executable();
+        let ready = schedulable && self.blockers == 0;
+        let doomed = schedulable && self.failed_deps > 0;
+        let leaf = active && self.out_blocking == 0;
+        let bad_leaf = leaf && self.state.is_terminal() && self.node_type != NodeType::AgentMessage;
+        let running = active && self.state == State::Running;
+        u8::from(ready)
+            | u8::from(doomed) << 1
+            | u8::from(leaf) << 2
+            | u8::from(bad_leaf) << 3
+            | u8::from(running) << 4
+    }
+}
 
 impl Dag {
     /// Recomputes one node's counters from its live edges.
@@ -67,34 +86,13 @@ impl Dag {
     pub(crate) fn update_sets(&mut self, n: u32) {
         let Dag { nodes, sets, .. } = self;
         let node = &mut nodes[n as usize];
-        let active = node.is_active();
-        let schedulable = active && node.state == State::Pending && node.node_type.is_executable();
-        let ready = schedulable && node.blockers == 0;
-        let doomed = schedulable && node.failed_deps > 0;
-        let leaf = active && node.out_blocking == 0;
-        let bad_leaf = leaf && node.state.is_terminal() && node.node_type != NodeType::AgentMessage;
-        let running = active && node.state == State::Running;
-        let want = u8::from(ready)
-            | u8::from(doomed) << 1
-            | u8::from(leaf) << 2
-            | u8::from(bad_leaf) << 3
-            | u8::from(running) << 4;
+        let want = node.wanted_sets();
         let changed = want ^ node.in_sets;
         if changed == 0 {
             return;
         }
         node.in_sets = want;
-        let mut rest = changed;
-        while rest != 0 {
-            let bit = rest.trailing_zeros();
-            rest &= rest - 1;
-            let set = sets.by_bit(bit);
-            if want & (1 << bit) != 0 {
-                set.insert(n, &node.id);
-            } else {
-                set.remove(n, &node.id);
-            }
-        }
+        sets.apply(n, &node.id, want, changed);
     }
 
     pub(crate) fn flush(&mut self) {

@@ -160,7 +160,7 @@ impl Event {
         // Only a small object of strings can be one of the typed shapes.
         let typed = match &particulars {
             Value::Object(m) if m.len() <= crate::json::FLAT_PAIRS => {
-                let pairs: Option<smallvec::SmallVec<[(&str, &str); crate::json::FLAT_PAIRS]>> = m
+                let pairs: Option<FlatPairs<'_>> = m
                     .iter()
                     .map(|(k, v)| v.as_str().map(|s| (k.as_str(), s)))
                     .collect();
@@ -189,6 +189,10 @@ impl Event {
         }
     }
 }
+
+/// A small object of string values as (key, value) pairs, keys in order: what a typed event's particulars
+/// are read from, whether they come as a value (`Event::loaded`) or straight from the text (`persist.rs`).
+pub(crate) type FlatPairs<'a> = smallvec::SmallVec<[(&'a str, &'a str); crate::json::FLAT_PAIRS]>;
 
 /// An object of string values, keys in order.
 fn strings_object(pairs: &[(&str, &str)]) -> Value {
@@ -300,7 +304,7 @@ impl Dag {
         at: f64,
     ) -> Option<Stored> {
         let text = |k: &str| pairs.iter().find(|(pk, _)| *pk == k).map(|(_, v)| *v);
-        let node = || self.node_index.get(subject);
+        let node = || self.node_index.get(subject, &self.nodes);
         let stored = match event_type {
             NODE_CREATED => Stored::NodeCreated {
                 node: node()?,
@@ -308,7 +312,7 @@ impl Dag {
                 state: State::parse(text("state")?).ok()?,
             },
             EDGE_CREATED => Stored::EdgeCreated {
-                edge: self.edge_index.get(subject)?,
+                edge: self.edge_index.get(subject, &self.edges)?,
             },
             STATE_CHANGED => Stored::StateChanged {
                 node: node()?,
@@ -318,7 +322,7 @@ impl Dag {
             },
             LEAF_REPAIRED => Stored::LeafRepaired {
                 node: node()?,
-                leaf: self.node_index.get(text("leaf_node_id")?)?,
+                leaf: self.node_index.get(text("leaf_node_id")?, &self.nodes)?,
             },
             _ => return None,
         };
@@ -344,12 +348,12 @@ impl Dag {
     }
 
     /// Records node `n`'s creation (its time is the node's `created_at`).
-    pub(crate) fn record_node_created(&mut self, n: u32) {
-        let node = &self.nodes[n as usize];
+    /// Records node `n`'s creation with the type and state it was created with.
+    pub(crate) fn record_node_created(&mut self, n: u32, node_type: NodeType, state: State) {
         let stored = Stored::NodeCreated {
             node: n,
-            node_type: node.node_type,
-            state: node.state,
+            node_type,
+            state,
         };
         self.events.push(Event::typed(stored));
     }

@@ -1,26 +1,47 @@
 //! Id → arena position, for node ids and for edge ids (docs/dag.md "Ids and indexes").
 //!
 //! The ids a graph generates are UUIDv7s that come out in creation order (`ids.rs`), and a UUID written as
-//! lowercase 8-4-4-4-12 hex orders like its 128-bit value. So such ids are kept as values in one ascending
-//! vector, appended as they are made and searched from the newest end (a build looks up what it just made):
-//! no hashing, no map to grow, 16 bytes an id. Every other id — one a caller gave, or a UUID that does not
-//! sort after the newest (a graph extended on a host whose clock is behind the one that made it) — goes to a
-//! side map keyed by its text.
+//! lowercase 8-4-4-4-12 hex orders like its 128-bit value. While every id of an arena is such a UUID, greater
+//! than the one before it, the arena's own rows are sorted by id: the index keeps nothing but their count and
+//! searches the rows' text from the newest end (a build looks up what it just made). The first id that breaks
+//! that — one a caller gave, or a UUID that does not sort after the newest (a graph extended on a host whose
+//! clock is behind the one that made it) — turns the index into values: the ordered ids' 128-bit values in one
+//! ascending vector, and every other id in a side map keyed by its text.
 
 use crate::ids::Id;
-
 use rustc_hash::FxHashMap;
 
 use super::growth::PushWide;
 use crate::ids::parse_uuid;
 
+/// An arena's ids by position: what the index searches while it keeps no values of its own.
+pub trait IdRows {
+    fn id_at(&self, i: u32) -> &Id;
+}
+
+impl IdRows for [Id] {
+    fn id_at(&self, i: u32) -> &Id {
+        &self[i as usize]
+    }
+}
+
 /// Public for the benches' build floor (`_BuildFloor`), which indexes its ids with this very index.
 #[derive(Default)]
 pub struct IdIndex {
+    /// None while the rows are the index: every id canonical UUID text greater than the one before it, each at
+    /// its own position (a graph whose ids are all generated: 16 bytes an id saved).
+    keyed: Option<Box<Keyed>>,
+    /// How many rows are indexed, while `keyed` is None.
+    rows: u32,
+}
+
+/// The index once the rows alone no longer serve.
+#[derive(Default)]
+struct Keyed {
     /// Ids that are canonical UUID text, as values, ascending.
     keys: Vec<u128>,
-    /// The arena position of `keys[i]`; none while that is `i` for every key (a graph whose ids are all
-    /// generated: 4 bytes an id saved), filled in when an id first lands elsewhere.
+    /// The arena position of `keys[i]`; none while that is `i` for every key, filled in when an id first
+    /// lands elsewhere.
     slots: Option<Vec<u32>>,
     /// Every other id.
     others: FxHashMap<Id, u32>,
@@ -28,7 +49,9 @@ pub struct IdIndex {
 
 impl IdIndex {
     pub fn len(&self) -> usize {
-        self.keys.len() + self.others.len()
+        self.keyed
+            .as_ref()
+            .map_or(self.rows as usize, |k| k.keys.len() + k.others.len())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -36,15 +59,129 @@ impl IdIndex {
     }
 
     pub fn reserve(&mut self, n: usize) {
-        self.keys.reserve(n);
+        if let Some(k) = &mut self.keyed {
+            k.keys.reserve(n);
+        }
     }
 
+    pub fn get<R: IdRows + ?Sized>(&self, id: &str, rows: &R) -> Option<u32> {
+        match &self.keyed {
+            None => self.find_row(id, rows),
+            Some(k) => k.get(id),
+        }
+    }
+
+    pub fn contains<R: IdRows + ?Sized>(&self, id: &str, rows: &R) -> bool {
+        self.get(id, rows).is_some()
+    }
+
+    /// How many ids the side map holds (the rest are served in order).
+    #[cfg(test)]
+    pub fn side_len(&self) -> usize {
+        self.keyed.as_ref().map_or(0, |k| k.others.len())
+    }
+
+    /// Whether the rows are the index (no values kept).
+    #[cfg(test)]
+    pub fn by_rows(&self) -> bool {
+        self.keyed.is_none()
+    }
+
+    /// Indexes the id of row `slot` before that row is appended to `rows` (the caller has checked the id is
+    /// not there yet). `key` is what `parse_uuid` reads from `id`; the graph knows it for the ids it mints.
+    pub fn insert_keyed<R: IdRows + ?Sized>(
+        &mut self,
+        id: &Id,
+        key: Option<u128>,
+        slot: u32,
+        rows: &R,
+    ) {
+        debug_assert_eq!(key, parse_uuid(id));
+        if self.keyed.is_none() {
+            let follows = slot == self.rows
+                && key.is_some()
+                && (self.rows == 0 || **rows.id_at(self.rows - 1) < **id);
+            if follows {
+                self.rows += 1;
+                return;
+            }
+            self.keyed = Some(Box::new(self.values_of(rows)));
+        }
+        if let Some(k) = &mut self.keyed {
+            k.insert_keyed(id, key, slot);
+        }
+    }
+
+    /// The indexed rows as values: a rebuild, once, when the first id breaks the rows' order.
+    fn values_of<R: IdRows + ?Sized>(&self, rows: &R) -> Keyed {
+        let mut k = Keyed::default();
+        k.keys.reserve(self.rows as usize);
+        for i in 0..self.rows {
+            let id = rows.id_at(i);
+            k.insert_keyed(id, parse_uuid(id), i);
+        }
+        k
+    }
+
+    /// Forgets an id; a rollback forgets ids newest first, so while the rows are the index it is the last.
+    pub fn remove(&mut self, id: &str) {
+        match &mut self.keyed {
+            None => self.rows = self.rows.saturating_sub(1),
+            Some(k) => k.remove(id),
+        }
+    }
+
+    /// Gallops back from the newest row comparing text (canonical UUID text orders like the values), then
+    /// searches the range it found: O(log d) rows read for an id d places from the end.
+    fn find_row<R: IdRows + ?Sized>(&self, id: &str, rows: &R) -> Option<u32> {
+        let text = |i: u32| -> &str { rows.id_at(i) };
+        if self.rows == 0 {
+            return None;
+        }
+        // The first id is looked up often too: a root, the hub of a fan-out.
+        if id <= text(0) {
+            return (id == text(0)).then_some(0);
+        }
+        let (lo, hi) = gallop(self.rows as usize, |i| text(i as u32) <= id)?;
+        let (mut lo, mut hi) = (lo, hi);
+        // text(lo) <= id < text(hi) (or hi past the end).
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if text(mid as u32) <= id {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        (text(lo as u32) == id).then_some(lo as u32)
+    }
+}
+
+/// Steps back from the end in doubling strides to the first position `at_or_below` holds for: the range
+/// `[lo, hi)` whose `lo` it holds for and past which it does not. None when it holds nowhere.
+fn gallop(len: usize, at_or_below: impl Fn(usize) -> bool) -> Option<(usize, usize)> {
+    let mut hi = len;
+    let mut step = 1;
+    loop {
+        if hi == 0 {
+            return None;
+        }
+        let i = hi.saturating_sub(step);
+        if at_or_below(i) {
+            return Some((i, hi));
+        }
+        hi = i;
+        step *= 2;
+    }
+}
+
+impl Keyed {
     #[inline]
     fn slot(&self, i: usize) -> u32 {
         self.slots.as_ref().map_or(i as u32, |slots| slots[i])
     }
 
-    pub fn get(&self, id: &str) -> Option<u32> {
+    fn get(&self, id: &str) -> Option<u32> {
         if let Some(found) = parse_uuid(id).and_then(|key| self.find(key)) {
             return Some(found);
         }
@@ -54,26 +191,7 @@ impl IdIndex {
         self.others.get(id).copied()
     }
 
-    pub fn contains(&self, id: &str) -> bool {
-        self.get(id).is_some()
-    }
-
-    /// How many ids the side map holds (the rest are served from the ordered vector).
-    #[cfg(test)]
-    pub fn side_len(&self) -> usize {
-        self.others.len()
-    }
-
-    /// Indexes a new id (the caller has checked it is not there yet).
-    #[cfg(test)]
-    pub fn insert(&mut self, id: &Id, slot: u32) {
-        self.insert_keyed(id, parse_uuid(id), slot);
-    }
-
-    /// [`IdIndex::insert`] of an id whose value is known (`key`: what `parse_uuid` reads from `id`; the graph
-    /// knows it for the ids it mints).
-    pub fn insert_keyed(&mut self, id: &Id, key: Option<u128>, slot: u32) {
-        debug_assert_eq!(key, parse_uuid(id));
+    fn insert_keyed(&mut self, id: &Id, key: Option<u128>, slot: u32) {
         match key {
             Some(key) if self.keys.last().is_none_or(|&last| last < key) => {
                 if self.slots.is_none() && slot as usize != self.keys.len() {
@@ -90,8 +208,7 @@ impl IdIndex {
         }
     }
 
-    /// Forgets an id; a rollback forgets ids newest first, so an ordered one is always the last.
-    pub fn remove(&mut self, id: &str) {
+    fn remove(&mut self, id: &str) {
         match parse_uuid(id) {
             Some(key) if self.keys.last() == Some(&key) => {
                 self.keys.pop();
@@ -115,20 +232,7 @@ impl IdIndex {
             None => return None,
             _ => {}
         }
-        let mut hi = keys.len();
-        let mut step = 1;
-        // keys[hi..] are all greater than `key`.
-        let lo = loop {
-            if hi == 0 {
-                return None;
-            }
-            let i = hi.saturating_sub(step);
-            if keys[i] <= key {
-                break i;
-            }
-            hi = i;
-            step *= 2;
-        };
+        let (lo, hi) = gallop(keys.len(), |i| keys[i] <= key)?;
         keys[lo..hi]
             .binary_search(&key)
             .ok()
@@ -145,111 +249,184 @@ mod tests {
         Id::from(s)
     }
 
-    #[test]
-    fn generated_ids_are_kept_in_order_without_the_map() {
-        let mut index = IdIndex::default();
-        let ids: Vec<Id> = (0..1_000).map(|_| uuid7_id()).collect();
-        for (slot, id) in ids.iter().enumerate() {
-            index.insert(id, slot as u32);
+    /// An index and the rows it indexes, kept in step as the arena keeps them.
+    #[derive(Default)]
+    struct Arena {
+        index: IdIndex,
+        rows: Vec<Id>,
+    }
+
+    impl Arena {
+        fn push(&mut self, id: &Id) {
+            let slot = self.rows.len() as u32;
+            self.index
+                .insert_keyed(id, parse_uuid(id), slot, &self.rows[..]);
+            self.rows.push(id.clone());
         }
-        assert!(index.others.is_empty() && index.slots.is_none());
-        assert_eq!(index.len(), 1_000);
-        for (slot, id) in ids.iter().enumerate() {
-            assert_eq!(index.get(id), Some(slot as u32), "{id}");
+
+        fn pop(&mut self) {
+            let id = self.rows.pop().unwrap();
+            self.index.remove(&id);
         }
-        assert_eq!(index.get(&uuid7()), None);
-        assert_eq!(index.get("0"), None);
-        // Between two indexed values, before the first, after the last.
-        let first = parse_uuid(&ids[0]).unwrap();
-        assert_eq!(index.find(first - 1), None);
-        assert_eq!(index.find(first + 1), None);
-        assert_eq!(index.find(u128::MAX), None);
-        assert_eq!(IdIndex::default().find(first), None);
+
+        fn get(&self, id: &str) -> Option<u32> {
+            self.index.get(id, &self.rows[..])
+        }
+
+        fn keyed(&self) -> &Keyed {
+            self.index.keyed.as_deref().unwrap()
+        }
     }
 
     #[test]
-    fn caller_ids_and_ids_out_of_order_use_the_side_map() {
-        let mut index = IdIndex::default();
+    fn generated_ids_are_served_by_the_rows() {
+        let mut a = Arena::default();
+        let ids: Vec<Id> = (0..1_000).map(|_| uuid7_id()).collect();
+        for id in &ids {
+            a.push(id);
+        }
+        assert!(a.index.by_rows());
+        assert_eq!(a.index.len(), 1_000);
+        for (slot, id) in ids.iter().enumerate() {
+            assert_eq!(a.get(id), Some(slot as u32), "{id}");
+        }
+        // Between two ids, before the first, after the last, not a UUID at all.
+        assert_eq!(a.get(&uuid7()), None);
+        assert_eq!(a.get("0"), None);
+        assert_eq!(a.get(""), None);
+        assert_eq!(a.get(&ids[0].to_uppercase()), None);
+        let mut between = ids[500].to_string();
+        between.replace_range(35.., "g");
+        assert_eq!(a.get(&between), None);
+        assert_eq!(IdIndex::default().get(&ids[0], &[][..]), None);
+    }
+
+    #[test]
+    fn the_rows_search_finds_every_distance_from_the_end() {
+        let mut a = Arena::default();
+        let ids: Vec<Id> = (0..3_000).map(|_| uuid7_id()).collect();
+        for id in &ids {
+            a.push(id);
+        }
+        for (slot, id) in ids.iter().enumerate() {
+            assert_eq!(a.get(id), Some(slot as u32));
+            // One past its last digit: after this id, before the next.
+            let mut after = id.to_string();
+            after.push('0');
+            assert_eq!(a.get(&after), None);
+        }
+    }
+
+    #[test]
+    fn caller_ids_and_ids_out_of_order_turn_the_index_into_values() {
+        let mut a = Arena::default();
         let early = uuid7_id();
         let late = uuid7_id();
-        index.insert(&late, 0);
-        index.insert(&arc("t1"), 1);
+        a.push(&late);
+        assert!(a.index.by_rows());
+        a.push(&arc("t1"));
+        assert!(!a.index.by_rows());
         // A UUID older than the newest (made elsewhere, or by a clock that is behind): found all the same.
-        index.insert(&early, 2);
+        a.push(&early);
         let upper = Id::from(uuid7().to_uppercase());
-        index.insert(&upper, 3);
-        assert_eq!(index.others.len(), 3);
+        a.push(&upper);
+        assert_eq!(a.keyed().others.len(), 3);
         for (id, slot) in [(&late, 0), (&arc("t1"), 1), (&early, 2), (&upper, 3)] {
-            assert_eq!(index.get(id), Some(slot), "{id}");
-            assert!(index.contains(id));
+            assert_eq!(a.get(id), Some(slot), "{id}");
+            assert!(a.index.contains(id, &a.rows[..]));
         }
         // The lowercase spelling of a UUID given in capitals is another id.
-        assert_eq!(index.get(&upper.to_lowercase()), None);
+        assert_eq!(a.get(&upper.to_lowercase()), None);
+    }
+
+    #[test]
+    fn an_out_of_order_id_keeps_every_earlier_row_findable() {
+        let mut a = Arena::default();
+        let early = uuid7_id();
+        let ids: Vec<Id> = (0..100).map(|_| uuid7_id()).collect();
+        for id in &ids {
+            a.push(id);
+        }
+        a.push(&early);
+        assert!(!a.index.by_rows() && a.keyed().others.len() == 1);
+        assert_eq!(a.keyed().keys.len(), 100);
+        for (slot, id) in ids.iter().chain([&early]).enumerate() {
+            assert_eq!(a.get(id), Some(slot as u32));
+        }
+        assert_eq!(a.index.len(), 101);
     }
 
     #[test]
     fn removing_newest_first_undoes_inserts() {
-        let mut index = IdIndex::default();
-        let kept = uuid7_id();
-        index.insert(&kept, 0);
-        let added = [
-            uuid7_id(),
-            arc("x"),
-            uuid7_id(),
-            Id::from(kept.to_uppercase()),
-        ];
-        for (i, id) in added.iter().enumerate() {
-            index.insert(id, i as u32 + 1);
+        for keyed in [false, true] {
+            let mut a = Arena::default();
+            let kept = uuid7_id();
+            a.push(&kept);
+            let added: Vec<Id> = if keyed {
+                vec![
+                    uuid7_id(),
+                    arc("x"),
+                    uuid7_id(),
+                    Id::from(kept.to_uppercase()),
+                ]
+            } else {
+                (0..4).map(|_| uuid7_id()).collect()
+            };
+            for id in &added {
+                a.push(id);
+            }
+            assert_eq!(a.index.by_rows(), !keyed);
+            for id in added.iter().rev() {
+                a.pop();
+                assert_eq!(a.get(id), None);
+            }
+            assert_eq!((a.index.len(), a.get(&kept)), (1, Some(0)));
+            // The order continues from what is left.
+            let next = uuid7_id();
+            a.push(&next);
+            assert_eq!(a.index.side_len(), 0);
+            assert_eq!(a.get(&next), Some(1));
         }
-        for id in added.iter().rev() {
-            index.remove(id);
-            assert_eq!(index.get(id), None);
-        }
-        assert_eq!((index.len(), index.get(&kept)), (1, Some(0)));
-        // The order continues from what is left.
-        let next = uuid7_id();
-        index.insert(&next, 1);
-        assert!(index.others.is_empty());
-        assert_eq!(index.get(&next), Some(1));
     }
 
     #[test]
     fn positions_are_held_once_they_differ_from_the_order() {
-        let mut index = IdIndex::default();
-        index.insert(&arc("given"), 0);
+        let mut a = Arena::default();
+        a.push(&arc("given"));
         let ids: Vec<Id> = (0..3).map(|_| uuid7_id()).collect();
+        for id in &ids {
+            a.push(id);
+        }
+        assert_eq!(a.keyed().slots.as_deref(), Some(&[1, 2, 3][..]));
         for (i, id) in ids.iter().enumerate() {
-            index.insert(id, i as u32 + 1);
+            assert_eq!(a.get(id), Some(i as u32 + 1));
         }
-        assert_eq!(index.slots.as_deref(), Some(&[1, 2, 3][..]));
-        for (i, id) in ids.iter().enumerate() {
-            assert_eq!(index.get(id), Some(i as u32 + 1));
+        for _ in &ids {
+            a.pop();
         }
-        for id in ids.iter().rev() {
-            index.remove(id);
-        }
-        assert!(index.keys.is_empty() && index.slots.as_ref().is_some_and(Vec::is_empty));
-        assert_eq!(index.get("given"), Some(0));
+        assert!(a.keyed().keys.is_empty() && a.keyed().slots.as_ref().is_some_and(Vec::is_empty));
+        assert_eq!(a.get("given"), Some(0));
     }
 
     #[test]
     fn search_finds_every_distance_from_the_end() {
-        let mut index = IdIndex::default();
+        let mut k = Keyed::default();
         // Values with gaps, so misses fall between keys.
         for i in 0..5_000u32 {
-            index.keys.push(u128::from(i) * 3 + 7);
+            k.keys.push(u128::from(i) * 3 + 7);
         }
         // Positions as the keys' order, then each one further on (held once one differs).
         for shift in [0, 10] {
             if shift > 0 {
-                index.slots = Some((0..5_000u32).map(|i| i + shift).collect());
+                k.slots = Some((0..5_000u32).map(|i| i + shift).collect());
             }
             for i in 0..5_000u32 {
                 let key = u128::from(i) * 3 + 7;
-                assert_eq!(index.find(key), Some(i + shift));
-                assert_eq!(index.find(key + 1), None);
+                assert_eq!(k.find(key), Some(i + shift));
+                assert_eq!(k.find(key + 1), None);
             }
-            assert_eq!(index.find(0), None);
+            assert_eq!(k.find(0), None);
         }
+        assert_eq!(Keyed::default().find(7), None);
     }
 }

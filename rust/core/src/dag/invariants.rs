@@ -80,12 +80,12 @@ impl Dag {
             } else if self.active_edge(edge.from, edge.to, edge.edge_type) == Some(i as u32) {
                 return Err(format!("archived edge {} is found by its key", edge.id));
             }
-            if self.edge_index.get(&edge.id) != Some(i as u32) {
+            if self.edge_index.get(&edge.id, &self.edges) != Some(i as u32) {
                 return Err(format!("edge {} is not found by its id", edge.id));
             }
         }
         for (n, node) in self.nodes.iter().enumerate() {
-            if self.node_index.get(&node.id) != Some(n as u32) {
+            if self.node_index.get(&node.id, &self.nodes) != Some(n as u32) {
                 return Err(format!("node {} is not found by its id", node.id));
             }
         }

@@ -41,7 +41,7 @@ pub use cycle::{inline, LongStep};
 pub use delta::{Delta, Mark, Row};
 pub use error::{DagCode, DagError, DagResult};
 pub use events::{Event, EventRef, Particulars};
-pub use index::IdIndex;
+pub use index::{IdIndex, IdRows};
 pub use lease::Work;
 pub use mermaid::label as mermaid_label;
 pub use outcome::{Applied, Outcome};

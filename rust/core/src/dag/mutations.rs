@@ -2,7 +2,7 @@
 
 use crate::ids::Id;
 
-use super::arena::Dag;
+use super::arena::{stored, Dag};
 use super::create::{check_required_payload, NodeSpec};
 use super::error::{DagCode, DagError, DagResult};
 use super::events::{obj, str_list};
@@ -200,7 +200,7 @@ impl Dag {
         }
         let mut input = node.input().clone();
         input.deep_merge(new_input);
-        check_required_payload(NodeType::UserMessage, &input, &Value::empty_object())?;
+        check_required_payload(NodeType::UserMessage, Some(&input), None)?;
         let metadata = node.metadata().clone();
         self.replace(old, ReplaceKind::Edit, input, metadata, new_node_id)
     }
@@ -226,7 +226,7 @@ impl Dag {
             new_node_id,
             old_node.node_type,
             state,
-            [input, Value::empty_object(), metadata],
+            [stored(input), None, stored(metadata)],
             at,
         );
         if kind == ReplaceKind::Retry {

@@ -46,6 +46,22 @@ impl Sets {
         }
     }
 
+    /// Node `n` moves in or out of the sets of the `changed` bits, as `want` has them.
+    #[inline]
+    pub fn apply(&mut self, n: u32, id: &Id, want: u8, changed: u8) {
+        let mut rest = changed;
+        while rest != 0 {
+            let bit = rest.trailing_zeros();
+            rest &= rest - 1;
+            let set = self.by_bit(bit);
+            if want & (1 << bit) != 0 {
+                set.insert(n, id);
+            } else {
+                set.remove(n, id);
+            }
+        }
+    }
+
     pub fn all_mut(&mut self) -> [&mut NodeSet; 5] {
         [
             &mut self.ready,
@@ -60,6 +76,20 @@ impl Sets {
 pub(crate) enum NodeSet {
     Arena(Bits),
     Ids(BTreeMap<Id, u32>),
+}
+
+// Out of line: a set keyed by id is the rare case (ids out of order), and inlined its tree code made the
+// common path's frame large (docs/dag.md "Memory").
+#[cold]
+#[inline(never)]
+fn insert_by_id(map: &mut BTreeMap<Id, u32>, id: &Id, n: u32) {
+    map.insert(id.clone(), n);
+}
+
+#[cold]
+#[inline(never)]
+fn remove_by_id(map: &mut BTreeMap<Id, u32>, id: &Id) {
+    map.remove(&**id);
 }
 
 impl Default for NodeSet {
@@ -84,7 +114,7 @@ impl Bits {
     fn insert(&mut self, n: u32) {
         let (w, bit) = (n as usize / 64, 1u64 << (n % 64));
         if w >= self.words.len() {
-            self.words.resize(w + 1, 0);
+            self.grow(w);
         }
         if self.words[w] & bit == 0 {
             self.words[w] |= bit;
@@ -93,6 +123,12 @@ impl Bits {
                 self.first = w;
             }
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, w: usize) {
+        self.words.resize(w + 1, 0);
     }
 
     #[inline]
@@ -145,19 +181,15 @@ impl NodeSet {
     pub fn insert(&mut self, n: u32, id: &Id) {
         match self {
             NodeSet::Arena(bits) => bits.insert(n),
-            NodeSet::Ids(map) => {
-                map.insert(id.clone(), n);
-            }
+            NodeSet::Ids(map) => insert_by_id(map, id, n),
         }
     }
 
     #[inline]
-    pub fn remove(&mut self, n: u32, id: &str) {
+    pub fn remove(&mut self, n: u32, id: &Id) {
         match self {
             NodeSet::Arena(bits) => bits.remove(n),
-            NodeSet::Ids(map) => {
-                map.remove(id);
-            }
+            NodeSet::Ids(map) => remove_by_id(map, id),
         }
     }
 
@@ -279,14 +311,14 @@ mod tests {
         set.insert(2, &nodes[2].id);
         assert_eq!(set.iter().collect::<Vec<_>>(), [2, 0, 3, 1]);
         assert!(set.contains(2, "a") && !set.contains(1, "a"));
-        set.remove(3, "c");
+        set.remove(3, &nodes[3].id);
         assert_eq!((set.len(), set.is_empty()), (3, false));
         set.reorder(true, &nodes);
         assert!(matches!(set, NodeSet::Arena(_)));
         assert_eq!(set.iter().collect::<Vec<_>>(), [0, 1, 2]);
         assert!(set.contains(2, "a"));
         for n in [0, 1, 2] {
-            set.remove(n, "");
+            set.remove(n, &Id::from(""));
         }
         assert!(set.is_empty());
     }

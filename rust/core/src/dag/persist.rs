@@ -3,14 +3,12 @@
 use crate::ids::Id;
 use std::borrow::Cow;
 
-use smallvec::SmallVec;
-
 use super::arena::{Dag, Edge, Node};
 use super::error::{DagError, DagResult};
-use super::events::Event;
+use super::events::{Event, FlatPairs};
 use super::records::{Field, RecordSink};
 use super::types::{EdgeType, NodeType, State};
-use crate::json::{self, Flat, Item, Pairs, Pull, FLAT_PAIRS};
+use crate::json::{self, Flat, Item, Pairs, Pull};
 use crate::value::Value;
 
 const FORMAT: &str = "chainwarden.dag";
@@ -294,7 +292,7 @@ impl Dag {
 
     /// A node read from a record, appended to a graph being loaded.
     pub(crate) fn add_loaded_node(&mut self, node: Node) -> DagResult<()> {
-        if self.node_index.contains(&node.id) {
+        if self.node_index.contains(&node.id, &self.nodes) {
             return Err(bad(format!("duplicate node id {:?}", &*node.id)));
         }
         self.push_node(node);
@@ -303,7 +301,7 @@ impl Dag {
 
     /// An edge read from a record, its endpoints resolved against the nodes loaded so far.
     pub(crate) fn add_loaded_edge(&mut self, edge: EdgeRecord<'_>) -> DagResult<()> {
-        if self.edge_index.contains(&edge.id) {
+        if self.edge_index.contains(&edge.id, &self.edges) {
             return Err(bad(format!("duplicate edge id {:?}", &*edge.id)));
         }
         let edge = self.resolve_edge(edge)?;
@@ -426,8 +424,7 @@ fn read_event(p: &mut Pull<'_>, dag: &Dag) -> DagResult<Event> {
     let at = time(created_at, "created_at")?;
     Ok(match pairs {
         Some(pairs) => {
-            let pairs: SmallVec<[(&str, &str); FLAT_PAIRS]> =
-                pairs.iter().map(|(k, v)| (&**k, &**v)).collect();
+            let pairs: FlatPairs<'_> = pairs.iter().map(|(k, v)| (&**k, &**v)).collect();
             Event::loaded_pairs(&event_type, &subject, &pairs, at, dag)
         }
         None => Event::loaded(&event_type, &subject, particulars.into_value(), at, dag),

@@ -261,7 +261,7 @@ fn minted_ids_carry_the_value_of_their_text() {
         let (text, key) = crate::ids::uuid7_keyed_at(at);
         assert_eq!(crate::ids::parse_uuid(&text), Some(key), "{text}");
     }
-    let empty = || [Value::Null, Value::Null, Value::Null];
+    let empty = || [None, None, None];
     let node = Dag::new_node_minted(None, NodeType::Task, State::Pending, empty(), 1.0);
     assert_eq!(node.key, crate::ids::parse_uuid(&node.item.id));
     let given = Dag::new_node_minted(
