@@ -39,41 +39,38 @@ def per_fact(b: Bench, facts: int) -> float:
 
 Check = tuple[str, list[str], Callable[[list[Bench]], float], Callable[[float], bool], str]
 
+
 def paired(b: Bench) -> float:
     return float(b["extra_info"]["median_ratio"])
+
+
+# The two build goals: the parameter of `test_build_paired_with_rustworkx`, and the row's title.
+BUILDS = [("fan-out", "40k-child fan-out"), ("chat", "200k chat build per node+edge")]
 
 
 CHECKS: list[Check] = [
     # The build goals: the median ratio of paired rounds (benches/README.md "Paired rounds"). The ratio of the
     # two groups' medians follows as a figure; those groups run a minute apart.
-    (
-        "40k-child fan-out / rustworkx, paired rounds",
-        ["test_build_paired_with_rustworkx[fan-out]"],
-        lambda b: paired(b[0]),
-        lambda r: r <= 2,
-        "<= 2x",
-    ),
-    (
-        "200k chat build per node+edge / rustworkx, paired rounds",
-        ["test_build_paired_with_rustworkx[chat]"],
-        lambda b: paired(b[0]),
-        lambda r: r <= 2,
-        "<= 2x",
-    ),
-    (
-        "40k-child fan-out / rustworkx, group medians",
-        ["test_build_fan_out[chainwarden]", "test_build_fan_out[rustworkx]"],
-        lambda b: median(b[0]) / median(b[1]),
-        lambda r: True,
-        "(figure)",
-    ),
-    (
-        "200k chat build / rustworkx, group medians",
-        ["test_build_chat[chainwarden]", "test_build_chat[rustworkx]"],
-        lambda b: median(b[0]) / median(b[1]),
-        lambda r: True,
-        "(figure)",
-    ),
+    *[
+        (
+            f"{title} / rustworkx, paired rounds",
+            [f"test_build_paired_with_rustworkx[{shape}]"],
+            lambda b: paired(b[0]),
+            lambda r: r <= 2,
+            "<= 2x",
+        )
+        for shape, title in BUILDS
+    ],
+    *[
+        (
+            f"{title} / rustworkx, group medians",
+            [f"test_build_{group}[chainwarden]", f"test_build_{group}[rustworkx]"],
+            lambda b: median(b[0]) / median(b[1]),
+            lambda r: True,
+            "(figure)",
+        )
+        for group, title in (("fan_out", BUILDS[0][1]), ("chat", BUILDS[1][1]))
+    ],
     # Not goals: the least a build call does under the DAG contract (`_BuildFloor`: mint, index and return
     # ids, find an edge's ends by id), against the same rustworkx loop; a goal below it cannot be met.
     (

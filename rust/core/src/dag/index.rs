@@ -3,7 +3,7 @@
 //! The ids a graph generates are UUIDv7s that come out in creation order (`ids.rs`), and a UUID written as
 //! lowercase 8-4-4-4-12 hex orders like its 128-bit value. While every id of an arena is such a UUID, greater
 //! than the one before it, the arena's own rows are sorted by id: the index keeps nothing but their count and
-//! searches the rows' text from the newest end (a build looks up what it just made). The first id that breaks
+//! searches the rows' text, the newest first (a build looks up what it just made). The first id that breaks
 //! that — one a caller gave, or a UUID that does not sort after the newest (a graph extended on a host whose
 //! clock is behind the one that made it) — turns the index into values: the ordered ids' 128-bit values in one
 //! ascending vector, and every other id in a side map keyed by its text.
@@ -131,31 +131,40 @@ impl IdIndex {
         }
     }
 
-    /// Gallops back from the newest row comparing text (canonical UUID text orders like the values), then
-    /// searches the range it found: O(log d) rows read for an id d places from the end.
+    /// Searches the rows' text (canonical UUID text orders like the values): the newest `NEAR` rows first
+    /// (what a build names next), then the rest by halving. A row read costs a chunk lookup and a text
+    /// comparison, so a far id is not galloped to: that doubled the rows read for a random lookup.
     fn find_row<R: IdRows + ?Sized>(&self, id: &str, rows: &R) -> Option<u32> {
         let text = |i: u32| -> &str { rows.id_at(i) };
-        if self.rows == 0 {
+        let len = self.rows;
+        if len == 0 {
             return None;
         }
         // The first id is looked up often too: a root, the hub of a fan-out.
         if id <= text(0) {
             return (id == text(0)).then_some(0);
         }
-        let (lo, hi) = gallop(self.rows as usize, |i| text(i as u32) <= id)?;
-        let (mut lo, mut hi) = (lo, hi);
-        // text(lo) <= id < text(hi) (or hi past the end).
+        // text(lo) <= id, and id < text(hi) or hi is past the end.
+        let split = len.saturating_sub(NEAR).max(1);
+        let (mut lo, mut hi) = if text(split - 1) <= id {
+            (split - 1, len)
+        } else {
+            (0, split - 1)
+        };
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
-            if text(mid as u32) <= id {
+            if text(mid) <= id {
                 lo = mid;
             } else {
                 hi = mid;
             }
         }
-        (text(lo as u32) == id).then_some(lo as u32)
+        (text(lo) == id).then_some(lo)
     }
 }
+
+/// How many of the newest rows a lookup searches before the rest.
+const NEAR: u32 = 64;
 
 /// Steps back from the end in doubling strides to the first position `at_or_below` holds for: the range
 /// `[lo, hi)` whose `lo` it holds for and past which it does not. None when it holds nowhere.
