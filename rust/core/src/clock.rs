@@ -1,11 +1,14 @@
-//! The core's one clock: wall time since the Unix epoch, read through `clock_gettime` directly.
+//! The core's one clock: wall time since the Unix epoch, the OS's `CLOCK_REALTIME` (read through the CPU's
+//! time-stamp counter where the kernel keeps time with it: `clock/tsc.rs`).
 //! The call graph records milliseconds (twice per call), the DAG seconds as a float, ids take
 //! their time from here too (`crate::ids`).
 
-/// `time.time() * 1000` truncated, as the reference records timestamps.
-/// Seconds and nanoseconds since the epoch; (0, 0) if the clock cannot be read.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod tsc;
+
+/// Nanoseconds since the epoch as the OS tells them; 0 if the clock cannot be read.
 #[cfg(unix)]
-fn wall() -> (i64, i64) {
+fn os_wall_ns() -> i64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -14,30 +17,43 @@ fn wall() -> (i64, i64) {
     // libc directly skips std's Duration arithmetic, which costs as much as the vDSO read.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
     if rc != 0 {
-        return (0, 0);
+        return 0;
     }
-    (ts.tv_sec, ts.tv_nsec)
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
 #[cfg(not(unix))]
-fn wall() -> (i64, i64) {
+fn os_wall_ns() -> i64 {
     use std::time::{SystemTime, UNIX_EPOCH};
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| (d.as_secs() as i64, i64::from(d.subsec_nanos())))
-        .unwrap_or((0, 0))
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+/// Nanoseconds since the epoch: the OS clock, read through the time-stamp counter where the kernel keeps
+/// time with it (`clock/tsc.rs`, docs/design.md "The clock").
+#[inline]
+fn wall_ns() -> i64 {
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    {
+        tsc::now_ns(os_wall_ns)
+    }
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+    {
+        os_wall_ns()
+    }
 }
 
 /// `time.time() * 1000` truncated, as the reference records timestamps (the call graph).
+#[inline]
 pub fn now_ms() -> i64 {
-    let (s, ns) = wall();
-    s * 1000 + ns / 1_000_000
+    wall_ns() / 1_000_000
 }
 
-/// `time.time()`: seconds as a float (the DAG's timestamps).
+/// `time.time()`: seconds as a float (the DAG's timestamps), made from nanoseconds as CPython makes it.
+#[inline]
 pub fn now() -> f64 {
-    let (s, ns) = wall();
-    s as f64 + ns as f64 / 1e9
+    wall_ns() as f64 / 1e9
 }
 
 #[cfg(test)]

@@ -252,10 +252,62 @@ fn uuid7_value(wall: u64) -> u128 {
 }
 
 /// `x` as a lowercase 8-4-4-4-12 UUID, written into a fixed buffer (uuid7 is on the DAG's build path;
-/// `format!` twice per id cost more than the rest of the id). Eight digits at a time: each 32-bit word's
-/// nibbles spread one to a byte, then turned into ASCII digits in the same word.
+/// `format!` twice per id cost more than the rest of the id).
 #[inline]
 fn uuid_text(x: u128) -> [u8; 36] {
+    let h = hex32(x);
+    let mut out = [b'-'; 36];
+    out[0..8].copy_from_slice(&h[0..8]);
+    out[9..13].copy_from_slice(&h[8..12]);
+    out[14..18].copy_from_slice(&h[12..16]);
+    out[19..23].copy_from_slice(&h[16..20]);
+    out[24..36].copy_from_slice(&h[20..32]);
+    out
+}
+
+/// The 32 lowercase hex digits of `x`, most significant first: sixteen bytes at once in SSE2 registers
+/// (every x86_64 CPU has them), a third of the instructions of the word-wise way below.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn hex32(x: u128) -> [u8; 32] {
+    use core::arch::x86_64::*;
+    let bytes = x.to_be_bytes();
+    let mut out = [0u8; 32];
+    // SAFETY: SSE2 is part of x86_64; the loads and stores are unaligned ones within `bytes` and `out`.
+    #[allow(unused_unsafe)]
+    unsafe {
+        let v = _mm_loadu_si128(bytes.as_ptr().cast());
+        let low = _mm_set1_epi8(0x0F);
+        let high_nibbles = _mm_and_si128(_mm_srli_epi16(v, 4), low);
+        let low_nibbles = _mm_and_si128(v, low);
+        // Per nibble: '0' + n, and 'a' - '0' - 10 more when n > 9.
+        let ascii = |n: __m128i| {
+            let letter = _mm_cmpgt_epi8(n, _mm_set1_epi8(9));
+            let digit = _mm_add_epi8(n, _mm_set1_epi8(b'0' as i8));
+            _mm_add_epi8(
+                digit,
+                _mm_and_si128(letter, _mm_set1_epi8((b'a' - b'0' - 10) as i8)),
+            )
+        };
+        // A byte's high digit comes before its low one.
+        let first = ascii(_mm_unpacklo_epi8(high_nibbles, low_nibbles));
+        let second = ascii(_mm_unpackhi_epi8(high_nibbles, low_nibbles));
+        _mm_storeu_si128(out.as_mut_ptr().cast(), first);
+        _mm_storeu_si128(out.as_mut_ptr().add(16).cast(), second);
+    }
+    out
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn hex32(x: u128) -> [u8; 32] {
+    hex32_words(x)
+}
+
+/// [`hex32`] eight digits at a time in plain words: each 32-bit word's nibbles spread one to a byte, then
+/// turned into ASCII digits in the same word (the portable way, and the SSE2 way's check).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn hex32_words(x: u128) -> [u8; 32] {
     const fn every_byte(b: u8) -> u64 {
         b as u64 * 0x0101_0101_0101_0101
     }
@@ -268,15 +320,10 @@ fn uuid_text(x: u128) -> [u8; 36] {
         let letters = ((nibbles + every_byte(6)) >> 4) & every_byte(1);
         (nibbles + every_byte(b'0') + letters * u64::from(b'a' - b'0' - 10)).to_be_bytes()
     };
-    let (hi, lo) = ((x >> 64) as u64, x as u64);
-    let [a, b, c, d] = [(hi >> 32) as u32, hi as u32, (lo >> 32) as u32, lo as u32].map(digits);
-    let mut out = [b'-'; 36];
-    out[0..8].copy_from_slice(&a);
-    out[9..13].copy_from_slice(&b[..4]);
-    out[14..18].copy_from_slice(&b[4..]);
-    out[19..23].copy_from_slice(&c[..4]);
-    out[24..28].copy_from_slice(&c[4..]);
-    out[28..36].copy_from_slice(&d);
+    let mut out = [0u8; 32];
+    for (i, chunk) in out.chunks_exact_mut(8).enumerate() {
+        chunk.copy_from_slice(&digits((x >> (96 - 32 * i)) as u32));
+    }
     out
 }
 
@@ -392,6 +439,7 @@ mod tests {
                 &h[20..32]
             );
             assert_eq!(std::str::from_utf8(&uuid_text(x)), Ok(want.as_str()));
+            assert_eq!(hex32_words(x), hex32(x), "{x:032x}");
         }
     }
 

@@ -36,11 +36,22 @@ pub(crate) fn object_or_empty(v: Option<Value>, what: &str) -> DagResult<Value> 
 }
 
 /// Spec §2.5.2: the fields a node type must carry.
-/// `object_or_empty` as a node stores it: None for an empty object too (`arena::stored`).
+/// `object_or_empty` as a node stores it: None for an empty object too (`arena::stored`). Inline, so a
+/// node without the object (a fan-out's task has none of the three) costs a test, not a call.
+#[inline(always)]
 fn object_or_none(v: Option<Value>, what: &str) -> DagResult<Option<Value>> {
-    Ok(v.map(|v| object_or_empty(Some(v), what))
-        .transpose()?
-        .and_then(stored))
+    match v {
+        None => Ok(None),
+        Some(v) => given_object(v, what),
+    }
+}
+
+#[inline(never)]
+fn given_object(v: Value, what: &str) -> DagResult<Option<Value>> {
+    match v {
+        Value::Object(_) => Ok(stored(v)),
+        _ => Err(DagError::invalid(format!("{what} must be a dict"))),
+    }
 }
 
 fn has_text_content(object: Option<&Value>) -> bool {
@@ -123,13 +134,22 @@ impl Dag {
     }
 
     pub fn create_node(&mut self, node_type: &str, state: &str, spec: NodeSpec) -> DagResult<Id> {
+        let n = self.create_node_row(node_type, state, spec)?;
+        Ok(self.nodes[n as usize].id.clone())
+    }
+
+    /// [`Dag::create_node`], answering with the new node's row: a binding makes the caller's `str` straight
+    /// from the row's text ([`Dag::node_id_at`]) instead of from a copy of the id handed back.
+    pub fn create_node_row(
+        &mut self,
+        node_type: &str,
+        state: &str,
+        spec: NodeSpec,
+    ) -> DagResult<u32> {
         let node_type = NodeType::parse(node_type)?;
         let state = State::parse(state)?;
         let node = self.build_node(node_type, state, spec, now())?;
-        let n = self.insert_node(node, false);
-        // The arena's own id (inline: a copy of its bytes, no allocation): the binding makes the caller's
-        // `str` from it.
-        Ok(self.nodes[n as usize].id.clone())
+        Ok(self.insert_node(node, false))
     }
 
     /// Inserts an edge that is known to be valid; records `edge_created` unless `quiet`.
@@ -164,6 +184,21 @@ impl Dag {
         edge_id: Option<String>,
         long: LongStep<'_>,
     ) -> DagResult<Id> {
+        let e = self.create_edge_row_with(from_id, to_id, edge_type, metadata, edge_id, long)?;
+        Ok(self.edges[e as usize].id.clone())
+    }
+
+    /// [`Dag::create_edge_with`], answering with the edge's row (the new one, or the active edge it
+    /// repeats): see [`Dag::create_node_row`].
+    pub fn create_edge_row_with(
+        &mut self,
+        from_id: &str,
+        to_id: &str,
+        edge_type: &str,
+        metadata: Option<Value>,
+        edge_id: Option<String>,
+        long: LongStep<'_>,
+    ) -> DagResult<u32> {
         let edge_type = EdgeType::parse(edge_type)?;
         let metadata = object_or_empty(metadata, "metadata")?;
         self.check_new_edge_id(&edge_id)?;
@@ -184,7 +219,7 @@ impl Dag {
             }
         }
         if let Some(existing) = self.active_edge(from, to, edge_type) {
-            return Ok(self.edges[existing as usize].id.clone());
+            return Ok(existing);
         }
         self.flush();
         if self.would_cycle(from, to, long) {
@@ -196,6 +231,6 @@ impl Dag {
         let edge = Dag::new_edge_minted(edge_id, from, to, edge_type, metadata, now());
         let e = self.insert_edge(edge, false);
         self.flush();
-        Ok(self.edges[e as usize].id.clone())
+        Ok(e)
     }
 }

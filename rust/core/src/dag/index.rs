@@ -33,6 +33,9 @@ pub struct IdIndex {
     keyed: Option<Box<Keyed>>,
     /// How many rows are indexed, while `keyed` is None.
     rows: u32,
+    /// The value of the newest row's id, while `keyed` is None and it is known (not after a removal): a new
+    /// id is checked against it instead of against the row's text.
+    newest: Option<u128>,
 }
 
 /// The index once the rows alone no longer serve.
@@ -52,6 +55,14 @@ impl IdIndex {
         self.keyed
             .as_ref()
             .map_or(self.rows as usize, |k| k.keys.len() + k.others.len())
+    }
+
+    /// The value of the newest indexed id, when the index knows it without reading a row.
+    pub fn newest(&self) -> Option<u128> {
+        if self.keyed.is_some() || self.rows == 0 {
+            return None;
+        }
+        self.newest
     }
 
     pub fn is_empty(&self) -> bool {
@@ -98,11 +109,14 @@ impl IdIndex {
     ) {
         debug_assert_eq!(key, parse_uuid(id));
         if self.keyed.is_none() {
-            let follows = slot == self.rows
-                && key.is_some()
-                && (self.rows == 0 || **rows.id_at(self.rows - 1) < **id);
-            if follows {
+            let after_newest = |key: u128| match (self.rows, self.newest) {
+                (0, _) => true,
+                (_, Some(newest)) => newest < key,
+                (n, None) => **rows.id_at(n - 1) < **id,
+            };
+            if slot == self.rows && key.is_some_and(after_newest) {
                 self.rows += 1;
+                self.newest = key;
                 return;
             }
             self.keyed = Some(Box::new(self.values_of(rows)));
@@ -126,7 +140,10 @@ impl IdIndex {
     /// Forgets an id; a rollback forgets ids newest first, so while the rows are the index it is the last.
     pub fn remove(&mut self, id: &str) {
         match &mut self.keyed {
-            None => self.rows = self.rows.saturating_sub(1),
+            None => {
+                self.rows = self.rows.saturating_sub(1);
+                self.newest = None;
+            }
             Some(k) => k.remove(id),
         }
     }

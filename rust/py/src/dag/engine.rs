@@ -57,10 +57,15 @@ impl DagEngine {
         spec: NodeSpec,
     ) -> Result<Py<PyString>> {
         let state = initial_state(state);
-        let id = self.run(py, spec.is_large(), |g| {
-            g.create_node(node_type, state, spec)
-        })?;
-        Ok(py_str(py, &id).unbind())
+        if spec.is_large() {
+            let id = self.detached(py, |g| g.create_node(node_type, state, spec))?;
+            return Ok(py_str(py, &id).unbind());
+        }
+        // The caller's `str` is made from the row's text under the lock, not from a copy of the id.
+        self.locked(py, |g| {
+            let n = g.create_node_row(node_type, state, spec)?;
+            Ok(py_str(py, g.node_id_at(n)).unbind())
+        })
     }
 
     /// `create_edge` of converted arguments (the general entry's and the fast one's, `fast_build.rs`).
@@ -75,11 +80,11 @@ impl DagEngine {
     ) -> Result<Py<PyString>> {
         // Attached: only a cycle search over the graph is long, and the GIL is released around that alone
         // (releasing it for every edge was a tenth of building a fan-out).
-        let id = self.locked(py, |g| {
+        self.locked(py, |g| {
             let long = |step: &mut (dyn FnMut() + Send)| py.detach(step);
-            g.create_edge_with(from_id, to_id, edge_type, metadata, edge_id, &long)
-        })?;
-        Ok(py_str(py, &id).unbind())
+            let e = g.create_edge_row_with(from_id, to_id, edge_type, metadata, edge_id, &long)?;
+            Ok(py_str(py, g.edge_id_at(e)).unbind())
+        })
     }
 
     /// The four transitions that take a node id and a reason (stored as `str(reason)`).
