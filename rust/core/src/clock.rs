@@ -31,7 +31,7 @@ fn os_wall_ns() -> i64 {
 }
 
 /// Nanoseconds since the epoch: the OS clock, read through the time-stamp counter where the kernel keeps
-/// time with it (`clock/tsc.rs`, docs/design.md "The clock").
+/// time with it (`clock/tsc.rs`, docs/design.md §46).
 #[inline]
 fn wall_ns() -> i64 {
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]

@@ -201,7 +201,9 @@ pub fn uuid7_id() -> Id {
 /// [`parse_uuid`] reads it back: the DAG indexes the ids it mints by value (docs/dag.md "Ids and indexes"),
 /// and reading the text it just wrote was a tenth of a build call. The id stays monotonic whatever `at`
 /// is: a time before the last id's continues its counter.
-#[inline]
+// Always inline: returned through memory, its 36 bytes sit one byte off (the enum's tag) and were read
+// back before the copy settled (docs/dag.md "Memory").
+#[inline(always)]
 pub fn uuid7_keyed_at(at: f64) -> (Id, u128) {
     // A UUIDv7 holds 48 bits of milliseconds: a time outside them (NaN, infinite, negative) is not a
     // creation time, and the clock is read instead.

@@ -1,5 +1,5 @@
 //! Wall time read from the CPU's time-stamp counter between readings of the OS clock (docs/design.md
-//! "The clock").
+//! §46).
 //!
 //! `clock_gettime(CLOCK_REALTIME)` is the OS's answer, but on the virtual machines agents run on it costs
 //! 40-45 ns (an ordered counter read and the kernel's conversion), and the DAG reads it for every node and
