@@ -170,26 +170,13 @@ impl Dag {
         metadata: Option<Value>,
         edge_id: Option<String>,
     ) -> DagResult<Id> {
-        self.create_edge_with(from_id, to_id, edge_type, metadata, edge_id, &inline)
-    }
-
-    /// `create_edge`, running the cycle search through `long` when the edge needs one (its target has a
-    /// way out and its source a way in).
-    pub fn create_edge_with(
-        &mut self,
-        from_id: &str,
-        to_id: &str,
-        edge_type: &str,
-        metadata: Option<Value>,
-        edge_id: Option<String>,
-        long: LongStep<'_>,
-    ) -> DagResult<Id> {
-        let e = self.create_edge_row_with(from_id, to_id, edge_type, metadata, edge_id, long)?;
+        let e = self.create_edge_row_with(from_id, to_id, edge_type, metadata, edge_id, &inline)?;
         Ok(self.edges[e as usize].id.clone())
     }
 
-    /// [`Dag::create_edge_with`], answering with the edge's row (the new one, or the active edge it
-    /// repeats): see [`Dag::create_node_row`].
+    /// `create_edge`, answering with the edge's row (the new one, or the active edge it repeats: see
+    /// [`Dag::create_node_row`]), running the cycle search through `long` when the edge needs one (its
+    /// target has a way out and its source a way in).
     pub fn create_edge_row_with(
         &mut self,
         from_id: &str,
