@@ -9,25 +9,32 @@
 //!
 //! It is used only where the kernel itself keeps time with the counter (its clock source is `tsc`: the
 //! counter runs at a constant rate and agrees across cores); anywhere else every reading is the OS's.
-//! What it promises: within a few hundred nanoseconds of the OS clock (measured: 30-330 ns; a DAG time, a
-//! float of seconds, resolves 0.24 µs today), a thread's times never going back by less than
-//! [`ABSORBED_NS`] (the OS clock may: the extrapolation's error, seen at a re-anchoring, is absorbed), and
-//! a step of the OS clock (NTP, an operator) followed within [`SPAN_NS`]. A rate that disagrees with the last one by more than [`RATE_TOLERANCE`] (the OS clock moved
-//! under the anchor) is not used: the thread reads the OS clock until a fresh rate is measured.
+//!
+//! What it promises:
+//! - within a few hundred nanoseconds of the OS clock (measured: 17-300 ns; 1.4 µs at worst, by
+//!   [`MEASURE_NS`]); a DAG time, a float of seconds, resolves 0.24 µs today;
+//! - a thread's times never go back by less than [`ABSORBED_NS`] (the OS clock may: the extrapolation's
+//!   error, seen at a re-anchoring, is absorbed);
+//! - a step of the OS clock (NTP, an operator) is followed within [`SPAN_NS`]; a rate that disagrees with
+//!   the last one by more than [`RATE_TOLERANCE`] (the OS clock moved under the anchor) is not used, and the
+//!   thread reads the OS clock until it has measured a fresh rate.
 
 use std::cell::Cell;
 use std::sync::OnceLock;
 
-/// How long an extrapolation runs before the OS clock is read again.
-const SPAN_NS: f64 = 200_000.0;
-/// The shortest interval a rate is measured over: endpoints read a few tens of nanoseconds apart put the
-/// rate within 1e-3 over it.
-const MEASURE_NS: i64 = 100_000;
+/// How long an extrapolation runs before the OS clock is read again (an OS reading a millisecond: the
+/// counter's cost stays the cost of a reading).
+const SPAN_NS: f64 = 1_000_000.0;
+/// The shortest interval a rate is measured over. An anchor's counter value is known to within half its
+/// readings' spread (at most [`MAX_READ_TICKS`], 0.7 µs at 3 GHz; about 50 ns when nothing interrupts), so a
+/// rate is within 0.14% over this, 1e-4 typically, and an extrapolation over [`SPAN_NS`] within 1.4 µs,
+/// 100 ns typically.
+const MEASURE_NS: i64 = 500_000;
 /// A rate off the previous one by more than this means the OS clock stepped between the two readings.
 const RATE_TOLERANCE: f64 = 0.01;
-/// An OS reading whose counter readings either side lie further apart was interrupted: its counter value
-/// is not known well enough to measure a rate from.
-const MAX_READ_TICKS: u64 = 20_000;
+/// An OS reading whose counter readings either side lie further apart was interrupted (an OS reading takes
+/// about 150 ticks): its counter value is not known well enough to anchor on or to measure a rate from.
+const MAX_READ_TICKS: u64 = 2_000;
 
 #[derive(Clone, Copy)]
 struct Anchor {
@@ -177,49 +184,49 @@ mod tests {
     fn a_rate_is_measured_between_two_good_readings() {
         let first = next_anchor(Anchor::NONE, 1_000, 5_000_000, 1_100);
         assert_eq!((first.tsc, first.ns, first.rate), (1_050, 5_000_000, 0.0));
-        // 300,000 ticks later the OS clock moved 100 µs: a third of a nanosecond a tick.
-        let second = next_anchor(first, 301_000, 5_100_000, 301_100);
-        assert_eq!(second.tsc, 301_050);
+        // 1,500,000 ticks later the OS clock moved 500 µs: a third of a nanosecond a tick.
+        let second = next_anchor(first, 1_501_000, 5_500_000, 1_501_100);
+        assert_eq!(second.tsc, 1_501_050);
         assert!((second.rate - 1.0 / 3.0).abs() < 1e-9, "{}", second.rate);
-        assert_eq!(second.span, 600_000);
+        assert_eq!(second.span, 3_000_000);
     }
 
     #[test]
     fn readings_too_close_together_keep_the_older_anchor() {
         let a = anchor(1_000, 5_000_000, 0.0);
-        let b = next_anchor(a, 31_000, 5_010_000, 31_010);
+        let b = next_anchor(a, 301_000, 5_100_000, 301_010);
         assert_eq!((b.tsc, b.ns, b.rate), (1_000, 5_000_000, 0.0));
     }
 
     #[test]
     fn an_interrupted_reading_is_no_anchor() {
         let a = anchor(1_000, 5_000_000, 1.0 / 3.0);
-        let b = next_anchor(a, 400_000, 5_200_000, 400_000 + MAX_READ_TICKS + 1);
+        let b = next_anchor(a, 3_001_000, 6_000_000, 3_001_000 + MAX_READ_TICKS + 1);
         assert_eq!((b.tsc, b.rate), (0, 0.0));
         // A counter that went backwards between the two readings is interrupted too.
-        let c = next_anchor(a, 400_000, 5_200_000, 399_000);
+        let c = next_anchor(a, 3_001_000, 6_000_000, 3_000_000);
         assert_eq!((c.tsc, c.rate), (0, 0.0));
     }
 
     #[test]
     fn a_step_of_the_os_clock_drops_the_rate() {
         let a = anchor(1_000, 5_000_000, 1.0 / 3.0);
-        // 600,000 ticks are 200 µs at the known rate, but the OS clock moved 1.2 ms: it stepped forward.
-        let b = next_anchor(a, 601_000, 6_200_000, 601_010);
-        assert_eq!((b.tsc, b.ns, b.rate), (601_005, 6_200_000, 0.0));
+        // 3,000,000 ticks are 1 ms at the known rate, but the OS clock moved 2 ms: it stepped forward.
+        let b = next_anchor(a, 3_001_000, 7_000_000, 3_001_010);
+        assert_eq!((b.tsc, b.ns, b.rate), (3_001_005, 7_000_000, 0.0));
         // Backwards: no rate either, and the anchor is the new reading.
-        let c = next_anchor(a, 601_000, 4_000_000, 601_010);
-        assert_eq!((c.tsc, c.ns, c.rate), (601_005, 4_000_000, 0.0));
+        let c = next_anchor(a, 3_001_000, 4_000_000, 3_001_010);
+        assert_eq!((c.tsc, c.ns, c.rate), (3_001_005, 4_000_000, 0.0));
         // Within the tolerance the new rate is taken.
-        let d = next_anchor(a, 601_000, 5_200_500, 601_010);
+        let d = next_anchor(a, 3_001_000, 6_002_000, 3_001_010);
         assert!((d.rate / (1.0 / 3.0) - 1.0).abs() < RATE_TOLERANCE);
     }
 
     #[test]
     fn an_implausible_first_rate_is_not_taken() {
         let a = anchor(1_000, 5_000_000, 0.0);
-        // 100 µs over 1,000 ticks: a 10 MHz counter, which no x86_64 CPU has.
-        let b = next_anchor(a, 2_000, 5_100_000, 2_000);
+        // 1 ms over 5,000 ticks: a 5 MHz counter, which no x86_64 CPU has.
+        let b = next_anchor(a, 6_000, 6_000_000, 6_000);
         assert_eq!(b.rate, 0.0);
     }
 
