@@ -36,7 +36,7 @@ fn os_wall_ns() -> i64 {
 fn wall_ns() -> i64 {
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     {
-        tsc::now_ns(os_wall_ns)
+        tsc::now_ns()
     }
     #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
     {

@@ -22,6 +22,8 @@
 use std::cell::Cell;
 use std::sync::OnceLock;
 
+use super::os_wall_ns;
+
 /// How long an extrapolation runs before the OS clock is read again (an OS reading a millisecond: the
 /// counter's cost stays the cost of a reading).
 const SPAN_NS: f64 = 1_000_000.0;
@@ -93,11 +95,11 @@ fn counter() -> u64 {
     }
 }
 
-/// Nanoseconds since the epoch; `os` is the OS clock's reading, used when the counter cannot be.
+/// Nanoseconds since the epoch.
 #[inline]
-pub(super) fn now_ns(os: fn() -> i64) -> i64 {
+pub(super) fn now_ns() -> i64 {
     if !usable() {
-        return os();
+        return os_wall_ns();
     }
     THREAD.with(|t| {
         let a = t.anchor.get();
@@ -106,7 +108,7 @@ pub(super) fn now_ns(os: fn() -> i64) -> i64 {
         let ns = if a.rate > 0.0 && ticks < a.span {
             a.ns + (ticks as f64 * a.rate) as i64
         } else {
-            resync(&t.anchor, a, os)
+            resync(&t.anchor, a)
         };
         let last = t.last.get();
         if ns < last && last - ns < ABSORBED_NS {
@@ -120,9 +122,9 @@ pub(super) fn now_ns(os: fn() -> i64) -> i64 {
 /// Reads the OS clock, and re-anchors and measures the rate when the reading is good enough.
 #[cold]
 #[inline(never)]
-fn resync(cell: &Cell<Anchor>, a: Anchor, os: fn() -> i64) -> i64 {
+fn resync(cell: &Cell<Anchor>, a: Anchor) -> i64 {
     let before = counter();
-    let ns = os();
+    let ns = os_wall_ns();
     let after = counter();
     cell.set(next_anchor(a, before, ns, after));
     ns
@@ -230,16 +232,12 @@ mod tests {
         assert_eq!(b.rate, 0.0);
     }
 
-    fn os_ns() -> i64 {
-        super::super::os_wall_ns()
-    }
-
     #[test]
     fn a_thread_never_sees_its_time_go_back() {
-        let mut last = now_ns(os_ns);
+        let mut last = now_ns();
         let start = std::time::Instant::now();
         while start.elapsed() < std::time::Duration::from_millis(20) {
-            let t = now_ns(os_ns);
+            let t = now_ns();
             assert!(t >= last, "{t} after {last}");
             last = t;
         }
@@ -253,9 +251,9 @@ mod tests {
             let (mut worst, mut samples) = (0i64, 0u32);
             let start = std::time::Instant::now();
             while start.elapsed() < std::time::Duration::from_millis(30) {
-                let before = os_ns();
-                let ours = now_ns(os_ns);
-                let after = os_ns();
+                let before = os_wall_ns();
+                let ours = now_ns();
+                let after = os_wall_ns();
                 if after - before <= 5_000 {
                     worst = worst.max(before - ours).max(ours - after);
                     samples += 1;

@@ -59,9 +59,6 @@ impl IdIndex {
 
     /// The value of the newest indexed id, when the index knows it without reading a row.
     pub fn newest(&self) -> Option<u128> {
-        if self.keyed.is_some() || self.rows == 0 {
-            return None;
-        }
         self.newest
     }
 
@@ -120,6 +117,7 @@ impl IdIndex {
                 return;
             }
             self.keyed = Some(Box::new(self.values_of(rows)));
+            self.newest = None;
         }
         if let Some(k) = &mut self.keyed {
             k.insert_keyed(id, key, slot);
