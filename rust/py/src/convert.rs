@@ -11,14 +11,37 @@ use crate::exceptions::{invalid_argument, invalid_argument_type};
 /// string, skipping CPython's UTF-8 decoder, which dominates when tens of thousands of
 /// ids are returned at once.
 pub fn py_str<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
+    // A UUID (what nearly every id is) as a fixed-size block: no length-driven scan or copy call,
+    // once for each node and edge a build creates (docs/dag.md "Ids and indexes").
+    if let Ok(uuid) = <&[u8; UUID_LEN]>::try_from(s.as_bytes()) {
+        if ascii_uuid(uuid) {
+            return ascii_str(py, uuid);
+        }
+    }
     if !s.is_ascii() {
         return PyString::new(py, s);
     }
     py_ascii(py, s.as_bytes())
 }
 
+const UUID_LEN: usize = 36;
+
+/// Whether 36 bytes are ASCII, read as two 16-byte words and a 4-byte one.
+#[inline]
+fn ascii_uuid(b: &[u8; UUID_LEN]) -> bool {
+    let word = |at: usize| u128::from_ne_bytes(b[at..at + 16].try_into().unwrap_or([0xFF; 16]));
+    let tail = u32::from_ne_bytes(b[32..].try_into().unwrap_or([0xFF; 4]));
+    (word(0) | word(16)) & 0x8080_8080_8080_8080_8080_8080_8080_8080 == 0 && tail & 0x8080_8080 == 0
+}
+
 /// A Python str for ASCII `bytes` (a node id as the core formats it, `ids::format_id_bytes`).
 pub fn py_ascii<'py>(py: Python<'py>, bytes: &[u8]) -> Bound<'py, PyString> {
+    ascii_str(py, bytes)
+}
+
+/// [`py_ascii`], inlined where the length is a constant so the copy is a few fixed moves.
+#[inline(always)]
+fn ascii_str<'py>(py: Python<'py>, bytes: &[u8]) -> Bound<'py, PyString> {
     debug_assert!(bytes.is_ascii());
     // SAFETY: PyUnicode_New(len, 127) returns a compact ASCII string with room for exactly
     // `len` one-byte code points, which are filled before the object is shared.

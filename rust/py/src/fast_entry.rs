@@ -177,6 +177,17 @@ pub unsafe fn text<'a>(o: *mut ffi::PyObject) -> Option<&'a str> {
         if ffi::PyUnicode_CheckExact(o) == 0 {
             return None;
         }
+        // A compact ASCII str (every id, type and label) is its own UTF-8, read in place: no call, a
+        // fiftieth of a build's node + edge (docs/dag.md "Ids and indexes"). Its layout is public API
+        // before 3.14 (`build.rs`).
+        #[cfg(not(any(Py_3_14, PyPy, GraalPy)))]
+        if ffi::PyUnicode_IS_COMPACT_ASCII(o) != 0 {
+            let bytes = std::slice::from_raw_parts(
+                ffi::PyUnicode_1BYTE_DATA(o) as *const u8,
+                ffi::PyUnicode_GET_LENGTH(o) as usize,
+            );
+            return Some(std::str::from_utf8_unchecked(bytes));
+        }
         let mut len: ffi::Py_ssize_t = 0;
         let data = ffi::PyUnicode_AsUTF8AndSize(o, &mut len);
         if data.is_null() {

@@ -622,10 +622,14 @@ impl Dag {
         at: f64,
     ) -> Minted<Node> {
         let (id, key) = new_id(id, at);
+        let has_output = objects[1].is_some();
         let mut node = Node::bare_stored(id, node_type, state, objects, at);
         node.started_at = OptTime::from((state == State::Running).then_some(at));
         node.finished_at = OptTime::from(state.is_terminal().then_some(at));
-        node.output_changed();
+        // A new node without an output keeps no preview (there is none to derive): no call for it.
+        if has_output {
+            node.output_changed();
+        }
         Minted { item: node, key }
     }
 

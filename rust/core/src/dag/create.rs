@@ -134,20 +134,24 @@ impl Dag {
     }
 
     pub fn create_node(&mut self, node_type: &str, state: &str, spec: NodeSpec) -> DagResult<Id> {
-        let n = self.create_node_row(node_type, state, spec)?;
+        let n = self.create_node_row(node_type, Some(state), spec)?;
         Ok(self.nodes[n as usize].id.clone())
     }
 
     /// [`Dag::create_node`], answering with the new node's row: a binding makes the caller's `str` straight
-    /// from the row's text ([`Dag::node_id_at`]) instead of from a copy of the id handed back.
+    /// from the row's text ([`Dag::node_id_at`]) instead of from a copy of the id handed back. A node whose
+    /// caller names no state starts `pending`.
     pub fn create_node_row(
         &mut self,
         node_type: &str,
-        state: &str,
+        state: Option<&str>,
         spec: NodeSpec,
     ) -> DagResult<u32> {
         let node_type = NodeType::parse(node_type)?;
-        let state = State::parse(state)?;
+        let state = match state {
+            None => State::Pending,
+            Some(s) => State::parse(s)?,
+        };
         let node = self.build_node(node_type, state, spec, now())?;
         Ok(self.insert_node(node, false))
     }

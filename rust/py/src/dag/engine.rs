@@ -56,9 +56,11 @@ impl DagEngine {
         state: Option<&str>,
         spec: NodeSpec,
     ) -> Result<Py<PyString>> {
-        let state = initial_state(state);
         if spec.is_large() {
-            let id = self.detached(py, |g| g.create_node(node_type, state, spec))?;
+            let id = self.detached(py, |g| {
+                let n = g.create_node_row(node_type, state, spec)?;
+                Ok::<_, chainwarden_core::dag::DagError>(g.node_id_at(n).to_owned())
+            })?;
             return Ok(py_str(py, &id).unbind());
         }
         // The caller's `str` is made from the row's text under the lock, not from a copy of the id.
@@ -489,8 +491,7 @@ fn flag(arg: Option<Flag<name::IncludeCompressed>>) -> bool {
     arg.is_some_and(|f| f.0)
 }
 
-/// The state a new node starts in when the caller names none (`create_node`, `fork`, and the fast
-/// `create_node` entry): the core's `pending`.
+/// The state a forked node starts in when the caller names none: the core's `pending`, as a new node's.
 fn initial_state(state: Option<&str>) -> &str {
     state.unwrap_or_else(|| State::Pending.as_str())
 }
