@@ -389,6 +389,25 @@ def test_a_mutations_create_edge_makes_the_engines_edge_whatever_the_calls_shape
     ]
 
 
+# Ids of 36 bytes that are not UUIDs (one not ASCII at all), shorter and longer ones, and a canonical UUID.
+ODD_IDS = ["é" * 18, "x" * 36, "😀" * 9, "ü-ä", "a" * 37, "0190a2b3-c4d5-7e6f-8a9b-0c1d2e3f4a5b"]
+
+
+def test_ids_of_any_text_come_back_exactly_as_given() -> None:
+    """The fast entries read a compact ASCII `str` in place and copy 36 ASCII bytes into a new `str` as one
+    block (docs/dag.md "Ids and indexes"); any other text goes the long way. Either way an id reads back as
+    the very text it was given."""
+    g = Graph()
+    with g.mutate() as m:
+        made = [m.create_node("task", node_id=i) for i in ODD_IDS]
+        edges = [m.create_edge(a, b, "dependency") for a, b in zip(made, made[1:])]
+    assert made == ODD_IDS
+    assert [g.node(i)["node_id"] for i in ODD_IDS] == ODD_IDS
+    ends = {(e["from_node_id"], e["to_node_id"]) for e in g.edges()}
+    assert ends == set(zip(ODD_IDS, ODD_IDS[1:]))
+    assert all(type(e) is str and len(e) == 36 and e.isascii() for e in edges)
+
+
 CALLS_THAT_FAIL: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("create_node", ("nope",), {}),
     ("create_node", ("task", "nope"), {}),

@@ -53,6 +53,21 @@ enum Slot {
     Metadata,
 }
 
+/// A node's stored objects as its payload, with room for exactly those: a pushed-to `ThinVec` starts with
+/// room for four.
+fn payload_of(objects: [Option<Value>; 3]) -> ThinVec<(Slot, Value)> {
+    let mut payload = ThinVec::with_capacity(objects.iter().flatten().count());
+    for (slot, object) in [Slot::Input, Slot::Output, Slot::Metadata]
+        .into_iter()
+        .zip(objects)
+    {
+        if let Some(object) = object {
+            payload.push((slot, object));
+        }
+    }
+    payload
+}
+
 /// What a node without a payload reads for each of its three objects.
 static EMPTY_OBJECT: Value = Value::Object(Vec::new());
 
@@ -105,16 +120,12 @@ impl Node {
         objects: [Option<Value>; 3],
         created_at: f64,
     ) -> Node {
-        // Room for exactly what is stored: a pushed-to `ThinVec` starts with room for four.
-        let mut payload = ThinVec::with_capacity(objects.iter().flatten().count());
-        for (slot, object) in [Slot::Input, Slot::Output, Slot::Metadata]
-            .into_iter()
-            .zip(objects)
-        {
-            if let Some(object) = object {
-                payload.push((slot, object));
-            }
-        }
+        let payload = if objects.iter().all(Option::is_none) {
+            // A node without a payload (a fan-out's task): nothing to place.
+            ThinVec::new()
+        } else {
+            payload_of(objects)
+        };
         Node {
             id,
             node_type,
@@ -276,7 +287,8 @@ impl Edge {
         self.metadata.as_deref().unwrap_or(&EMPTY_OBJECT)
     }
 
-    /// How an edge holds `metadata`.
+    /// How an edge holds `metadata`. Inline: an edge of a build has none, and that is a test, not a call.
+    #[inline]
     pub(crate) fn boxed_metadata(metadata: Value) -> Option<Box<Value>> {
         (!is_empty_object(&metadata)).then(|| Box::new(metadata))
     }
