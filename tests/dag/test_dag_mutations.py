@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -400,11 +401,11 @@ def test_ids_of_any_text_come_back_exactly_as_given() -> None:
     g = Graph()
     with g.mutate() as m:
         made = [m.create_node("task", node_id=i) for i in ODD_IDS]
-        edges = [m.create_edge(a, b, "dependency") for a, b in zip(made, made[1:])]
+        edges = [m.create_edge(a, b, "dependency") for a, b in pairwise(made)]
     assert made == ODD_IDS
     assert [g.node(i)["node_id"] for i in ODD_IDS] == ODD_IDS
     ends = {(e["from_node_id"], e["to_node_id"]) for e in g.edges()}
-    assert ends == set(zip(ODD_IDS, ODD_IDS[1:]))
+    assert ends == set(pairwise(ODD_IDS))
     assert all(type(e) is str and len(e) == 36 and e.isascii() for e in edges)
 
 
