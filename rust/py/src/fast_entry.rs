@@ -177,10 +177,10 @@ pub unsafe fn text<'a>(o: *mut ffi::PyObject) -> Option<&'a str> {
         if ffi::PyUnicode_CheckExact(o) == 0 {
             return None;
         }
-        // A compact ASCII str (every id, type and label) is its own UTF-8, read in place: no call, a
-        // fiftieth of a build's node + edge (docs/dag.md "Ids and indexes"). Its layout is public API
-        // before 3.14 (`build.rs`).
-        #[cfg(not(any(Py_3_14, PyPy, GraalPy)))]
+        // A compact ASCII str (every id, type and label) is its own UTF-8, read in place: no call, about a
+        // thirtieth of a build's node + edge (docs/dag.md "Ids and indexes"). Its layout is public API
+        // before 3.14, outside the limited API (`build.rs`).
+        #[cfg(not(any(Py_3_14, Py_LIMITED_API, PyPy, GraalPy)))]
         if ffi::PyUnicode_IS_COMPACT_ASCII(o) != 0 {
             let bytes = std::slice::from_raw_parts(
                 ffi::PyUnicode_1BYTE_DATA(o) as *const u8,
