@@ -14,7 +14,7 @@ pub fn py_str<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
     // A UUID (what nearly every id is) as a fixed-size block: no length-driven scan or copy call,
     // once for each node and edge a build creates (docs/dag.md "Ids and indexes").
     if let Ok(uuid) = <&[u8; UUID_LEN]>::try_from(s.as_bytes()) {
-        if ascii_uuid(uuid) {
+        if uuid.is_ascii() {
             return ascii_str(py, uuid);
         }
     }
@@ -25,14 +25,6 @@ pub fn py_str<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
 }
 
 const UUID_LEN: usize = 36;
-
-/// Whether 36 bytes are ASCII, read as two 16-byte words and a 4-byte one.
-#[inline]
-fn ascii_uuid(b: &[u8; UUID_LEN]) -> bool {
-    let word = |at: usize| u128::from_ne_bytes(b[at..at + 16].try_into().unwrap_or([0xFF; 16]));
-    let tail = u32::from_ne_bytes(b[32..].try_into().unwrap_or([0xFF; 4]));
-    (word(0) | word(16)) & 0x8080_8080_8080_8080_8080_8080_8080_8080 == 0 && tail & 0x8080_8080 == 0
-}
 
 /// A Python str for ASCII `bytes` (a node id as the core formats it, `ids::format_id_bytes`).
 pub fn py_ascii<'py>(py: Python<'py>, bytes: &[u8]) -> Bound<'py, PyString> {

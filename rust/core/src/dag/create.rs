@@ -35,6 +35,14 @@ pub(crate) fn object_or_empty(v: Option<Value>, what: &str) -> DagResult<Value> 
     }
 }
 
+/// The state a new node starts in (`create_node`, `fork`): the one named, else `pending`.
+pub(crate) fn initial_state(state: Option<&str>) -> DagResult<State> {
+    match state {
+        None => Ok(State::Pending),
+        Some(s) => Ok(State::parse(s)?),
+    }
+}
+
 /// Spec §2.5.2: the fields a node type must carry.
 /// `object_or_empty` as a node stores it: None for an empty object too (`arena::stored`). Inline, so a
 /// node without the object (a fan-out's task has none of the three) costs a test, not a call.
@@ -139,8 +147,7 @@ impl Dag {
     }
 
     /// [`Dag::create_node`], answering with the new node's row: a binding makes the caller's `str` straight
-    /// from the row's text ([`Dag::node_id_at`]) instead of from a copy of the id handed back. A node whose
-    /// caller names no state starts `pending`.
+    /// from the row's text ([`Dag::node_id_at`]) instead of from a copy of the id handed back.
     pub fn create_node_row(
         &mut self,
         node_type: &str,
@@ -148,10 +155,7 @@ impl Dag {
         spec: NodeSpec,
     ) -> DagResult<u32> {
         let node_type = NodeType::parse(node_type)?;
-        let state = match state {
-            None => State::Pending,
-            Some(s) => State::parse(s)?,
-        };
+        let state = initial_state(state)?;
         let node = self.build_node(node_type, state, spec, now())?;
         Ok(self.insert_node(node, false))
     }

@@ -55,11 +55,11 @@ impl Dag {
         &mut self,
         from_id: &str,
         node_type: &str,
-        state: &str,
+        state: Option<&str>,
         spec: NodeSpec,
     ) -> DagResult<String> {
         let node_type = NodeType::parse(node_type)?;
-        let state = State::parse(state)?;
+        let state = super::create::initial_state(state)?;
         let at = now();
         let node = self.build_node(node_type, state, spec, at)?;
         let from = self.idx(from_id)?;

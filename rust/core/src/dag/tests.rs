@@ -356,7 +356,7 @@ fn mermaid_lines() {
         ..spec_content("say   \"hi\"\nnow")
     };
     g.create_node("user_message", "finished", spec).unwrap();
-    g.fork("u-1", "agent_message", "pending", with_id("a-1"))
+    g.fork("u-1", "agent_message", Some("pending"), with_id("a-1"))
         .unwrap();
     let m = g.to_mermaid(false, 80);
     let lines: Vec<&str> = m.lines().collect();

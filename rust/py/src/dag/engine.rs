@@ -1,6 +1,6 @@
 //! `DagEngine`: the native graph, one lock per graph, the GIL released around traversals.
 
-use chainwarden_core::dag::{Dag, DagError, DagResult, NodeSpec, Outcome, State, Value};
+use chainwarden_core::dag::{Dag, DagError, DagResult, NodeSpec, Outcome, Value};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
@@ -192,7 +192,7 @@ impl DagEngine {
         metadata: Option<JsonDict<name::Metadata>>,
         node_id: Option<Text<name::NodeId>>,
     ) -> Result<String> {
-        let state = initial_state(state.as_ref().map(|s| &*s.0));
+        let state = state.as_ref().map(|s| &*s.0);
         let spec = node_spec(content, input, None, metadata, node_id);
         Ok(self.run(py, spec.is_large(), |g| {
             g.fork(&from_id.0, &node_type.0, state, spec)
@@ -489,9 +489,4 @@ impl DagEngine {
 /// An optional flag defaults to False.
 fn flag(arg: Option<Flag<name::IncludeCompressed>>) -> bool {
     arg.is_some_and(|f| f.0)
-}
-
-/// The state a forked node starts in when the caller names none: the core's `pending`, as a new node's.
-fn initial_state(state: Option<&str>) -> &str {
-    state.unwrap_or_else(|| State::Pending.as_str())
 }
