@@ -3,24 +3,19 @@
     .venv/bin/python benches/record_instructions.py            # every form under callgrind, then the ratios
     valgrind --tool=callgrind .venv/bin/python benches/record_instructions.py FORM N   # one form, one length
 
-A timed ratio on a shared machine moves with its load; an instruction count does not. Each form runs
-its loop (the same calls as `bench_graph.py`'s `test_finished_call`) once at a short and once at a long
-length; its cost per call is the difference of the two counts over the difference of the lengths, less
-the same for the empty loop (`rows` less building the rows, `rows-built`).
+Each form runs its loop (the same calls as `bench_graph.py`'s `test_finished_call`); its cost per call is
+its count per iteration (`callgrind.py`) less the empty loop's (`rows` less building the rows, `rows-built`).
 FORM: record, three, rows, rows-built, veronica, empty.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
 from bench_graph import dict_rows, lifecycle_loop, record_loop
+from callgrind import per_iteration
 from veronica_core.containment import ExecutionGraph as VeronicaGraph
 
 from chainwarden import ExecutionGraph
@@ -68,33 +63,8 @@ FORMS: dict[str, Callable[[int], None]] = {
 }
 
 
-def count(form: str, n: int) -> int:
-    """Instructions of one run of `form` at length `n` under callgrind."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                f"--callgrind-out-file={tmp}/out",
-                sys.executable,
-                __file__,
-                form,
-                str(n),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            env=os.environ | {"PYTHONHASHSEED": "0"},
-        )
-    match = re.search(r"refs:\s*([\d,]+)", out.stderr)
-    if match is None:
-        raise SystemExit(f"no instruction count from callgrind for {form} {n}:\n{out.stderr}")
-    return int(match.group(1).replace(",", ""))
-
-
 def per_call(form: str) -> float:
-    short, long = LENGTHS.get(form, DEFAULT_LENGTHS)
-    return (count(form, long) - count(form, short)) / (long - short)
+    return per_iteration(__file__, form, LENGTHS.get(form, DEFAULT_LENGTHS))
 
 
 def main() -> None:

@@ -10,8 +10,14 @@ pg="$(scripts/postgres-up.sh)"
 trap 'scripts/postgres-down.sh "$pg" >/dev/null 2>&1 || true' EXIT
 export CHAINWARDEN_TEST_POSTGRES_DSN="host=$pg port=5432 user=postgres dbname=postgres"
 mkdir -p .benchmarks
+# The sub-microsecond forms run before the billing suites: PostgreSQL's background work after their commits
+# (checkpoint, autovacuum) shares the two cores and slowed the forms measured after them by up to 1.6x.
 .venv/bin/pytest benches/bench_dag_build.py benches/bench_json.py \
     "benches/bench_dag.py::test_context_for_dicts_chat" "benches/bench_dag.py::test_propagate_failures_fan_out" \
+    "benches/bench_context.py::test_bare_call" "benches/bench_context.py::test_wrap_llm_call[chainwarden]" \
+    "benches/bench_context.py::test_with_bare" "benches/bench_context.py::test_with_block" \
+    "benches/bench_context.py::test_decorator_bare" "benches/bench_context.py::test_decorated_call" \
+    "benches/bench_graph.py::test_finished_call" \
     "benches/bench_billing.py::test_single_writer_commits" "benches/bench_billing.py::test_batch_commits" \
     "benches/bench_billing.py::test_sqlite_per_fact_floor" \
     -q -p no:randomly -p no:cacheprovider --benchmark-only --benchmark-columns=min,median,rounds \

@@ -167,6 +167,43 @@ def test_the_fast_entry_takes_only_planned_forms_of_exact_types_and_keeps_the_me
         CallForms.llm_call(object(), "a")  # type: ignore[arg-type]  # not a context: CPython refuses it
 
 
+def test_a_form_without_an_estimate_is_remembered_by_its_name_alone() -> None:
+    ctx = make(False)
+    plain = ctx.llm_call("a")._plan
+    # 0.0 however it is written, positionally or by keyword: one plan, found by the name alone.
+    again = [
+        ctx.llm_call("a", 0.0),
+        ctx.llm_call("a", -0.0),
+        ctx.llm_call(name="a"),
+        ctx.llm_call("a", cost=0.0),
+    ]
+    assert all(block._plan is plain for block in again)
+    priced = ctx.llm_call("a", 0.25)._plan
+    assert priced is not plain and ctx.llm_call("a", 0.25)._plan is priced
+    assert ctx._llm_plans == {"a": plain, ("a", 0.25): priced}
+    assert ctx._tool_plans == {}
+    with ctx.llm_call("a"), ctx.llm_call("a", 0.25):
+        pass
+    assert [(n.operation_name, n.status) for n in ctx.get_snapshot().nodes] == [("a", "ok"), ("a", "ok")]
+
+
+def test_enter_and_exit_called_by_hand_take_the_general_entry_with_its_errors() -> None:
+    ctx = make(False)
+    block = ctx.llm_call("x")
+    with pytest.raises(TypeError):
+        block.__enter__(1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        block.__exit__(None, None)  # type: ignore[call-arg]
+    block.__enter__()
+    assert block.__exit__(exc_type=None, exc=None, tb=None) is False  # by keyword: the general entry
+    block.__enter__()
+    failure = KeyError("k")
+    assert block.__exit__(KeyError, failure, None) is False  # not suppressed: the caller re-raises
+    nodes = ctx.get_snapshot().nodes
+    assert [n.status for n in nodes] == ["ok", "error"]
+    assert (type(block).__exit__.__doc__ or "").startswith("Leaves the block")
+
+
 def test_a_context_that_used_named_blocks_is_freed_without_the_cycle_collector() -> None:
     gc.disable()
     try:

@@ -52,27 +52,25 @@ def plan(s: ChainState, kind: CallKind, opts: WrapOptions) -> CallPlan:
     )
 
 
-# Names and estimates a context remembers plans for (a program names its blocks: rarely reached).
-_MAX_NAMES = 256
-_MAX_COSTS = 16
+# Forms a context remembers plans for (a program names its blocks: rarely reached).
+_MAX_PLANS = 1024
 
-# name -> cost estimate -> plan: two lookups of keys that hash cheaply, no key object built per block.
-Plans = dict[str, dict[float, CallPlan]]
+# name -> the plan of its blocks without an estimate (the common form: one lookup of an interned str);
+# (name, estimate) -> the others.
+Plans = dict[str | tuple[str, float], CallPlan]
 
 
 def plan_named(plans: Plans, s: ChainState, kind: CallKind, name: str, cost: float) -> CallPlan:
     """The plan of ``ctx.llm_call(name, cost)`` (or ``tool_call``) blocks: the one remembered in ``plans``
     (the context's, one per kind, which the native ``CallForms`` reads), else a new one, remembered once the
     options are validated. The context holds them, not the chain state they point to: no reference cycle."""
-    costs = plans.get(name)
-    known = None if costs is None else costs.get(cost)
+    key: str | tuple[str, float] = name if cost == 0.0 else (name, cost)
+    known = plans.get(key)
     if known is not None:
         return known
     p = plan(s, kind, WrapOptions(name, cost))
-    if costs is None and len(plans) < _MAX_NAMES:
-        costs = plans[name] = {}
-    if costs is not None and len(costs) < _MAX_COSTS:
-        costs[cost] = p
+    if len(plans) < _MAX_PLANS:
+        plans[key] = p
     return p
 
 

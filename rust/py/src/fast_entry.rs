@@ -76,6 +76,10 @@ impl FastEntry {
     /// Runs `fast`; the general entry takes the call when it returns `None`. A panic becomes PyO3's
     /// `PanicException`, as in a PyO3 method.
     ///
+    /// `fast` runs without PyO3's count of attached calls (which costs two thread-local accesses a
+    /// call): a `Py` it drops is released later, from PyO3's pool of deferred decrefs, not at once.
+    /// Owned objects it lets go of are held as `Bound`, which releases them on drop.
+    ///
     /// # Safety
     /// The arguments are CPython's to this method, unchanged.
     pub unsafe fn call<'py>(
@@ -165,6 +169,30 @@ fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "panic in a native method".into())
+}
+
+/// The positional arguments of a call that passes exactly `n` of them and no keyword, else `None`.
+///
+/// # Safety
+/// The arguments are CPython's to a fast entry, unchanged.
+#[inline]
+pub unsafe fn exactly<'a>(
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+    n: usize,
+) -> Option<&'a [*mut ffi::PyObject]> {
+    // SAFETY: CPython passes `nargs` positional arguments, borrowed for the call (`args` may be null
+    // when there are none).
+    unsafe {
+        let nargs = ffi::PyVectorcall_NARGS(nargsf as usize) as usize;
+        let no_keywords = kwnames.is_null() || ffi::PyTuple_GET_SIZE(kwnames) == 0;
+        match (nargs == n && no_keywords, n) {
+            (false, _) => None,
+            (true, 0) => Some(&[]),
+            (true, _) => Some(std::slice::from_raw_parts(args, n)),
+        }
+    }
 }
 
 /// A text argument when it is an exact `str` (not a subclass, valid UTF-8).

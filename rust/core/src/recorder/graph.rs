@@ -1,9 +1,6 @@
 //! The call graph of one agent chain: arena, lifecycle, aggregates, divergence and pruning
 //! behind one lock, with aggregates mirrored into atomics for lock-free reads.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use parking_lot::{Mutex, MutexGuard};
 
 use super::aggregates::{Aggregates, AggregatesView};
@@ -13,6 +10,7 @@ use super::error::{
     finite_metadata, non_negative_finite, non_negative_int, positive_finite, RecorderError,
 };
 use super::events::{Finished, NodeEvent, Started};
+use super::evictable::Evictable;
 use super::intern::{Interner, Sym};
 use super::kind::{Kind, Status};
 use super::node::Node;
@@ -44,7 +42,7 @@ pub struct State {
     pub root: Option<NodeId>,
     pub(super) counter: NodeId,
     /// Terminal non-root nodes, oldest first; kept only when pruning is on.
-    pub(super) evictable: BinaryHeap<Reverse<NodeId>>,
+    pub(super) evictable: Evictable,
     pub divergence: Divergence,
 }
 
@@ -55,7 +53,7 @@ impl State {
             names: Interner::default(),
             root: None,
             counter: 0,
-            evictable: BinaryHeap::new(),
+            evictable: Evictable::default(),
             divergence: Divergence::default(),
         }
     }
@@ -405,7 +403,7 @@ impl Graph {
             return;
         }
         let mut kept = Vec::new();
-        while let Some(Reverse(id)) = st.evictable.pop() {
+        while let Some(id) = st.evictable.pop() {
             if keep(id) {
                 kept.push(id);
                 continue;
@@ -415,7 +413,7 @@ impl Graph {
             self.agg.set_live_nodes(st.arena.len());
             break;
         }
-        st.evictable.extend(kept.into_iter().map(Reverse));
+        st.evictable.extend(kept);
     }
 
     fn node_mut(arena: &mut Arena, node_id: impl NodeRef) -> Result<&mut Node, RecorderError> {
@@ -647,7 +645,7 @@ impl Graph {
                 .set_divergence_emitted(st.divergence.emitted_count());
         }
         if self.config.max_nodes > 0 && st.root != Some(id) {
-            st.evictable.push(Reverse(id));
+            st.evictable.push(id);
         }
         let event = want_event.then(|| Box::new(Self::event(st, id)));
         Finished {

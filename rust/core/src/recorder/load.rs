@@ -4,7 +4,6 @@
 //! clear error naming the field, never a half-built graph.
 
 use super::snapshot_json::NODE_KEYS;
-use std::cmp::Reverse;
 
 use super::aggregates::{AggregatesView, MAX_TOKENS_TOTAL};
 use super::error::RecorderError;
@@ -291,7 +290,7 @@ impl Graph {
             depths.insert(n.id, n.depth);
             st.counter = st.counter.max(n.id);
             if graph.config().max_nodes > 0 && n.status.is_terminal() && Some(n.id) != root {
-                st.evictable.push(Reverse(n.id));
+                st.evictable.push(n.id);
             }
             st.arena.load(n, metadata, reason.as_deref());
         }

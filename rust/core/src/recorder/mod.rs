@@ -6,6 +6,7 @@ pub mod arena;
 pub mod divergence;
 pub mod error;
 pub mod events;
+mod evictable;
 pub mod graph;
 pub mod intern;
 pub mod kind;

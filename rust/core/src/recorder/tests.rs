@@ -3,7 +3,7 @@
 use super::graph::{Config, Graph};
 use super::kind::{Kind, Status};
 use super::RecorderError;
-use crate::ids::id_string;
+use crate::ids::{id_string, parse_id};
 use crate::value::Value;
 
 fn graph() -> Graph {
@@ -128,6 +128,39 @@ fn pruning_evicts_oldest_terminal_node_but_never_root_or_parent() {
     let _ = c;
     let a = g.aggregates();
     assert_eq!(a.total_tool_calls, 2, "pruning never decreases aggregates");
+}
+
+#[test]
+fn pruning_takes_the_oldest_node_even_when_it_ended_last() {
+    let g = Graph::new(
+        "c",
+        Config {
+            max_nodes: 4,
+            ..Config::default()
+        },
+    )
+    .unwrap();
+    let root = g.create_root("run", None).unwrap();
+    let parent = child(&g, root, Kind::Llm, "parent");
+    let kid = id_string(
+        g.begin_node(&parent, Kind::Tool, "kid", None, None, false, false)
+            .unwrap()
+            .0,
+    );
+    g.mark_success(&kid, 0.0, None, None, false).unwrap();
+    // The parent ends after its younger child: it is still the oldest terminal node.
+    g.mark_success(&parent, 0.0, None, None, false).unwrap();
+    let late = child(&g, root, Kind::Tool, "late");
+    g.mark_success(&late, 0.0, None, None, false).unwrap();
+    let _next = child(&g, root, Kind::Tool, "next");
+    assert_eq!(g.pruned_count(), 1);
+    let kept = |id: &str| g.lock().arena.get(parse_id(id).unwrap()).is_some();
+    assert!(!kept(&parent), "the parent, the oldest, went first");
+    assert!(kept(&kid) && kept(&late));
+    // And then its child, the oldest left.
+    let _ = child(&g, root, Kind::Tool, "after");
+    assert_eq!(g.pruned_count(), 2);
+    assert!(!kept(&kid) && kept(&late));
 }
 
 #[test]

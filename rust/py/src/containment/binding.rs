@@ -270,7 +270,8 @@ fn set_binding(py: Python<'_>, binding: Binding) -> PyResult<Py<PyAny>> {
 }
 
 /// Restores the binding `token` replaced (`ValueError` from another context, `RuntimeError` reused).
-pub fn reset(py: Python<'_>, token: &Py<PyAny>) -> PyResult<()> {
+pub fn reset(token: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = token.py();
     // SAFETY: `token` is a Token of `var` (or any object, which the call rejects with an error).
     let rc = unsafe { ffi::PyContextVar_Reset(var(py)?.as_ptr(), token.as_ptr()) };
     if rc < 0 {

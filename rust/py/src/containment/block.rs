@@ -8,10 +8,13 @@
 //! once and reused by every block of that form. When the chain has nothing to consult besides the
 //! core (`ChainState.plain`, no rich options) the block is two native calls; otherwise, and
 //! whenever a block fails or is refused, the Python layer's code (`containment/_blocks.py`) runs.
+//! `__enter__` and `__exit__` are read straight from the interpreter's arguments (src/fast_entry.rs),
+//! as a `with` statement calls them.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
+use pyo3::ffi;
 use pyo3::gc::{PyTraverseError, PyVisit};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -24,6 +27,7 @@ use super::binding::{self, Binding};
 use super::{admit, Call, CallKind, ChainCore};
 use crate::errors;
 use crate::exceptions::invalid_state;
+use crate::fast_entry::{exactly, fast_method, Fast, FastEntry};
 
 /// One form of contained call of a chain, as every block of that form admits it.
 #[pyclass(frozen, module = "chainwarden._core")]
@@ -172,6 +176,90 @@ impl Block {
     pub(super) fn read_bound<R>(&self, f: impl FnOnce(&Binding) -> R) -> Option<R> {
         self.state.lock().bound.as_ref().map(f)
     }
+
+    /// Admits this block's call (or raises `CallRefused`) and binds it in `CURRENT_CALL`.
+    fn enter(slf: &Bound<'_, Self>) -> errors::Result<()> {
+        let py = slf.py();
+        let this = slf.get();
+        let plan_obj = this.plan.bind(py);
+        let plan = plan_obj.get();
+        let (node, token) = match &plan.fast {
+            Some(core) => {
+                let core = core.bind(py);
+                // Read once: the enclosing call is found in it, and the block binds over it.
+                let current = binding::Current::read(py)?;
+                let call = Call {
+                    parent_hint: current.enclosing(core.as_ptr()),
+                    kind: plan.kind,
+                    name: &plan.name,
+                    model: plan.model.as_deref(),
+                    cost_estimate: plan.estimate,
+                };
+                let node = match admit(core, &call, false)? {
+                    Ok(node) => node,
+                    Err(r) => {
+                        // Raises the refusal (`CallRefused`), after recording the stop as a wrap does.
+                        slow(py)?
+                            .refused
+                            .bind(py)
+                            .call1((plan_obj, r.cause, r.node))?;
+                        return Err(
+                            invalid_state(py, "a refused block was not raised".to_owned()).into(),
+                        );
+                    }
+                };
+                // Read first: a swap is a locked instruction on every block, a load is not.
+                if !plan.marked.load(Ordering::Relaxed)
+                    && !plan.marked.swap(true, Ordering::Relaxed)
+                {
+                    plan.state
+                        .bind(py)
+                        .setattr(intern!(py, "async_used"), PyBool::new(py, true))?;
+                }
+                (node, current.bind_block(slf, core.as_any(), node)?)
+            }
+            None => {
+                let node: NodeId = slow(py)?.enter.bind(py).call1((plan_obj,))?.extract()?;
+                let core = plan.state.bind(py).getattr(intern!(py, "core"))?;
+                let current = binding::Current::read(py)?;
+                (node, current.bind_block(slf, &core, node)?)
+            }
+        };
+        this.state.lock().open.push(Open {
+            node,
+            token,
+            native: plan.fast.is_some(),
+        });
+        Ok(())
+    }
+
+    /// Leaves the innermost open call of this block: `exc` is what the block raised, or None.
+    fn exit(slf: &Bound<'_, Self>, exc: &Bound<'_, PyAny>) -> errors::Result<bool> {
+        let py = slf.py();
+        let this = slf.get();
+        let open = this.state.lock().open.pop();
+        let open = open.ok_or_else(|| {
+            invalid_state(
+                py,
+                "a contained block was left without being entered".to_owned(),
+            )
+        })?;
+        // Owned objects are held as `Bound` here: dropped at once under a fast entry (src/fast_entry.rs).
+        let token = open.token.into_bound(py);
+        binding::reset(&token)?;
+        let plan_obj = this.plan.bind(py);
+        let plan = plan_obj.get();
+        if exc.is_none() {
+            if let Some(core) = plan.fast.as_ref().filter(|_| open.native) {
+                // A block has no result: it is charged what it reported, else its estimate.
+                core.get()
+                    .settle_call(open.node, !plan.name.is_empty(), plan.estimate)?;
+                return Ok(false);
+            }
+        }
+        slow(py)?.exit.bind(py).call1((plan_obj, open.node, exc))?;
+        Ok(false)
+    }
 }
 
 #[pymethods]
@@ -217,55 +305,12 @@ impl Block {
         slow(slf.py())?.decorate.call1(slf.py(), (slf, r#fn))
     }
 
+    /// Enters the block: admits its call, or raises `CallRefused`.
     fn __enter__(slf: &Bound<'_, Self>) -> errors::Result<()> {
-        let py = slf.py();
-        let this = slf.get();
-        let plan_obj = this.plan.bind(py);
-        let plan = plan_obj.get();
-        let (node, token) = match &plan.fast {
-            Some(core) => {
-                let core = core.bind(py);
-                // Read once: the enclosing call is found in it, and the block binds over it.
-                let current = binding::Current::read(py)?;
-                let call = Call {
-                    parent_hint: current.enclosing(core.as_ptr()),
-                    kind: plan.kind,
-                    name: &plan.name,
-                    model: plan.model.as_deref(),
-                    cost_estimate: plan.estimate,
-                };
-                let node = match admit(core, &call, false)? {
-                    Ok(node) => node,
-                    Err(r) => {
-                        // Raises the refusal (`CallRefused`), after recording the stop as a wrap does.
-                        slow(py)?.refused.call1(py, (plan_obj, r.cause, r.node))?;
-                        return Err(
-                            invalid_state(py, "a refused block was not raised".to_owned()).into(),
-                        );
-                    }
-                };
-                if !plan.marked.swap(true, Ordering::Relaxed) {
-                    plan.state
-                        .bind(py)
-                        .setattr(intern!(py, "async_used"), PyBool::new(py, true))?;
-                }
-                (node, current.bind_block(slf, core.as_any(), node)?)
-            }
-            None => {
-                let node: NodeId = slow(py)?.enter.call1(py, (plan_obj,))?.extract(py)?;
-                let core = plan.state.bind(py).getattr(intern!(py, "core"))?;
-                let current = binding::Current::read(py)?;
-                (node, current.bind_block(slf, &core, node)?)
-            }
-        };
-        this.state.lock().open.push(Open {
-            node,
-            token,
-            native: plan.fast.is_some(),
-        });
-        Ok(())
+        Self::enter(slf)
     }
 
+    /// Leaves the block: its call succeeds, or fails with the exception it raised (never suppressed).
     #[pyo3(signature = (exc_type, exc, tb))]
     fn __exit__(
         slf: &Bound<'_, Self>,
@@ -274,32 +319,60 @@ impl Block {
         tb: &Bound<'_, PyAny>,
     ) -> errors::Result<bool> {
         let _ = (exc_type, tb);
-        let py = slf.py();
-        let this = slf.get();
-        let open = this.state.lock().open.pop();
-        let open = open.ok_or_else(|| {
-            invalid_state(
-                py,
-                "a contained block was left without being entered".to_owned(),
-            )
-        })?;
-        binding::reset(py, &open.token)?;
-        let plan_obj = this.plan.bind(py);
-        let plan = plan_obj.get();
-        if exc.is_none() {
-            if let Some(core) = plan.fast.as_ref().filter(|_| open.native) {
-                // A block has no result: it is charged what it reported, else its estimate.
-                core.get()
-                    .settle_call(open.node, !plan.name.is_empty(), plan.estimate)?;
-                return Ok(false);
-            }
+        Self::exit(slf, exc)
+    }
+}
+
+static ENTER: FastEntry = FastEntry::new();
+static EXIT: FastEntry = FastEntry::new();
+
+fast_method!(enter, ENTER, fast_enter);
+fast_method!(exit, EXIT, fast_exit);
+
+/// `__enter__()` read straight from CPython's arguments (src/fast_entry.rs): what a `with` statement
+/// calls, without PyO3's argument handling; any other call goes to the method above.
+unsafe fn fast_enter<'py>(
+    py: Python<'py>,
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> Fast<'py> {
+    // SAFETY: CPython's arguments, unchanged, and `self` an instance of the class the method descriptor
+    // belongs to (it checks before calling).
+    unsafe {
+        if exactly(args, nargsf, kwnames, 0).is_none() {
+            return Ok(None);
         }
-        slow(py)?.exit.call1(py, (plan_obj, open.node, exc))?;
-        Ok(false)
+        let slf = Bound::from_borrowed_ptr(py, slf).cast_into_unchecked::<Block>();
+        Block::enter(&slf)?;
+        Ok(Some(py.None().into_bound(py)))
+    }
+}
+
+/// `__exit__(exc_type, exc, tb)` by position, as a `with` statement calls it, read as `fast_enter`.
+unsafe fn fast_exit<'py>(
+    py: Python<'py>,
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> Fast<'py> {
+    // SAFETY: as `fast_enter`.
+    unsafe {
+        let Some(&[_, exc, _]) = exactly(args, nargsf, kwnames, 3) else {
+            return Ok(None);
+        };
+        let slf = Bound::from_borrowed_ptr(py, slf).cast_into_unchecked::<Block>();
+        let suppressed = Block::exit(&slf, &Bound::from_borrowed_ptr(py, exc))?;
+        Ok(Some(PyBool::new(py, suppressed).to_owned().into_any()))
     }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CallPlan>()?;
-    m.add_class::<Block>()
+    m.add_class::<Block>()?;
+    let ty = m.py().get_type::<Block>();
+    ENTER.install(m.py(), &ty, c"__enter__", enter)?;
+    EXIT.install(m.py(), &ty, c"__exit__", exit)
 }

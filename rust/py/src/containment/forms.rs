@@ -16,16 +16,13 @@ use super::block::{Block, CallPlan};
 use super::CallKind;
 use crate::fast_entry::{fast_method, Fast, FastEntry};
 
-/// The default cost estimate, as the key of the plans table.
-static ZERO: PyOnceLock<Py<PyFloat>> = PyOnceLock::new();
-
 /// The Python layer's `llm_call(ctx, ...)` and `tool_call(ctx, ...)`, imported on first use.
 static SLOW: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
 
 /// The part of an `ExecutionContext` its call forms need: the plans of its blocks, per kind.
 #[pyclass(subclass, frozen, module = "chainwarden._core")]
 pub struct CallForms {
-    /// name -> cost estimate -> `CallPlan` (`_blocks.plan_named` fills them).
+    /// name, or (name, cost estimate) -> `CallPlan` (`_blocks.plan_named` fills them).
     llm_plans: Py<PyDict>,
     tool_plans: Py<PyDict>,
 }
@@ -77,7 +74,8 @@ impl CallForms {
         Self::plan_of(slf, kind, name, cost)
     }
 
-    /// The plan of `(name, cost)` (absent: `""`, `0.0`), as `planned`.
+    /// The plan of `(name, cost)` (absent: `""`, `0.0`), as `planned`: the table's key is the name
+    /// alone for an estimate of 0.0, else `(name, cost)` (`_blocks.plan_named`).
     fn plan_of(
         slf: &Bound<'_, Self>,
         kind: CallKind,
@@ -86,24 +84,23 @@ impl CallForms {
     ) -> PyResult<Option<Py<CallPlan>>> {
         let py = slf.py();
         let name = name.unwrap_or_else(|| intern!(py, "").clone().into_any());
-        let cost = cost.unwrap_or_else(|| {
-            ZERO.get_or_init(py, || PyFloat::new(py, 0.0).unbind())
-                .bind(py)
-                .clone()
-                .into_any()
-        });
-        if !name.is_exact_instance_of::<PyString>() || !cost.is_exact_instance_of::<PyFloat>() {
+        if !name.is_exact_instance_of::<PyString>() {
             return Ok(None);
         }
+        let key = match cost {
+            None => name,
+            Some(cost) => match cost.cast_exact::<PyFloat>() {
+                Ok(c) if c.value() == 0.0 => name,
+                Ok(_) => PyTuple::new(py, [name, cost])?.into_any(),
+                Err(_) => return Ok(None),
+            },
+        };
         let this = slf.get();
         let plans = match kind {
             CallKind::Llm => &this.llm_plans,
             _ => &this.tool_plans,
         };
-        let Some(costs) = plans.bind(py).get_item(&name)? else {
-            return Ok(None);
-        };
-        let Some(plan) = costs.cast::<PyDict>()?.get_item(&cost)? else {
+        let Some(plan) = plans.bind(py).get_item(&key)? else {
             return Ok(None);
         };
         Ok(Some(plan.cast_into::<CallPlan>()?.unbind()))
